@@ -1,0 +1,185 @@
+"""`stsgen` command line: one-shot local runs (ephemeral Prefect unless PREFECT_API_URL is set), the embedded LLM
+server, the local stack and the serve entry point.
+
+    stsgen run                      # main job: default corpus, local 1.5B model, n=200
+    stsgen generate --n 20 --base-url http://host:8000/v1 --model my-model
+    stsgen llm-server --model smollm2-135m-instruct --port 8765
+    stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
+    stsgen serve                    # one process serving the deployments (alternative to the stack)
+    stsgen models prepare           # assemble and sha256-check the GGUF files
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+# No outbound traffic from Prefect (must be set before prefect is imported).
+for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+                     ("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")):
+    os.environ.setdefault(_key, _value)
+
+from tasks.config import ConfigError  # noqa: E402
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from flows.generate_sts_triples import generate_sts_triples
+    from tasks.artifacts import add_progress_listener
+    from tasks.config import LLMSettings
+    from tasks.llm.server import local_server
+
+    console = Console(stderr=True)
+    llm_kwargs = dict(max_concurrency=args.concurrency)
+    if args.rpm:
+        llm_kwargs["requests_per_minute"] = args.rpm
+
+    def run(base_url: str, model: str) -> dict:
+        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                       TimeRemainingColumn(), console=console)
+        ids: dict[str, int] = {}
+
+        def listener(stage: str, done: int, total: int) -> None:
+            if stage not in ids:
+                ids[stage] = bar.add_task(stage, total=total)
+            bar.update(ids[stage], completed=done, total=total)
+
+        add_progress_listener(listener)
+        with bar:
+            return generate_sts_triples(
+                n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source,
+                seed=args.seed, llm=LLMSettings(base_url=base_url, model=model, **llm_kwargs),
+                max_attempts=args.max_attempts, output_dir=args.output_dir,
+            )
+
+    if args.base_url:
+        paths = run(args.base_url, args.model or os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct"))
+    else:
+        console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
+        with local_server(args.local_model) as server:
+            os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
+            paths = run(server.base_url, server.model)
+        console.print("Local LLM server stopped.")
+    print("\nOutputs:")
+    for name, path in paths.items():
+        print(f"  {name:9s} {Path(path).resolve()}")
+    if os.environ.get("PREFECT_API_URL"):
+        ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
+        print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, outputs)")
+    else:
+        print("\nTo inspect the run and its artifacts in the Prefect UI:\n"
+              "  ./stsgen ui      # then open http://127.0.0.1:4200/runs")
+    return 0
+
+
+def _llm_server(args: argparse.Namespace) -> int:
+    from tasks.llm.server import start_server
+
+    server = start_server(args.model, port=args.port)
+    print(f"Serving {server.model} at {server.base_url} (sha256 {server.sha256[:12]}…); Ctrl-C stops it.",
+          flush=True)
+    try:
+        server.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+    return 0
+
+
+def _stack(args: argparse.Namespace) -> int:
+    from flows import stack
+
+    settings = stack.StackSettings(llm_model=args.model, llm_base_url=args.base_url)
+    if args.action == "up":
+        info = stack.up(settings)
+        print(f"Prefect UI:  {info['ui']}\nLLM:         {info['llm_model']} at {info['llm_base_url']}\n"
+              f"Logs:        {info['logs']}\n\nFrom another shell:\n  export PREFECT_API_URL={info['api_url']}\n"
+              "  prefect deployment run 'generate-sts-triples/adhoc' -p n=20 --watch\n\nStop: ./stsgen stack down")
+    else:
+        print("stopped:", ", ".join(stack.down(settings)) or "nothing was running")
+    return 0
+
+
+def _ui(args: argparse.Namespace) -> int:
+    os.execv(str(Path(sys.executable).with_name("prefect")),
+             ["prefect", "server", "start", "--host", "127.0.0.1", "--port", str(args.port)])
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
+
+    for name in args.names or list(LOCAL_MODELS):
+        path, sha = resolve_gguf(name)
+        print(f"{name}: {path} sha256={sha} ok")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from flows.serve import serve
+
+    serve()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, n_default in (("run", 200), ("generate", 20)):
+        p = sub.add_parser(name, help="run generate-sts-triples once (run = the main job's defaults)")
+        p.add_argument("--n", type=int, default=n_default)
+        p.add_argument("--pattern", choices=("sts", "nli"), default="sts")
+        p.add_argument("--corpus", default="default")
+        p.add_argument("--pattern-source", default="default")
+        p.add_argument("--seed", type=int, default=13)
+        p.add_argument("--local-model", default="qwen2.5-coder-1.5b-instruct",
+                       help="embedded model started on 127.0.0.1 (ignored with --base-url)")
+        p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
+        p.add_argument("--model", help="model name at --base-url")
+        p.add_argument("--concurrency", type=int, default=4)
+        p.add_argument("--rpm", type=float)
+        p.add_argument("--max-attempts", type=int, default=3)
+        p.add_argument("--output-dir", default="data/outputs")
+        p.set_defaults(func=_generate)
+    p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
+    p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    p.add_argument("--port", type=int, default=8765)
+    p.set_defaults(func=_llm_server)
+    p = sub.add_parser("stack", help="start/stop the local stack (Prefect server, pool, deployments, worker, LLM)")
+    p.add_argument("action", choices=("up", "down"))
+    p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    p.add_argument("--base-url", help="use an existing LLM endpoint instead of starting one")
+    p.set_defaults(func=_stack)
+    p = sub.add_parser("ui", help="start the Prefect server + UI on 127.0.0.1 (foreground)")
+    p.add_argument("--port", type=int, default=4200)
+    p.set_defaults(func=_ui)
+    p = sub.add_parser("models", help="prepare (assemble + sha256-check) local GGUF models")
+    p.add_argument("action", choices=("prepare",))
+    p.add_argument("names", nargs="*")
+    p.set_defaults(func=_models)
+    p = sub.add_parser("serve", help="serve the deployments from this process (flow.serve)")
+    p.set_defaults(func=_serve)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"stsgen: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stsgen: interrupted; re-run the same command to resume (finished generations are cached).",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,205 @@
+"""Flow `generate-sts-triples`: stage 1, LLM pattern simulation (seed 004).
+
+For n source sentences sampled from the corpus: s+ from the anchor, then (STS) s^m and s- from s+, each prompt kind
+run in batches with the run's fixed in-context examples. Writes `<output_dir>/generate-sts-triples/`:
+triples.parquet, rejected.parquet, manifest.json (committed last). Unchanged inputs + parameters → skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Literal
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
+from tasks.config import (
+    CorpusSettings,
+    GenerateConfig,
+    LLMSettings,
+    PatternSettings,
+    SamplingSettings,
+    ValidationSettings,
+)
+from tasks.corpus import Corpus, load_corpus, sample_sources
+from tasks.generation import Slot, generate_batch
+from tasks.llm.client import check_endpoint
+from tasks.patterns import load_pattern_source, sample_examples
+from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
+from tasks.store import fingerprint, read_manifest, verify_outputs, write_manifest, write_parquet
+from tasks.triples import rejected_table, triples_table
+
+STAGE = "generate-sts-triples"
+# LLM settings that change how requests are sent, not what they return: not part of the cache key.
+_TRANSPORT = {"max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
+              "backoff_base_s", "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url"}
+
+
+def stage_key(cfg: GenerateConfig, input_hashes: list[str], prompt_hashes: dict[str, str]) -> str:
+    params = cfg.model_dump(exclude={"output_dir": True, "batch_size": True, "llm": _TRANSPORT})
+    return fingerprint({"stage": STAGE, "params": params, "inputs": input_hashes, "prompts": prompt_hashes})
+
+
+@task(name="check-llm-endpoint", cache_policy=NO_CACHE)
+def check_llm_endpoint(llm: LLMSettings) -> list[str]:
+    return check_endpoint(llm)
+
+
+@task(name="load-corpus", cache_policy=NO_CACHE)
+def load_corpus_task(settings: CorpusSettings) -> Corpus:
+    return load_corpus(settings)
+
+
+def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -> str:
+    lines = [f"# generate-sts-triples — {counts['triples']} triples from {counts['sources']} source sentences", "",
+             "| kind | slots | accepted | acceptance | attempts/accepted |", "|---|---|---|---|---|"]
+    for kind, c in counts["per_kind"].items():
+        rate = c["accepted"] / c["slots"] if c["slots"] else 0.0
+        per = c["attempts"] / c["accepted"] if c["accepted"] else 0.0
+        lines.append(f"| {kind} | {c['slots']} | {c['accepted']} | {rate:.1%} | {per:.2f} |")
+    rps = stats["requests_sent"] / seconds if seconds else 0.0
+    lines += ["", f"- HTTP requests: {stats['requests_sent']} ({rps:.2f}/s over {seconds:.1f} s of generation), "
+              f"retries {stats['retries']}, failed calls {stats['failures']}, cache hits {stats['cache_hits']}",
+              f"- tokens: {stats['prompt_tokens']} prompt + {stats['completion_tokens']} completion",
+              f"- quarantined rows: {counts['rejected_rows']} — by reason: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(counts["rejected_by_reason"].items())) or "none"),
+              f"- outputs: `{folder}`"]
+    return "\n".join(lines)
+
+
+@flow(name=STAGE, log_prints=True)
+def generate_sts_triples(
+    n: int = 20,
+    pattern: Literal["sts", "nli"] = "sts",
+    corpus: str = "default",
+    pattern_source: str = "default",
+    seed: int = 13,
+    llm: LLMSettings | None = None,
+    sampling: SamplingSettings | None = None,
+    validation: ValidationSettings | None = None,
+    max_attempts: int = 3,
+    batch_size: int = 32,
+    output_dir: str = "data/outputs",
+) -> dict[str, str]:
+    """Generate STS triples; returns the output file paths.
+
+    `corpus`: 'default' or a path (file, folder, zip); `pattern_source`: 'default' (STS12 train rows of STS-B) or a
+    SemEval TSV / SICK file. LLM endpoint and model come from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
+    logger = get_run_logger()
+    cfg = GenerateConfig(
+        n=n, seed=seed, corpus=CorpusSettings(source=corpus),
+        pattern=PatternSettings(kind=pattern, source=pattern_source),
+        llm=llm or LLMSettings(), sampling=sampling or SamplingSettings(), validation=validation or ValidationSettings(),
+        max_attempts=max_attempts, batch_size=batch_size, output_dir=output_dir,
+    )
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    # Validate every input before spending anything on the LLM: bad files and endpoints fail here, nothing written.
+    kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
+    templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
+    patterns = load_pattern_source(cfg.pattern)
+    examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
+    corpus_data = load_corpus_task(cfg.corpus)
+    sample, duplicate_texts = sample_sources(corpus_data, cfg.n, cfg.seed)
+    timings["prepare_s"] = round(time.perf_counter() - t0, 3)
+    served = check_llm_endpoint(cfg.llm)
+
+    inputs = corpus_data.inputs + patterns.inputs()
+    key = stage_key(cfg, [i["sha256"] for i in inputs], {k: t.sha256 for k, t in templates.items()})
+    folder = Path(cfg.output_dir) / STAGE
+    paths = {"triples": str(folder / "triples.parquet"), "rejected": str(folder / "rejected.parquet"),
+             "manifest": str(folder / "manifest.json")}
+    previous = read_manifest(folder)
+    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+        logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
+        return paths
+
+    systems = {k: templates[k].system_message([vars(e) for e in examples[k]]) for k in kinds}
+    example_ids = {k: [e.example_id for e in examples[k]] for k in kinds}
+    accepted: dict[str, dict[str, dict]] = {k: {} for k in kinds}
+    quarantine: list[dict] = list(corpus_data.rejected)
+    stats_total: dict[str, float] = {}
+    counts_per_kind = {k: {"slots": 0, "accepted": 0, "attempts": 0} for k in kinds}
+    progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
+    t_gen = time.perf_counter()
+    for kind in kinds:
+        base_kind = BASE_OF_KIND[kind]
+        slots = []
+        for src in sample.itertuples(index=False):
+            base = src.text if base_kind == "anchor" else accepted[base_kind].get(src.source_id, {}).get("text")
+            if base is None:
+                quarantine.append({"stage": "generation", "source_id": src.source_id, "kind": kind,
+                                   "anchor": src.text, "reason": "base_rejected",
+                                   "detail": f"no accepted {base_kind} to derive the {kind} from"})
+                continue
+            siblings = tuple(accepted[k][src.source_id]["text"] for k in kinds[: kinds.index(kind)]
+                             if src.source_id in accepted[k])
+            slots.append(Slot(src.source_id, kind, src.text, base, siblings))
+        progress.advance(cfg.n - len(slots))
+        counts_per_kind[kind]["slots"] = len(slots)
+        for start in range(0, len(slots), cfg.batch_size):
+            batch = slots[start : start + cfg.batch_size]
+            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
+                                                   cfg.validation, cfg.max_attempts, cfg.seed)
+            accepted[kind].update({g["source_id"]: g for g in gens})
+            # Every generation received is either accepted or a quarantine row (failed calls are not attempts).
+            counts_per_kind[kind]["attempts"] += len(gens) + sum(r["reason"] != "llm_error" for r in rejected)
+            counts_per_kind[kind]["accepted"] += len(gens)
+            quarantine.extend(rejected)
+            for name, value in stats.items():
+                if isinstance(value, (int, float)):
+                    stats_total[name] = stats_total.get(name, 0) + value
+            progress.advance(len(batch))
+    timings["generation_s"] = round(time.perf_counter() - t_gen, 3)
+
+    order = {sid: i for i, sid in enumerate(sample["source_id"])}
+    quarantine.sort(key=lambda r: (r.get("stage") != "input", order.get(r.get("source_id"), -1),
+                                   kinds.index(r["kind"]) if r.get("kind") in kinds else -1, r.get("attempt") or 0))
+    triples = triples_table(sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=cfg.llm.model,
+                            prompts={k: t.name for k, t in templates.items()}, example_ids=example_ids,
+                            bases={k: BASE_OF_KIND[k] for k in kinds})
+    reasons: dict[str, int] = {}
+    for row in quarantine:
+        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    counts = {"sources": cfg.n, "triples": triples.num_rows, "incomplete_sources": cfg.n - triples.num_rows,
+              "rejected_rows": len(quarantine), "rejected_by_reason": reasons, "per_kind": counts_per_kind,
+              "corpus": corpus_data.stats, "duplicate_corpus_texts_skipped": duplicate_texts,
+              "pattern_bad_rows": len(patterns.bad_rows)}
+    stats_total = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats_total.items()}
+    for name in ("requests_sent", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens"):
+        stats_total.setdefault(name, 0)
+
+    # Parquet first, manifest last: a folder without a matching manifest is never taken as done.
+    folder.mkdir(parents=True, exist_ok=True)
+    digests = {"triples.parquet": write_parquet(folder / "triples.parquet", triples),
+               "rejected.parquet": write_parquet(folder / "rejected.parquet", rejected_table(quarantine))}
+    timings["total_s"] = round(time.perf_counter() - t0, 3)
+    write_manifest(folder, {
+        "stage": STAGE, "cache_key": key, "seed": cfg.seed,
+        "parameters": cfg.model_dump(mode="json"),
+        "inputs": inputs,
+        "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
+        "examples": {k: [vars(e) for e in examples[k]] for k in kinds},
+        "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
+        "llm": {"model": cfg.llm.model, "served_models": served,
+                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"), "endpoint_kind": _endpoint_kind(cfg.llm.base_url)},
+        "llm_stats": stats_total, "counts": counts, "timings": timings,
+    }, digests)
+
+    publish_markdown("generate-summary", _summary_markdown(counts, stats_total, timings["generation_s"], folder),
+                     "Stage 1 summary")
+    sample_rows = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
+    publish_table("generate-samples", sample_rows, "Sample triples")
+    publish_links("generate-outputs", {name: folder / name for name in (*digests, "manifest.json")},
+                  "Stage 1 output files")
+    print(f"{triples.num_rows}/{cfg.n} complete triples, {len(quarantine)} quarantined rows → {folder}")
+    return paths
+
+
+def _endpoint_kind(base_url: str) -> str:
+    # Record whether the endpoint was local without recording URLs that might embed credentials.
+    return "loopback" if any(h in base_url for h in ("127.0.0.1", "localhost", "[::1]")) else "remote"

@@ -1,0 +1,1 @@
+"""Torch model code (coherence model, LM scorer, encoders, losses) — knows nothing of Prefect."""

@@ -1,0 +1,1 @@
+"""Stage logic: plain functions, each wrapped by a thin Prefect task, plus shared plumbing (llm, store, config)."""

@@ -1,0 +1,65 @@
+"""Prefect artifacts for the UI (progress, tables, markdown, links), plus in-process progress listeners (the CLI's
+progress bar). Artifact keys: lowercase letters, digits and dashes."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Callable
+
+from prefect.artifacts import (
+    create_link_artifact,
+    create_markdown_artifact,
+    create_progress_artifact,
+    create_table_artifact,
+    update_progress_artifact,
+)
+
+ProgressListener = Callable[[str, int, int], None]  # (stage, done, total)
+_listeners: list[ProgressListener] = []
+_lock = threading.Lock()
+
+
+def add_progress_listener(listener: ProgressListener) -> None:
+    with _lock:
+        _listeners.append(listener)
+
+
+def remove_progress_listener(listener: ProgressListener) -> None:
+    with _lock:
+        if listener in _listeners:
+            _listeners.remove(listener)
+
+
+class Progress:
+    """A progress artifact (percent) updated as units of work finish."""
+
+    def __init__(self, stage: str, total: int, description: str):
+        self.stage, self.total, self.done = stage, max(total, 1), 0
+        self._id = create_progress_artifact(0.0, key=f"{stage}-progress", description=description)
+        self._notify()
+
+    def advance(self, units: int) -> None:
+        self.done = min(self.total, self.done + units)
+        if self._id is not None:
+            update_progress_artifact(self._id, progress=100.0 * self.done / self.total)
+        self._notify()
+
+    def _notify(self) -> None:
+        with _lock:
+            listeners = list(_listeners)
+        for listener in listeners:
+            listener(self.stage, self.done, self.total)
+
+
+def publish_table(key: str, rows: list[dict], description: str) -> None:
+    create_table_artifact(table=rows, key=key, description=description)
+
+
+def publish_markdown(key: str, markdown: str, description: str) -> None:
+    create_markdown_artifact(markdown=markdown, key=key, description=description)
+
+
+def publish_links(key: str, files: dict[str, Path], description: str) -> None:
+    for name, path in files.items():
+        create_link_artifact(link=Path(path).resolve().as_uri(), link_text=name, key=key, description=description)

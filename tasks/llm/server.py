@@ -1,0 +1,105 @@
+"""The embedded LLM: a llama.cpp server (llama-cpp-python[server]) on 127.0.0.1, as a child process.
+
+Used by the CLI (`./stsgen run`, `./stsgen llm-server`), the local stack and the tests. The server announces the
+model under its registry name (`--model_alias`), so `LLMSettings.model` is the same string users pass in.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from tasks.config import ConfigError, stsgen_home
+from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LocalServer:
+    process: subprocess.Popen
+    base_url: str
+    model: str
+    gguf: Path
+    sha256: str
+    log_path: Path
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def _healthy(base_url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{base_url}/models", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def start_server(
+    model: str = "qwen2.5-coder-1.5b-instruct",
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    n_ctx: int = 2048,
+    threads: int | None = None,
+    startup_timeout_s: float = 180.0,
+) -> LocalServer:
+    """Start llama.cpp's OpenAI-compatible server and wait until it answers /v1/models."""
+    gguf, sha = resolve_gguf(model)
+    alias = model if model in LOCAL_MODELS else gguf.stem
+    port = port or free_port(host)
+    threads = threads or max(1, min(os.cpu_count() or 1, 8))
+    log_dir = stsgen_home() / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_dir / f"llama-server-{port}.log"
+    cmd = [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(gguf), "--model_alias", alias,
+        "--host", host, "--port", str(port),
+        "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
+        # Prompt cache: requests of one kind share the few-shot prefix (see architecture.md).
+        "--cache", "true",
+    ]
+    log = open(log_path, "ab")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base_url = f"http://{host}:{port}/v1"
+    deadline = time.monotonic() + startup_timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise ConfigError(f"llama.cpp server exited with code {proc.returncode}; log {log_path}:\n{tail}")
+        if _healthy(base_url):
+            return LocalServer(proc, base_url, alias, gguf, sha, log_path)
+        time.sleep(0.5)
+    proc.kill()
+    raise ConfigError(f"llama.cpp server did not become healthy in {startup_timeout_s}s; see {log_path}")
+
+
+@contextmanager
+def local_server(model: str = "qwen2.5-coder-1.5b-instruct", **kwargs) -> Iterator[LocalServer]:
+    """Run a local server for the duration of a block; it is stopped on exit, errors and Ctrl-C included."""
+    server = start_server(model, **kwargs)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,139 @@
+"""Stage outputs: Parquet read/write, content hashes, manifests, atomic writes (temp name, then rename).
+
+A stage's folder is committed by writing `manifest.json` last; the manifest lists every output file with its
+sha256, so a truncated or altered file is detected (`verify_outputs`) and never read as valid.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+MANIFEST = "manifest.json"
+TRACKED_PACKAGES = (
+    "prefect", "openai", "pyarrow", "pandas", "numpy", "torch", "transformers", "scikit-learn", "syntok", "gensim",
+    "llama-cpp-python", "pydantic",
+)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_path(path: Path) -> str:
+    """Content hash of a file, or of a folder (relative names + file hashes, sorted)."""
+    path = Path(path)
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for child in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(str(child.relative_to(path)).encode())
+            digest.update(sha256_path(child).encode())
+        return digest.hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 22):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fingerprint(obj: Any) -> str:
+    """Stable hash of JSON-able data (parameters, example ids, …) for cache keys."""
+    return sha256_bytes(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode())
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_parquet(path: Path, table: pa.Table) -> str:
+    """Write atomically; returns the file's sha256."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd")
+    data = sink.getvalue().to_pybytes()
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
+
+
+def write_json(path: Path, obj: Any) -> str:
+    data = (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
+    atomic_write_bytes(path, data)
+    return sha256_bytes(data)
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return versions
+
+
+def project_revision() -> str | None:
+    """git commit of the project checkout, if any (plus '-dirty' when it has local changes)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=root, capture_output=True, text=True, timeout=5)
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_manifest(folder: Path, manifest: dict[str, Any], outputs: dict[str, str]) -> Path:
+    """Commit a stage folder: `outputs` maps file name -> sha256 of files already written in `folder`."""
+    body = dict(manifest)
+    body["outputs"] = {name: {"sha256": digest} for name, digest in sorted(outputs.items())}
+    body.setdefault("packages", package_versions())
+    body.setdefault("project_revision", project_revision())
+    body.setdefault("command", " ".join(sys.argv[:1]))
+    path = Path(folder) / MANIFEST
+    write_json(path, body)
+    return path
+
+
+def read_manifest(folder: Path) -> dict[str, Any] | None:
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+
+
+def verify_outputs(folder: Path, manifest: dict[str, Any] | None = None) -> bool:
+    """True when the manifest exists and every listed output matches its recorded sha256."""
+    manifest = manifest if manifest is not None else read_manifest(folder)
+    if not manifest or "outputs" not in manifest:
+        return False
+    for name, entry in manifest["outputs"].items():
+        path = Path(folder) / name
+        if not path.is_file() or sha256_path(path) != entry.get("sha256"):
+            return False
+    return True

@@ -1,0 +1,69 @@
+"""Test environment: isolated Prefect home and stsgen home, no telemetry, Prefect's test harness (ephemeral API).
+
+Environment variables are set before Prefect is imported anywhere (pytest loads conftest first)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+_ROOT = Path(tempfile.mkdtemp(prefix="stsgen-tests-"))
+os.environ.pop("PREFECT_API_URL", None)
+os.environ.update(
+    PREFECT_HOME=str(_ROOT / "prefect"),
+    STSGEN_HOME=str(_ROOT / "stsgen"),
+    DO_NOT_TRACK="1",
+    PREFECT_SERVER_ANALYTICS_ENABLED="false",
+    PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
+    PREFECT_LOGGING_LEVEL="WARNING",
+)
+
+import pytest  # noqa: E402
+
+PROJECT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT.parent / "shared" / "data"
+sys.path.insert(0, str(PROJECT))
+
+from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
+
+
+@pytest.fixture
+def scripted():
+    with ScriptedOpenAI() as server:
+        yield server
+
+
+@pytest.fixture
+def tiny_corpus(tmp_path) -> Path:
+    """A folder of three small text documents (one document per file)."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    texts = {
+        "a.txt": "The river flooded the lower town after three days of heavy rain. Residents moved their cattle to "
+                 "the hills before the water arrived. The council opened the school as a shelter for families.\n\n"
+                 "Engineers inspected the old stone bridge on Monday morning. They found deep cracks in two arches.",
+        "b.txt": "The orchestra performed the new symphony for the first time in the capital. Critics praised the "
+                 "second movement for its quiet strings. The composer thanked the musicians after the final note.",
+        "c.txt": "Farmers in the valley planted wheat earlier than usual this spring. A warm winter left the soil "
+                 "dry and easy to work. Prices for seed rose sharply in the local markets during March.",
+    }
+    for name, text in texts.items():
+        (folder / name).write_text(text)
+    return folder
+
+
+def shared(path: str) -> Path:
+    target = SHARED_DATA / path
+    if not target.exists():
+        pytest.skip(f"../shared/data/{path} is not on this machine")
+    return target
