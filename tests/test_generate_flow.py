@@ -1,0 +1,177 @@
+"""The generate-sts-triples flow against the scripted OpenAI-compatible server: outputs, quarantine, skip-if-
+unchanged, bad inputs, and resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.generate_sts_triples import generate_sts_triples
+from tasks.config import ConfigError, LLMSettings
+from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
+from tests.conftest import PROJECT, shared
+from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
+
+
+def llm(server, tmp_path, **kw) -> LLMSettings:
+    return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"),
+                       backoff_base_s=0.01, backoff_max_s=0.05, **kw)
+
+
+def read(paths):
+    return (pq.read_table(paths["triples"]), pq.read_table(paths["rejected"]),
+            json.loads(open(paths["manifest"]).read()))
+
+
+def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, tiny_corpus, tmp_path):
+    paths = generate_sts_triples(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), batch_size=3,
+                                 output_dir=str(tmp_path / "out"))
+    triples, rejected, manifest = read(paths)
+    assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)
+    assert triples.num_rows == 8 and rejected.num_rows == 0
+    rows = triples.to_pylist()
+    assert all(r["positive"] and r["intermediate"] and r["negative"] for r in rows)
+    assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
+    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v1"
+    assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
+    # 8 sentences x 3 kinds, one HTTP request each.
+    assert len(scripted.chat_requests()) == 24 and manifest["llm_stats"]["requests_sent"] == 24
+    assert manifest["counts"]["triples"] == 8 and manifest["seed"] == 13
+    assert set(manifest["outputs"]) == {"triples.parquet", "rejected.parquet"}
+    assert manifest["prompts"]["positive"]["version"] == "v1" and "prefect" in manifest["packages"]
+    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+    # Positive from the anchor, intermediate and negative from the positive (the user message is the base).
+    bodies = [r["body"] for r in scripted.chat_requests()]
+    positives = {r["positive"] for r in rows}
+    assert {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) != "positive"} \
+        == positives
+
+    # Same inputs and parameters: nothing is requested again, outputs untouched.
+    mtime = os.stat(paths["triples"]).st_mtime_ns
+    generate_sts_triples(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
+                         batch_size=5, output_dir=str(tmp_path / "out"))
+    assert len(scripted.chat_requests()) == 24 and os.stat(paths["triples"]).st_mtime_ns == mtime
+
+
+def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, tmp_path):
+    doomed = "Prices for seed rose sharply in the local markets during March."
+
+    def responder(messages, body):
+        user = messages[-1]["content"]
+        kind = prompt_kind(messages[0]["content"])
+        if kind == "positive" and user == doomed:
+            return user  # always a copy: quarantined after max_attempts
+        if kind == "positive" and body["temperature"] < 0.8:
+            return "Sure, here is the sentence: " + user  # first attempt meta-text, second attempt fine
+        return default_responder(messages, body)
+
+    with ScriptedOpenAI(responder=responder) as server:
+        server.push(*[("status", 500)] * 3)  # the first request fails for good (max_retries=2)
+        paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), llm=llm(server, tmp_path, max_retries=2,
+                                                                            max_concurrency=1),
+                                     max_attempts=3, output_dir=str(tmp_path / "out"))
+    triples, rejected, manifest = read(paths)
+    rej = rejected.to_pylist()
+    reasons = [r["reason"] for r in rej]
+    assert reasons.count("llm_error") == 1 and "gave up after 3 attempts" in next(
+        r["detail"] for r in rej if r["reason"] == "llm_error")
+    doomed_rows = [r for r in rej if r["anchor"] == doomed and r["kind"] == "positive"]
+    assert [r["attempt"] for r in doomed_rows] == [0, 1, 2] and {r["reason"] for r in doomed_rows} == {"copy"}
+    assert all(r["text"] == doomed for r in doomed_rows)
+    # Its intermediate and negative cannot be derived: kept with that reason, not dropped.
+    assert {r["kind"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"} == \
+        {"intermediate", "negative"}
+    assert reasons.count("refusal_or_meta") >= 6
+    assert triples.num_rows == 9 and doomed not in triples.column("anchor").to_pylist()
+    accepted_pos = triples.column("positive_attempts").to_pylist()
+    assert set(accepted_pos) == {2}
+    # Every source sentence is accounted for: a triple, or quarantine rows that say why not.
+    anchors = set(triples.column("anchor").to_pylist()) | {r["anchor"] for r in rej}
+    assert len(anchors) == 11 and manifest["counts"]["incomplete_sources"] == 2
+
+
+@pytest.mark.parametrize("case", ["missing_corpus", "malformed_pattern", "unreachable", "wrong_model"])
+def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path, case):
+    bad_pattern = tmp_path / "pattern.tsv"
+    bad_pattern.write_text("not a score\tx\n")
+    kwargs = dict(n=3, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
+    expected = {
+        "missing_corpus": ("does not exist", dict(corpus=str(tmp_path / "nowhere"))),
+        "malformed_pattern": ("pattern.tsv:1", dict(pattern_source=str(bad_pattern))),
+        "unreachable": ("unreachable", dict(llm=LLMSettings(base_url="http://127.0.0.1:9/v1", model="m"))),
+        "wrong_model": ("does not serve model 'gpt-x'", dict(llm=llm(scripted, tmp_path).model_copy(
+            update={"model": "gpt-x"}))),
+    }[case]
+    kwargs.update(expected[1])
+    with pytest.raises(ConfigError, match=expected[0]):
+        generate_sts_triples(**kwargs)
+    assert not (tmp_path / "out").exists() and len(scripted.chat_requests()) == 0
+
+
+RUNNER = """
+import sys
+from flows.generate_sts_triples import generate_sts_triples
+from tasks.config import LLMSettings
+base_url, cache, out, corpus = sys.argv[1:5]
+generate_sts_triples(n=10, corpus=corpus, batch_size=4, output_dir=out,
+                     llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=cache, max_concurrency=1))
+"""
+
+
+def _run_flow(base_url, cache, out, corpus, env, kill_after_requests=None, server=None):
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, base_url, str(cache), str(out), str(corpus)],
+                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if kill_after_requests is None:
+        output, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, output.decode()[-3000:]
+        return
+    deadline = time.monotonic() + 300
+    while len(server.chat_requests()) < kill_after_requests and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def test_resume_after_kill_redoes_nothing_and_matches_uninterrupted(tiny_corpus, tmp_path):
+    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"))
+    with ScriptedOpenAI(latency_s=0.05) as reference:
+        _run_flow(reference.base_url, tmp_path / "ref.sqlite", tmp_path / "ref", tiny_corpus, env)
+        total = len(reference.chat_requests())
+    assert total == 30
+
+    with ScriptedOpenAI(latency_s=0.05) as server:
+        _run_flow(server.base_url, tmp_path / "run.sqlite", tmp_path / "run", tiny_corpus, env,
+                  kill_after_requests=17, server=server)
+        before = len(server.chat_requests())
+        assert before < total and not (tmp_path / "run" / "generate-sts-triples" / "manifest.json").exists()
+        _run_flow(server.base_url, tmp_path / "run.sqlite", tmp_path / "run", tiny_corpus, env)
+        after = len(server.chat_requests())
+    manifest = json.loads((tmp_path / "run" / "generate-sts-triples" / "manifest.json").read_text())
+    # Only unfinished requests are sent again (at most the one in flight at the kill is repeated);
+    # everything finished before the kill comes from the cache.
+    rerun_sent = after - before
+    assert rerun_sent <= total - before + 1
+    assert manifest["llm_stats"]["requests_sent"] == rerun_sent
+    assert manifest["llm_stats"]["cache_hits"] == total - rerun_sent
+    ref = pq.read_table(tmp_path / "ref" / "generate-sts-triples" / "triples.parquet").drop(list(VOLATILE_COLUMNS))
+    run = pq.read_table(tmp_path / "run" / "generate-sts-triples" / "triples.parquet").drop(list(VOLATILE_COLUMNS))
+    assert run.equals(ref)
+
+
+def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):
+    sick = shared("sick2014/SICK_train.txt")
+    paths = generate_sts_triples(n=4, pattern="nli", pattern_source=str(sick), corpus=str(tiny_corpus),
+                                 llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
+    triples, _, manifest = read(paths)
+    assert triples.num_rows == 4 and triples.column("intermediate").null_count == 4
+    assert set(manifest["prompts"]) == {"positive", "negative"} and len(scripted.chat_requests()) == 8
+    system = scripted.chat_requests()[0]["body"]["messages"][0]["content"]
+    assert "- Premise:" in system and "- Hypothesis:" in system

@@ -1,0 +1,50 @@
+"""End to end on the real embedded LLM: the CLI starts llama.cpp's server with SmolLM2-135M on 127.0.0.1, runs the
+flow (ephemeral Prefect), writes valid Parquet and stops the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA
+from tasks.validation import RULES
+from tests.conftest import PROJECT
+
+pytestmark = pytest.mark.slow
+
+
+def llama_servers() -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if "llama_cpp.server" in " ".join(p.info["cmdline"] or [])]
+
+
+def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
+    before = {p.pid for p in llama_servers()}
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "flows.cli", "generate", "--n", "4", "--local-model", "smollm2-135m-instruct",
+           "--output-dir", str(out), "--max-attempts", "2"]
+    proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect")),
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    folder = out / "generate-sts-triples"
+    assert str(folder / "triples.parquet") in proc.stdout and "./stsgen ui" in proc.stdout
+    triples = pq.read_table(folder / "triples.parquet")
+    rejected = pq.read_table(folder / "rejected.parquet")
+    assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["llm"]["served_models"] == ["smollm2-135m-instruct"]
+    assert manifest["llm"]["model_sha256"] == "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+    stats = manifest["llm_stats"]
+    assert stats["requests_sent"] >= 4 and stats["failures"] == 0 and stats["completion_tokens"] > 0
+    # Every source sentence is accounted for: a complete triple or quarantine rows with a known reason.
+    reasons = set(rejected.column("reason").to_pylist())
+    assert reasons <= set(RULES) | {"base_rejected"}
+    anchors = set(triples.column("anchor").to_pylist()) | set(rejected.column("anchor").to_pylist())
+    assert len(anchors) == 4
+    # The server was stopped with the run.
+    assert {p.pid for p in llama_servers()} - before == set()
