@@ -122,7 +122,7 @@ def generate_sts_triples(
     example_ids = {k: [e.example_id for e in examples[k]] for k in kinds}
     accepted: dict[str, dict[str, dict]] = {k: {} for k in kinds}
     quarantine: list[dict] = list(corpus_data.rejected)
-    stats_total: dict[str, float] = {}
+    stats_total: dict = {}
     counts_per_kind = {k: {"slots": 0, "accepted": 0, "attempts": 0} for k in kinds}
     progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
     t_gen = time.perf_counter()
@@ -151,7 +151,11 @@ def generate_sts_triples(
             counts_per_kind[kind]["accepted"] += len(gens)
             quarantine.extend(rejected)
             for name, value in stats.items():
-                if isinstance(value, (int, float)):
+                if isinstance(value, dict):  # errors_by_kind
+                    merged = stats_total.setdefault(name, {})
+                    for kind_name, count in value.items():
+                        merged[kind_name] = merged.get(kind_name, 0) + count
+                else:
                     stats_total[name] = stats_total.get(name, 0) + value
             progress.advance(len(batch))
     timings["generation_s"] = round(time.perf_counter() - t_gen, 3)

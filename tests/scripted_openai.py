@@ -49,6 +49,11 @@ def default_responder(messages: list[dict], body: dict) -> str:
     return pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), words=n_words)
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # the default backlog (5) resets connections under concurrent load
+
+
 class ScriptedOpenAI:
     def __init__(self, models=("scripted-model",), responder: Callable[[list[dict], dict], str] | None = None,
                  latency_s: float = 0.0):
@@ -60,8 +65,7 @@ class ScriptedOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -175,8 +179,7 @@ def main() -> None:
     server = ScriptedOpenAI(latency_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
     if len(sys.argv) > 1 and sys.argv[1] != "0":
         server.httpd.server_close()
-        server.httpd = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), server._handler())
-        server.httpd.daemon_threads = True
+        server.httpd = _Server(("127.0.0.1", int(sys.argv[1])), server._handler())
     print(server.base_url, flush=True)
     try:
         server.httpd.serve_forever()

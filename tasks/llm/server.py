@@ -28,6 +28,17 @@ def free_port(host: str = "127.0.0.1") -> int:
         return sock.getsockname()[1]
 
 
+def _detach_but_die_with_parent() -> None:
+    """Own process group (a Ctrl-C reaches the run, which stops the server in order), and SIGTERM from the kernel
+    if the process that started the server dies (even by SIGKILL): no orphaned servers holding the cores."""
+    os.setsid()
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 @dataclass
 class LocalServer:
     process: subprocess.Popen
@@ -81,7 +92,7 @@ def start_server(
         "--cache", "true",
     ]
     log = open(log_path, "ab")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_detach_but_die_with_parent)
     base_url = f"http://{host}:{port}/v1"
     deadline = time.monotonic() + startup_timeout_s
     while time.monotonic() < deadline:
