@@ -100,7 +100,7 @@ def up(settings: StackSettings = StackSettings()) -> dict[str, str]:
     if settings.llm_base_url:
         base_url, model = settings.llm_base_url, settings.llm_model
     else:
-        llm = start_server(settings.llm_model, port=settings.llm_port)
+        llm = start_server(settings.llm_model, port=settings.llm_port, die_with_parent=False)  # outlives `up`
         (settings.dir / "llm-server.pid").write_text(str(llm.process.pid))
         base_url, model = llm.base_url, llm.model
         env["STSGEN_LLM_MODEL_SHA256"] = llm.sha256

@@ -74,6 +74,7 @@ def start_server(
     n_ctx: int = 2048,
     threads: int | None = None,
     startup_timeout_s: float = 180.0,
+    die_with_parent: bool = True,
 ) -> LocalServer:
     """Start llama.cpp's OpenAI-compatible server and wait until it answers /v1/models."""
     gguf, sha = resolve_gguf(model)
@@ -92,7 +93,7 @@ def start_server(
         "--cache", "true",
     ]
     log = open(log_path, "ab")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_detach_but_die_with_parent)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_detach_but_die_with_parent if die_with_parent else os.setsid)
     base_url = f"http://{host}:{port}/v1"
     deadline = time.monotonic() + startup_timeout_s
     while time.monotonic() < deadline:
