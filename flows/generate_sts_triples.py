@@ -198,7 +198,7 @@ def generate_sts_triples(
                      "Stage 1 summary")
     sample_rows = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
     publish_table("generate-samples", sample_rows, "Sample triples")
-    publish_links("generate-outputs", {name: folder / name for name in (*digests, "manifest.json")},
+    publish_links("generate", {name: folder / name for name in (*digests, "manifest.json")},
                   "Stage 1 output files")
     print(f"{triples.num_rows}/{cfg.n} complete triples, {len(quarantine)} quarantined rows → {folder}")
     return paths

@@ -60,6 +60,8 @@ def publish_markdown(key: str, markdown: str, description: str) -> None:
     create_markdown_artifact(markdown=markdown, key=key, description=description)
 
 
-def publish_links(key: str, files: dict[str, Path], description: str) -> None:
+def publish_links(prefix: str, files: dict[str, Path], description: str) -> None:
+    """One link artifact per file, keyed `<prefix>-<file name>` (e.g. generate-triples-parquet)."""
     for name, path in files.items():
+        key = f"{prefix}-" + "".join(ch if ch.isalnum() else "-" for ch in name.lower())
         create_link_artifact(link=Path(path).resolve().as_uri(), link_text=name, key=key, description=description)

@@ -53,6 +53,17 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     assert {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) != "positive"} \
         == positives
 
+    # The UI artifacts: progress (finished at 100%), sample table, summary, links to the files.
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    assert {"generate-progress", "generate-samples", "generate-summary", "generate-triples-parquet",
+            "generate-rejected-parquet", "generate-manifest-json"} <= set(artifacts)
+    assert artifacts["generate-progress"].type == "progress" and float(artifacts["generate-progress"].data) == 100.0
+    assert artifacts["generate-samples"].type == "table"
+    assert "acceptance" in artifacts["generate-summary"].data and "24" in artifacts["generate-summary"].data
+
     # Same inputs and parameters: nothing is requested again, outputs untouched.
     mtime = os.stat(paths["triples"]).st_mtime_ns
     generate_sts_triples(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
