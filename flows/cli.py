@@ -1,7 +1,7 @@
 """`stsgen` command line: one-shot local runs (ephemeral Prefect unless PREFECT_API_URL is set), the embedded LLM
 server, the local stack and the serve entry point.
 
-    stsgen run                      # main job: default corpus, local 1.5B model, n=200
+    stsgen run                      # main job: default corpus, local 1.5B model, n=30 (~10 min on 2 cores)
     stsgen generate --n 20 --base-url http://host:8000/v1 --model my-model
     stsgen llm-server --model smollm2-135m-instruct --port 8765
     stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, n_default in (("run", 200), ("generate", 20)):
+    for name, n_default in (("run", 30), ("generate", 20)):
         p = sub.add_parser(name, help="run generate-sts-triples once (run = the main job's defaults)")
         p.add_argument("--n", type=int, default=n_default)
         p.add_argument("--pattern", choices=("sts", "nli"), default="sts")

@@ -86,6 +86,9 @@ class CorpusSettings(_Settings):
 
     source: str = Field("default", description="'default' (gensim's Wikipedia + news test data) or a path.")
     text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
+    document_split: Literal["file", "blank_lines"] = Field(
+        "file", description="Text files: one document per file, or one per blank-line-separated block (e.g. ABC).")
+    sentence_per_line: bool = Field(False, description="Text is one sentence per line already (no splitting).")
     min_words: int = Field(6, ge=1)
     max_words: int = Field(60, ge=1)
     min_alpha_ratio: float = Field(0.6, ge=0, le=1, description="Share of letters among non-space chars.")

@@ -42,6 +42,7 @@ class Document:
     doc_id: str
     text: str
     source: str
+    presplit: bool = False  # one sentence per line already: no sentence splitting
 
 
 @dataclass
@@ -130,14 +131,46 @@ def _table_documents(path: Path, settings: CorpusSettings, rejected: list[dict])
         yield Document(f"{path.name}#{doc_id}", value, path.name)
 
 
-def _text_documents(name: str, data: bytes, stats: dict) -> Iterator[Document]:
+_TAGGED = re.compile(r"^[^\s/]+(?:/[^\s/]+)*/[a-z$*+\-.,:()'`]+$")
+_SKIP_FILES = ("readme", "contents", "cats.txt", "license")
+
+
+def is_pos_tagged(text: str) -> bool:
+    """Brown-style `word/tag` tokens (checked on the first 300 tokens)."""
+    tokens = text.split()[:300]
+    return len(tokens) >= 20 and sum(bool(_TAGGED.match(t)) for t in tokens) / len(tokens) > 0.9
+
+
+_DETOK_NO_SPACE_BEFORE = re.compile(r" ([,.;:!?%)\]}]|'s|'re|'ve|'ll|'d|n't|'m)")
+_DETOK_NO_SPACE_AFTER = re.compile(r"([(\[{$]) ")
+
+
+def detokenize_tagged_line(line: str) -> str:
+    """`The/at jury/nn said/vbd ``/`` no/at ''/''` → `The jury said "no"` (tags dropped, PTB quotes restored)."""
+    words = [t.rsplit("/", 1)[0] for t in line.split()]
+    text = " ".join(words)
+    text = re.sub(r"``\s*", '"', text)
+    text = re.sub(r"\s*''", '"', text)
+    text = _DETOK_NO_SPACE_BEFORE.sub(r"\1", text)
+    return _DETOK_NO_SPACE_AFTER.sub(r"\1", text).strip()
+
+
+def _text_documents(name: str, data: bytes, stats: dict, settings: CorpusSettings) -> Iterator[Document]:
     text = _decode(data, stats)
     if name.endswith(".cor"):
         for i, line in enumerate(text.splitlines()):
             if line.strip():
                 yield Document(f"{name}#{i}", line, name)
-    else:
-        yield Document(name, text, name)
+        return
+    if is_pos_tagged(text):  # Brown: one tagged sentence per line, paragraphs by blank lines
+        stats["pos_tagged_files"] = stats.get("pos_tagged_files", 0) + 1
+        lines = [detokenize_tagged_line(ln) if ln.strip() else "" for ln in text.splitlines()]
+        yield Document(name, "\n".join(lines), name, presplit=True)
+        return
+    blocks = [text] if settings.document_split == "file" else [b for b in re.split(r"\n\s*\n", text) if b.strip()]
+    for i, block in enumerate(blocks):
+        doc_id = name if settings.document_split == "file" else f"{name}#{i}"
+        yield Document(doc_id, block, name, presplit=settings.sentence_per_line)
 
 
 def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], stats: dict) -> Iterator[Document]:
@@ -149,7 +182,9 @@ def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], 
         if path.is_dir():
             files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
             for p in files:
-                yield from _text_documents(str(p.relative_to(path)), _read_limited(p, settings), stats)
+                if p.name.lower().startswith(_SKIP_FILES):
+                    continue
+                yield from _text_documents(str(p.relative_to(path)), _read_limited(p, settings), stats, settings)
         elif name.endswith(".zip"):
             try:
                 archive = zipfile.ZipFile(path)
@@ -158,17 +193,17 @@ def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], 
             with archive:
                 for info in sorted(archive.infolist(), key=lambda i: i.filename):
                     base = info.filename.rsplit("/", 1)[-1]
-                    if info.is_dir() or base.startswith(".") or base.upper().startswith("README"):
+                    if info.is_dir() or base.startswith(".") or base.lower().startswith(_SKIP_FILES):
                         continue
                     if info.file_size > settings.max_file_bytes:
                         raise ConfigError(f"{path}:{info.filename} is larger than corpus.max_file_bytes.")
-                    yield from _text_documents(info.filename, archive.read(info), stats)
+                    yield from _text_documents(info.filename, archive.read(info), stats, settings)
         elif ".xml" in name or name.endswith("-shortened.bz2"):
             yield from _wiki_documents(path, stats)
         elif name.endswith((".parquet", ".jsonl", ".json")):
             yield from _table_documents(path, settings, rejected)
         else:
-            yield from _text_documents(path.name, _read_limited(path, settings), stats)
+            yield from _text_documents(path.name, _read_limited(path, settings), stats, settings)
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -185,7 +220,9 @@ def split_sentences(paragraph: str) -> list[str]:
     return out
 
 
-def document_sentences(text: str) -> list[str]:
+def document_sentences(text: str, presplit: bool = False) -> list[str]:
+    if presplit:
+        return [line.strip() for line in text.splitlines() if line.strip()]
     out = []
     for para in re.split(r"\n\s*\n", text):
         para = " ".join(line.strip() for line in para.splitlines() if line.strip())
@@ -217,7 +254,8 @@ def load_corpus(settings: CorpusSettings) -> Corpus:
         if not path.exists():
             raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip (or 'default').")
     inputs = [{"path": _display_path(p, settings), "sha256": sha256_path(p), "role": "corpus"} for p in files]
-    key = fingerprint([[i["sha256"] for i in inputs], SPLITTER_VERSION, settings.text_field])
+    key = fingerprint([[i["sha256"] for i in inputs], SPLITTER_VERSION, settings.text_field,
+                       settings.document_split, settings.sentence_per_line])
     cache = stsgen_home() / "corpora" / key[:32]
     manifest = read_manifest(cache)
     if manifest and verify_outputs(cache, manifest):
@@ -226,7 +264,7 @@ def load_corpus(settings: CorpusSettings) -> Corpus:
     else:
         rejected, stats, rows = [], {}, []
         for doc in iter_documents(settings.source, settings, rejected, stats):
-            for position, sentence in enumerate(document_sentences(doc.text)):
+            for position, sentence in enumerate(document_sentences(doc.text, doc.presplit)):
                 rows.append((doc.doc_id, position, sentence))
         if not rows:
             raise ConfigError(f"Corpus source {settings.source} yielded no sentences; check the path and format.")

@@ -1,0 +1,130 @@
+"""Stage 2 work: corpus index on disk, and the per-shard screen → rank → select step.
+
+The unit of CPU work is a shard of query sentences. A shard task receives only paths and plain values, loads the
+index and the coherence model from disk once per worker process (lru_cache), and writes its result to a shard
+Parquet file — so the same code runs on a thread pool, a process pool or a Dask cluster, and an interrupted run
+redoes only the shards it had not finished.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.coherence import encode_texts
+from tasks.coherence import load_trained
+from tasks.config import ConfigError
+from tasks.contexts import select_diverse
+from tasks.screening import build_index, top_k
+from tasks.store import read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+
+CONTEXTS_SCHEMA = pa.schema([
+    ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),
+    ("doc_id", pa.string()), ("position", pa.int32()), ("left", pa.string()), ("right", pa.string()),
+    ("screen_score", pa.float32()), ("coherence_score", pa.float32()), ("rank", pa.int32()),
+])
+
+
+class SelectionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    screener: str = Field("tfidf", pattern="^(tfidf|bm25)$")
+    ngram_min: int = Field(1, ge=1, le=3)
+    ngram_max: int = Field(2, ge=1, le=3)
+    screen_k: int = Field(1000, ge=1, description="Candidates kept by screening per sentence (paper: 20K)")
+    contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
+    max_jaccard: float = Field(0.5, gt=0, le=1)
+    one_per_chunk: bool = True
+
+
+def sentence_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: SelectionSettings) -> Path:
+    """Fit the screener over the contexts' text around the gap and save it with the contexts table."""
+    manifest = read_manifest(folder)
+    if manifest and verify_outputs(folder, manifest):
+        return folder
+    if contexts.empty:
+        raise ConfigError("The corpus yields no contexts (documents need at least 3 sentences); use a larger corpus.")
+    texts = (contexts["left"] + " " + contexts["right"]).tolist()
+    index = build_index(texts, settings.screener, (settings.ngram_min, settings.ngram_max))
+    folder.mkdir(parents=True, exist_ok=True)
+    joblib.dump(index, folder / "index.joblib")
+    digests = {"index.joblib": sha256_path(folder / "index.joblib"),
+               "contexts.parquet": write_parquet(folder / "contexts.parquet",
+                                                 pa.Table.from_pandas(contexts, preserve_index=False))}
+    write_manifest(folder, {"screener": settings.screener, "contexts": len(contexts),
+                            "terms": len(index.vectorizer.vocabulary_)}, digests)
+    return folder
+
+
+@functools.lru_cache(maxsize=4)
+def _load_index(folder: str, digest: str):
+    # `digest` is part of the cache key: a rebuilt index at the same path is reloaded.
+    return joblib.load(Path(folder) / "index.joblib"), pq.read_table(Path(folder) / "contexts.parquet").to_pandas()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_coherence(folder: str, digest: str):
+    trained = load_trained(Path(folder))
+    if trained is None:
+        raise ConfigError(f"Coherence model at {folder} is missing or fails its checksum; re-run to retrain it.")
+    return trained
+
+
+def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir: Path, settings: SelectionSettings,
+                           exclude: list[np.ndarray] | None = None, max_len: int = 64) -> pd.DataFrame:
+    """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
+    index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
+    index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
+    trained = _load_coherence(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
+    cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
+    # One batched forward pass over the shard's distinct candidates; ranking is then matrix-vector products.
+    needed = np.unique(cand_idx[cand_idx >= 0])
+    model, vocab = trained.model, trained.vocab
+    sent_enc = encode_texts(model, vocab, sentences, max_len)
+    left_enc = encode_texts(model, vocab, contexts["left"].to_numpy()[needed].tolist(), max_len)
+    right_enc = encode_texts(model, vocab, contexts["right"].to_numpy()[needed].tolist(), max_len)
+    rows = []
+    for i, sentence in enumerate(sentences):
+        valid = cand_idx[i] >= 0
+        idx, screen = cand_idx[i][valid], cand_score[i][valid]
+        if len(idx) == 0:
+            continue
+        at = np.searchsorted(needed, idx)
+        logits = model.rank_logits(sent_enc[i], left_enc[at], right_enc[at])
+        order = np.lexsort((idx, -logits))
+        ranked = contexts.iloc[idx[order]].assign(screen_score=screen[order], coherence_score=logits[order])
+        chosen = select_diverse(ranked, settings.contexts_per_sentence, settings.max_jaccard, settings.one_per_chunk)
+        rows.append(chosen.assign(sentence_id=sentence_id(sentence), sentence=sentence,
+                                  rank=np.arange(len(chosen), dtype=np.int32)))
+    if not rows:
+        return CONTEXTS_SCHEMA.empty_table().to_pandas()
+    out = pd.concat(rows, ignore_index=True)
+    return out[CONTEXTS_SCHEMA.names].astype({"screen_score": "float32", "coherence_score": "float32"})
+
+
+@task(name="retrieve-shard", cache_policy=NO_CACHE, retries=1)
+def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, settings: SelectionSettings,
+                   out_path: str) -> str:
+    """One shard of query sentences → a shard Parquet file (skipped when it already exists and verifies)."""
+    out = Path(out_path)
+    marker = out.with_suffix(".sha256")
+    if out.exists() and marker.exists() and sha256_path(out) == marker.read_text().strip():
+        return out_path
+    frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings)
+    digest = write_parquet(out, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False))
+    marker.write_text(digest)
+    return out_path
