@@ -124,7 +124,9 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), folder / "model.pt")
     outputs = {"model.pt": sha256_path(folder / "model.pt"),
-               "vocab.json": write_json(folder / "vocab.json", vocab.tokens)}
+               "vocab.json": write_json(folder / "vocab.json", vocab.tokens),
+               # Evaluations on corpus sentences (benchmarks/retrieval.py) draw queries from these documents only.
+               "heldout_docs.json": write_json(folder / "heldout_docs.json", sorted(map(str, heldout_docs)))}
     write_manifest(folder, {"key": key, "corpus_key": corpus_key, "settings": settings.model_dump(),
                             "window_k": window_k, "code_version": CODE_VERSION, "metrics": metrics}, outputs)
     model.eval()

@@ -89,8 +89,9 @@ def start_server(
         "--model", str(gguf), "--model_alias", alias,
         "--host", host, "--port", str(port),
         "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--n_threads_batch", str(threads),
-        # Prompt cache: requests of one kind share the few-shot prefix (see architecture.md).
-        "--cache", "true",
+        # No `--cache true`: its RAM state cache grew without bound here (22 GB, OOM-killed after ~300 requests).
+        # Prefix reuse does not need it: the context's KV cache already matches the shared few-shot prefix of
+        # consecutive requests of one kind ("prefix-match hit" in the server log).
     ]
     log = open(log_path, "ab")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, preexec_fn=_detach_but_die_with_parent if die_with_parent else os.setsid)
