@@ -76,6 +76,24 @@ def _generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _retrieve(args: argparse.Namespace) -> int:
+    from flows.retrieve_contexts import retrieve_contexts
+    from tasks.config import CorpusSettings
+    from tasks.retrieval import SelectionSettings
+
+    corpora = [CorpusSettings(source=c, document_split=args.document_split,
+                              sentence_per_line=args.sentence_per_line) if c != "default" else CorpusSettings()
+               for c in args.corpus]
+    selection = SelectionSettings(screener=args.screener, screen_k=args.screen_k,
+                                  contexts_per_sentence=args.contexts_per_sentence)
+    paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
+                              workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir)
+    print("\nOutputs:")
+    for name, path in paths.items():
+        print(f"  {name:9s} {Path(path).resolve()}")
+    return 0
+
+
 def _llm_server(args: argparse.Namespace) -> int:
     from tasks.llm.server import start_server
 
@@ -147,6 +165,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--max-attempts", type=int, default=3)
         p.add_argument("--output-dir", default="data/outputs")
         p.set_defaults(func=_generate)
+    p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
+    p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--corpus", action="append", default=None,
+                   help="corpus source (repeatable); default: the gensim default corpus")
+    p.add_argument("--document-split", choices=("file", "blank_lines"), default="file")
+    p.add_argument("--sentence-per-line", action="store_true")
+    p.add_argument("--k", type=int, default=1, help="sentences on each side of a context")
+    p.add_argument("--screener", choices=("tfidf", "bm25"), default="tfidf")
+    p.add_argument("--screen-k", type=int, default=1000)
+    p.add_argument("--contexts-per-sentence", type=int, default=50)
+    p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads")
+    p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster")
+    p.add_argument("--output-dir", default="data/outputs")
+    p.set_defaults(func=_retrieve)
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)
@@ -171,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "corpus", None) is None and args.command == "retrieve":
+        args.corpus = ["default"]
     try:
         return args.func(args)
     except ConfigError as exc:

@@ -20,8 +20,9 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator | None):
         yield order[start : start + batch_size]
 
 
-def _tensors(vocab: Vocab, texts: list[str], idx, max_len: int):
-    return pad_batch([vocab.encode(texts[i], max_len) for i in idx])
+def _model_inputs(vocab: Vocab, left, sent, right, idx, max_len: int) -> list[torch.Tensor]:
+    """(ids, lengths) for c<, s and c> of the examples `idx`, flattened in the model's argument order."""
+    return [t for texts in (left, sent, right) for t in pad_batch([vocab.encode(texts[i], max_len) for i in idx])]
 
 
 def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labels, *, epochs: int = 2,
@@ -40,10 +41,7 @@ def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labe
         model.train()
         losses = []
         for idx in _batches(len(labels), batch_size, rng):
-            l_ids, l_len = _tensors(vocab, left, idx, max_len)
-            s_ids, s_len = _tensors(vocab, sent, idx, max_len)
-            r_ids, r_len = _tensors(vocab, right, idx, max_len)
-            logits = model(l_ids, l_len, s_ids, s_len, r_ids, r_len)
+            logits = model(*_model_inputs(vocab, left, sent, right, idx, max_len))
             loss = loss_fn(logits, y_all[idx])
             optimizer.zero_grad()
             loss.backward()
@@ -63,10 +61,7 @@ def evaluate_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, l
     model.eval()
     scores = []
     for idx in _batches(len(labels), batch_size, None):
-        l_ids, l_len = _tensors(vocab, left, idx, max_len)
-        s_ids, s_len = _tensors(vocab, sent, idx, max_len)
-        r_ids, r_len = _tensors(vocab, right, idx, max_len)
-        scores.append(torch.sigmoid(model(l_ids, l_len, s_ids, s_len, r_ids, r_len)).numpy())
+        scores.append(torch.sigmoid(model(*_model_inputs(vocab, left, sent, right, idx, max_len))).numpy())
     p = np.concatenate(scores) if scores else np.zeros(0)
     y = np.asarray(labels)
     return {"accuracy": float(((p >= 0.5) == (y == 1)).mean()) if len(y) else float("nan"),
