@@ -31,7 +31,8 @@ from tasks.store import read_manifest, sha256_path, verify_outputs, write_manife
 CONTEXTS_SCHEMA = pa.schema([
     ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),
     ("doc_id", pa.string()), ("position", pa.int32()), ("left", pa.string()), ("right", pa.string()),
-    ("screen_score", pa.float32()), ("coherence_score", pa.float32()), ("rank", pa.int32()),
+    ("screen_score", pa.float32()), ("coherence_score", pa.float32()), ("rank_score", pa.float32()),
+    ("rank", pa.int32()),
 ])
 
 
@@ -45,6 +46,18 @@ class SelectionSettings(BaseModel):
     contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
     max_jaccard: float = Field(0.5, gt=0, le=1)
     one_per_chunk: bool = True
+    screen_weight: float = Field(
+        1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score), z over a sentence's "
+        "candidates; 0 ranks by coherence alone as in the paper (see docs/retrieval.md for why the default mixes).")
+
+
+def combine_scores(coherence: np.ndarray, screen: np.ndarray, screen_weight: float) -> np.ndarray:
+    """Per-sentence standardized coherence plus weighted standardized screening score."""
+    def z(x: np.ndarray) -> np.ndarray:
+        std = x.std()
+        return (x - x.mean()) / std if std > 0 else np.zeros_like(x)
+
+    return z(coherence.astype(np.float64)) + screen_weight * z(screen.astype(np.float64))
 
 
 def sentence_id(text: str) -> str:
@@ -105,15 +118,18 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
             continue
         at = np.searchsorted(needed, idx)
         logits = model.rank_logits(sent_enc[i], left_enc[at], right_enc[at])
-        order = np.lexsort((idx, -logits))
-        ranked = contexts.iloc[idx[order]].assign(screen_score=screen[order], coherence_score=logits[order])
+        combined = combine_scores(logits, screen, settings.screen_weight)
+        order = np.lexsort((idx, -combined))
+        ranked = contexts.iloc[idx[order]].assign(screen_score=screen[order], coherence_score=logits[order],
+                                                  rank_score=combined[order])
         chosen = select_diverse(ranked, settings.contexts_per_sentence, settings.max_jaccard, settings.one_per_chunk)
         rows.append(chosen.assign(sentence_id=sentence_id(sentence), sentence=sentence,
                                   rank=np.arange(len(chosen), dtype=np.int32)))
     if not rows:
         return CONTEXTS_SCHEMA.empty_table().to_pandas()
     out = pd.concat(rows, ignore_index=True)
-    return out[CONTEXTS_SCHEMA.names].astype({"screen_score": "float32", "coherence_score": "float32"})
+    return out[CONTEXTS_SCHEMA.names].astype({"screen_score": "float32", "coherence_score": "float32",
+                                              "rank_score": "float32"})
 
 
 @task(name="retrieve-shard", cache_policy=NO_CACHE, retries=1)

@@ -127,7 +127,8 @@ class ScriptedOpenAI:
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with server._lock:
                     action = server.script.popleft() if server.script else "ok"
-                    server.requests.append({"t": time.monotonic(), "body": body, "action": action})
+                    server.requests.append({"t": time.monotonic(), "body": body, "action": action,
+                                            "authorization": self.headers.get("Authorization")})
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:

@@ -186,3 +186,19 @@ def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus,
     assert set(manifest["prompts"]) == {"positive", "negative"} and len(scripted.chat_requests()) == 8
     system = scripted.chat_requests()[0]["body"]["messages"][0]["content"]
     assert "- Premise:" in system and "- Hypothesis:" in system
+
+
+def test_api_key_is_used_but_never_written(prefect_harness, scripted, tiny_corpus, tmp_path, monkeypatch, caplog):
+    canary = "sk-canary-7f3a9c1e5b"
+    monkeypatch.setenv("STSGEN_TEST_KEY", canary)
+    scripted.push(("status", 500))  # an error path too: error messages must not carry the key
+    paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), output_dir=str(tmp_path / "out"),
+                                 llm=llm(scripted, tmp_path, api_key_env="STSGEN_TEST_KEY"))
+    assert {r["authorization"] for r in scripted.chat_requests()} == {f"Bearer {canary}"}
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "llm.sqlite" for p in written) and len(written) >= 4
+    for path in written:
+        assert canary.encode() not in path.read_bytes(), path
+    assert canary not in caplog.text
+    manifest = json.loads(open(paths["manifest"]).read())
+    assert manifest["parameters"]["llm"]["api_key_env"] == "STSGEN_TEST_KEY"
