@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -101,6 +102,11 @@ class ScriptedOpenAI:
 
             def log_message(self, *args):  # keep test output clean
                 pass
+
+            def setup(self):
+                super().setup()
+                # Headers and body go out as two writes: without NODELAY, Nagle + delayed ACK add ~40 ms per request.
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
             def _send(self, code: int, payload: bytes, headers: dict | None = None,
                       ctype: str = "application/json") -> None:
