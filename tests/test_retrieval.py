@@ -249,3 +249,19 @@ def test_corpus_smaller_than_k_uses_every_context(prefect_harness, tiny_corpus, 
 
 def test_tokenize_lowercases_and_splits_punctuation():
     assert tokenize("The U.S. bridge, closed!") == ["the", "u", ".", "s", ".", "bridge", ",", "closed", "!"]
+
+
+def test_interrupted_run_reuses_finished_shards(prefect_harness, tiny_corpus, query_file, tmp_path):
+    paths = run_flow(tiny_corpus, query_file, tmp_path, shard_size=1)
+    first = pq.read_table(paths["contexts"])
+    folder = tmp_path / "out" / "retrieve-contexts"
+    shards = sorted(folder.glob(".shards/*/*.parquet"))
+    assert len(shards) == 3
+    stamps = {p: p.stat().st_mtime_ns for p in shards}
+    # Simulate a run killed before it committed: the manifest and one shard are missing.
+    (folder / "manifest.json").unlink()
+    shards[0].unlink()
+    again = run_flow(tiny_corpus, query_file, tmp_path, shard_size=1)
+    assert {p: p.stat().st_mtime_ns for p in shards[1:]} == {p: stamps[p] for p in shards[1:]}
+    assert shards[0].exists()
+    assert pq.read_table(again["contexts"]).equals(first)
