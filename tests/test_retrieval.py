@@ -219,7 +219,7 @@ def test_flow_on_a_loopback_dask_cluster_matches_threads(prefect_harness, tiny_c
         paths = run_flow(tiny_corpus, query_file, tmp_path / "d", dask_address=cluster.scheduler_address,
                          shard_size=1)
     dask, threads = pq.read_table(paths["contexts"]).to_pandas(), threads.to_pandas()
-    floats = ["screen_score", "coherence_score"]  # other shard sizes pad batches differently: float noise only
+    floats = ["screen_score", "coherence_score", "rank_score"]  # other shard sizes pad batches differently
     assert dask.drop(columns=floats).equals(threads.drop(columns=floats))
     assert np.allclose(dask[floats], threads[floats], atol=1e-5)
 
@@ -265,3 +265,13 @@ def test_interrupted_run_reuses_finished_shards(prefect_harness, tiny_corpus, qu
     assert {p: p.stat().st_mtime_ns for p in shards[1:]} == {p: stamps[p] for p in shards[1:]}
     assert shards[0].exists()
     assert pq.read_table(again["contexts"]).equals(first)
+
+
+@pytest.mark.slow
+def test_flow_on_a_process_pool_matches_threads(prefect_harness, tiny_corpus, query_file, tmp_path):
+    threads = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "t")["contexts"]).to_pandas()
+    procs = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "p", workers="processes",
+                                   shard_size=1)["contexts"]).to_pandas()
+    floats = ["screen_score", "coherence_score", "rank_score"]
+    assert procs.drop(columns=floats).equals(threads.drop(columns=floats))
+    assert np.allclose(procs[floats], threads[floats], atol=1e-5)
