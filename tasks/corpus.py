@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bz2
 import hashlib
-import io
 import json
 import re
 import zipfile

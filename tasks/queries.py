@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from tasks.config import ConfigError
-from tasks.retrieval import sentence_id
+from tasks.corpus import sentence_id
 
 TRIPLE_COLUMNS = ("anchor", "positive", "intermediate", "negative")
 

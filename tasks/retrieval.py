@@ -9,7 +9,6 @@ redoes only the shards it had not finished.
 from __future__ import annotations
 
 import functools
-import hashlib
 from pathlib import Path
 
 import joblib
@@ -25,6 +24,7 @@ from models.coherence import encode_texts
 from tasks.coherence import load_trained
 from tasks.config import ConfigError
 from tasks.contexts import select_diverse
+from tasks.corpus import sentence_id
 from tasks.screening import build_index, top_k
 from tasks.store import read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 
@@ -58,10 +58,6 @@ def combine_scores(coherence: np.ndarray, screen: np.ndarray, screen_weight: flo
         return (x - x.mean()) / std if std > 0 else np.zeros_like(x)
 
     return z(coherence.astype(np.float64)) + screen_weight * z(screen.astype(np.float64))
-
-
-def sentence_id(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: SelectionSettings) -> Path:
