@@ -24,11 +24,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from flows.retrieve_contexts import load_corpora  # noqa: E402
-from models.coherence import encode_texts  # noqa: E402
 from tasks.coherence import CoherenceSettings, train_or_load  # noqa: E402
 from tasks.config import CorpusSettings  # noqa: E402
 from tasks.contexts import context_windows  # noqa: E402
-from tasks.retrieval import combine_scores  # noqa: E402
+from tasks.retrieval import CandidateScorer, combine_scores  # noqa: E402
 from tasks.screening import build_index, top_k  # noqa: E402
 from tasks.store import fingerprint  # noqa: E402
 
@@ -142,12 +141,8 @@ def intrinsic_part(args, contexts, sentences, inputs, tfidf, rng):
                for r in rows]
     q_texts = contexts["centre"].to_numpy()[rows].tolist()
     cand, screen = top_k(tfidf, q_texts, args.screen_k, exclude=exclude)
-    needed = np.unique(cand[cand >= 0])
-    model, vocab = trained.model, trained.vocab
     t = time.perf_counter()
-    s_enc = encode_texts(model, vocab, q_texts)
-    l_enc = encode_texts(model, vocab, contexts["left"].to_numpy()[needed].tolist())
-    r_enc = encode_texts(model, vocab, contexts["right"].to_numpy()[needed].tolist())
+    scorer = CandidateScorer(trained, contexts, q_texts, cand)
     t_encode = time.perf_counter() - t
     screen_ranks, coh_ranks, mixed_ranks = [], [], []
     t = time.perf_counter()
@@ -155,7 +150,7 @@ def intrinsic_part(args, contexts, sentences, inputs, tfidf, rng):
         c = cand[i][cand[i] >= 0]
         hit = np.flatnonzero(c == r)
         screen_ranks.append(int(hit[0]) if len(hit) else None)
-        logits = model.rank_logits(s_enc[i], l_enc[np.searchsorted(needed, c)], r_enc[np.searchsorted(needed, c)])
+        logits = scorer.logits(i, c)
         for scores, ranks in ((logits, coh_ranks), (combine_scores(logits, screen[i][cand[i] >= 0], 1.0),
                                                      mixed_ranks)):
             order = c[np.lexsort((c, -scores))]
@@ -169,7 +164,7 @@ def intrinsic_part(args, contexts, sentences, inputs, tfidf, rng):
         m = rank_metrics(ranks)
         print(f"| {name} | {m['recall@1']:.3f} | {m['recall@10']:.3f} | {m['mrr']:.3f} |")
     print(f"recall@{args.screen_k} (in the screened set): "
-          f"{np.mean([x is not None for x in screen_ranks]):.3f}; encoding {len(needed) * 2 + len(rows)} texts "
+          f"{np.mean([x is not None for x in screen_ranks]):.3f}; encoding {scorer.texts_encoded} texts "
           f"{t_encode:.1f} s, ranking {t_rank:.2f} s ({len(rows) * args.screen_k / max(t_rank, 1e-9):.0f} "
           f"candidates/s); peak RSS {rss_peak_mb():.0f} MB")
 

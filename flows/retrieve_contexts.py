@@ -171,7 +171,7 @@ def retrieve_contexts(
         "parameters": {"window_k": window_k, "chunk_size": chunk_size, "selection": selection.model_dump(),
                        "coherence": coherence.model_dump(), "shard_size": shard_size, "workers": workers},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
-                            "sha256": sha256_path(trained.folder / "model.pt")},
+                            "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"]},
         "index": str(index_dir), "counts": counts, "timings": timings,
     }, digests)
     publish_markdown("retrieve-summary", "\n".join([

@@ -93,6 +93,29 @@ def _load_coherence(folder: str, digest: str):
     return trained
 
 
+class CandidateScorer:
+    """Coherence logits of screened candidates. One batched forward pass encodes the sentences and the distinct
+    c< / c> texts of all their candidates; each sentence's ranking is then two matrix-vector products."""
+
+    def __init__(self, trained, contexts: pd.DataFrame, sentences: list[str], cand_idx: np.ndarray,
+                 max_len: int = 64):
+        self.model = trained.model
+        self.needed = np.unique(cand_idx[cand_idx >= 0])
+        encode = lambda texts: encode_texts(trained.model, trained.vocab, texts, max_len)  # noqa: E731
+        self.sentences = encode(sentences)
+        self.left = encode(contexts["left"].to_numpy()[self.needed].tolist())
+        self.right = encode(contexts["right"].to_numpy()[self.needed].tolist())
+
+    @property
+    def texts_encoded(self) -> int:
+        return len(self.sentences) + 2 * len(self.needed)
+
+    def logits(self, i: int, idx: np.ndarray) -> np.ndarray:
+        """Logits of sentence i against candidate context rows idx."""
+        at = np.searchsorted(self.needed, idx)
+        return self.model.rank_logits(self.sentences[i], self.left[at], self.right[at])
+
+
 def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir: Path, settings: SelectionSettings,
                            exclude: list[np.ndarray] | None = None, max_len: int = 64) -> pd.DataFrame:
     """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
@@ -100,20 +123,14 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
     index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
     trained = _load_coherence(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
     cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
-    # One batched forward pass over the shard's distinct candidates; ranking is then matrix-vector products.
-    needed = np.unique(cand_idx[cand_idx >= 0])
-    model, vocab = trained.model, trained.vocab
-    sent_enc = encode_texts(model, vocab, sentences, max_len)
-    left_enc = encode_texts(model, vocab, contexts["left"].to_numpy()[needed].tolist(), max_len)
-    right_enc = encode_texts(model, vocab, contexts["right"].to_numpy()[needed].tolist(), max_len)
+    scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len)
     rows = []
     for i, sentence in enumerate(sentences):
         valid = cand_idx[i] >= 0
         idx, screen = cand_idx[i][valid], cand_score[i][valid]
         if len(idx) == 0:
             continue
-        at = np.searchsorted(needed, idx)
-        logits = model.rank_logits(sent_enc[i], left_enc[at], right_enc[at])
+        logits = scorer.logits(i, idx)
         combined = combine_scores(logits, screen, settings.screen_weight)
         order = np.lexsort((idx, -combined))
         ranked = contexts.iloc[idx[order]].assign(screen_score=screen[order], coherence_score=logits[order],
