@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Literal
 
@@ -26,7 +27,7 @@ from tasks.config import (
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
 from tasks.generation import Slot, generate_batch
-from tasks.llm.client import check_endpoint
+from tasks.llm.client import check_endpoint, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
 from tasks.store import fingerprint, read_manifest, verify_outputs, write_manifest, write_parquet
@@ -150,13 +151,7 @@ def generate_sts_triples(
             counts_per_kind[kind]["attempts"] += len(gens) + sum(r["reason"] != "llm_error" for r in rejected)
             counts_per_kind[kind]["accepted"] += len(gens)
             quarantine.extend(rejected)
-            for name, value in stats.items():
-                if isinstance(value, dict):  # errors_by_kind
-                    merged = stats_total.setdefault(name, {})
-                    for kind_name, count in value.items():
-                        merged[kind_name] = merged.get(kind_name, 0) + count
-                else:
-                    stats_total[name] = stats_total.get(name, 0) + value
+            stats_total = merge_stats(stats_total, stats)
             progress.advance(len(batch))
     timings["generation_s"] = round(time.perf_counter() - t_gen, 3)
 
@@ -166,9 +161,7 @@ def generate_sts_triples(
     triples = triples_table(sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=cfg.llm.model,
                             prompts={k: t.name for k, t in templates.items()}, example_ids=example_ids,
                             bases={k: BASE_OF_KIND[k] for k in kinds})
-    reasons: dict[str, int] = {}
-    for row in quarantine:
-        reasons[row["reason"]] = reasons.get(row["reason"], 0) + 1
+    reasons = dict(Counter(row["reason"] for row in quarantine))
     counts = {"sources": cfg.n, "triples": triples.num_rows, "incomplete_sources": cfg.n - triples.num_rows,
               "rejected_rows": len(quarantine), "rejected_by_reason": reasons, "per_kind": counts_per_kind,
               "corpus": corpus_data.stats, "duplicate_corpus_texts_skipped": duplicate_texts,

@@ -63,6 +63,17 @@ class ClientStats:
         self.errors_by_kind[kind] = self.errors_by_kind.get(kind, 0) + 1
 
 
+def merge_stats(total: dict, batch: dict) -> dict:
+    """Sum two `asdict(ClientStats)` dicts (the per-batch stats a stage adds up), nested error counts included."""
+    out = dict(total)
+    for name, value in batch.items():
+        if isinstance(value, dict):
+            out[name] = {k: out.get(name, {}).get(k, 0) + value.get(k, 0) for k in {*out.get(name, {}), *value}}
+        else:
+            out[name] = out.get(name, 0) + value
+    return out
+
+
 _shared_lock = threading.Lock()
 _limiters: dict[tuple, RateLimiter] = {}
 _caches: dict[Path, ResponseCache] = {}
