@@ -1,8 +1,10 @@
 """`stsgen` command line: one-shot local runs (ephemeral Prefect unless PREFECT_API_URL is set), the embedded LLM
 server, the local stack and the serve entry point.
 
-    stsgen run                      # main job: default corpus, local 1.5B model, n=30 (~10 min on 2 cores)
+    stsgen run                      # main job: sts-pipeline on the default corpus, local 1.5B model, n=30
     stsgen generate --n 20 --base-url http://host:8000/v1 --model my-model
+    stsgen retrieve --sentences triples.parquet --corpus my_docs.zip
+    stsgen label --contexts contexts.parquet --triples triples.parquet
     stsgen llm-server --model smollm2-135m-instruct --port 8765
     stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
     stsgen serve                    # one process serving the deployments (alternative to the stack)
@@ -24,12 +26,46 @@ for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED",
 from tasks.config import ConfigError  # noqa: E402
 
 
-def _generate(args: argparse.Namespace) -> int:
-    from rich.console import Console
+def _progress_bar(console):
+    """A rich progress bar fed by the stages' progress listeners (one row per stage)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from flows.generate_sts_triples import generate_sts_triples
     from tasks.artifacts import add_progress_listener
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console)
+    ids: dict[str, int] = {}
+
+    def listener(stage: str, done: int, total: int) -> None:
+        if stage not in ids:
+            ids[stage] = bar.add_task(stage, total=total)
+        bar.update(ids[stage], completed=done, total=total)
+
+    add_progress_listener(listener)
+    return bar
+
+
+def _print_outputs(outputs: dict) -> None:
+    print("\nOutputs:")
+    for name, path in outputs.items():
+        if isinstance(path, dict):
+            print(f"  {name}")
+            for sub, p in path.items():
+                print(f"    {sub:9s} {Path(p).resolve()}")
+        else:
+            print(f"  {name:9s} {Path(path).resolve()}")
+    if os.environ.get("PREFECT_API_URL"):
+        ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
+        print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")
+    else:
+        print("\nTo inspect the run and its artifacts in the Prefect UI:\n"
+              "  ./stsgen ui      # then open http://127.0.0.1:4200/runs")
+
+
+def _with_llm(args: argparse.Namespace, job) -> int:
+    """Run `job(llm_settings)` against --base-url, or against the embedded local server (stopped afterwards)."""
+    from rich.console import Console
+
     from tasks.config import LLMSettings
     from tasks.llm.server import local_server
 
@@ -37,42 +73,52 @@ def _generate(args: argparse.Namespace) -> int:
     llm_kwargs = dict(max_concurrency=args.concurrency)
     if args.rpm:
         llm_kwargs["requests_per_minute"] = args.rpm
-
-    def run(base_url: str, model: str) -> dict:
-        bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                       TimeRemainingColumn(), console=console)
-        ids: dict[str, int] = {}
-
-        def listener(stage: str, done: int, total: int) -> None:
-            if stage not in ids:
-                ids[stage] = bar.add_task(stage, total=total)
-            bar.update(ids[stage], completed=done, total=total)
-
-        add_progress_listener(listener)
-        with bar:
-            return generate_sts_triples(
-                n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source,
-                seed=args.seed, llm=LLMSettings(base_url=base_url, model=model, **llm_kwargs),
-                max_attempts=args.max_attempts, output_dir=args.output_dir,
-            )
-
     if args.base_url:
-        paths = run(args.base_url, args.model or os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct"))
+        model = args.model or os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct")
+        with _progress_bar(console):
+            outputs = job(LLMSettings(base_url=args.base_url, model=model, **llm_kwargs))
     else:
         console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
         with local_server(args.local_model) as server:
             os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
-            paths = run(server.base_url, server.model)
+            with _progress_bar(console):
+                outputs = job(LLMSettings(base_url=server.base_url, model=server.model, **llm_kwargs))
         console.print("Local LLM server stopped.")
-    print("\nOutputs:")
-    for name, path in paths.items():
-        print(f"  {name:9s} {Path(path).resolve()}")
-    if os.environ.get("PREFECT_API_URL"):
-        ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
-        print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, outputs)")
-    else:
-        print("\nTo inspect the run and its artifacts in the Prefect UI:\n"
-              "  ./stsgen ui      # then open http://127.0.0.1:4200/runs")
+    _print_outputs(outputs)
+    return 0
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from flows.generate_sts_triples import generate_sts_triples
+
+    return _with_llm(args, lambda llm: generate_sts_triples(
+        n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
+        llm=llm, max_attempts=args.max_attempts, output_dir=args.output_dir))
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from flows.sts_pipeline import sts_pipeline
+    from tasks.labeling import LabelSettings
+
+    return _with_llm(args, lambda llm: sts_pipeline(
+        n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
+        llm=llm, max_attempts=args.max_attempts, label=LabelSettings(lm=args.label_lm),
+        output_dir=args.output_dir))
+
+
+def _label(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from flows.label_pairs import label_pairs
+    from tasks.labeling import LabelSettings
+
+    settings = LabelSettings(lm=args.lm, contexts_per_sentence=args.contexts_per_sentence,
+                             lambda_disc=args.lambdas[0], lambda_sentence=args.lambdas[1],
+                             lambda_left=args.lambdas[2], lambda_right=args.lambdas[3])
+    with _progress_bar(Console(stderr=True)):
+        paths = label_pairs(contexts=args.contexts, triples=None if args.pairs else args.triples, pairs=args.pairs,
+                            label=settings, calibration=args.calibration, output_dir=args.output_dir)
+    _print_outputs(paths)
     return 0
 
 
@@ -88,9 +134,7 @@ def _retrieve(args: argparse.Namespace) -> int:
                                   contexts_per_sentence=args.contexts_per_sentence)
     paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
                               workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir)
-    print("\nOutputs:")
-    for name, path in paths.items():
-        print(f"  {name:9s} {Path(path).resolve()}")
+    _print_outputs(paths)
     return 0
 
 
@@ -149,8 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, n_default in (("run", 30), ("generate", 20)):
-        p = sub.add_parser(name, help="run generate-sts-triples once (run = the main job's defaults)")
+    for name, n_default in (("run", 30), ("pipeline", 30), ("generate", 20)):
+        p = sub.add_parser(name, help="generate: stage 1 once; run / pipeline: sts-pipeline (all stages, the main "
+                           "job) once")
         p.add_argument("--n", type=int, default=n_default)
         p.add_argument("--pattern", choices=("sts", "nli"), default="sts")
         p.add_argument("--corpus", default="default")
@@ -164,7 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--rpm", type=float)
         p.add_argument("--max-attempts", type=int, default=3)
         p.add_argument("--output-dir", default="data/outputs")
-        p.set_defaults(func=_generate)
+        if name != "generate":
+            p.add_argument("--label-lm", default="smollm2-135m-instruct", help="causal LM of the labeler")
+        p.set_defaults(func=_generate if name == "generate" else _pipeline)
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")
     p.add_argument("--corpus", action="append", default=None,
@@ -179,6 +226,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster")
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_retrieve)
+    p = sub.add_parser("label", help="run label-pairs once (stage 3)")
+    p.add_argument("--contexts", default="data/outputs/retrieve-contexts/contexts.parquet")
+    p.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--pairs", help="a pairs Parquet (s1/s2 or sentence1/sentence2[, relation, gold]) instead of "
+                   "triples")
+    p.add_argument("--lm", default="smollm2-135m-instruct", help="registered local model, .gguf file or folder")
+    p.add_argument("--lambdas", type=float, nargs=4, default=[1.0, 1.0, 0.0, 1.0], metavar=("L1", "L2", "L3", "L4"))
+    p.add_argument("--contexts-per-sentence", type=int, default=8)
+    p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
+    p.add_argument("--output-dir", default="data/outputs")
+    p.set_defaults(func=_label)
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)

@@ -107,7 +107,6 @@ def generate_sts_triples(
     corpus_data = load_corpus_task(cfg.corpus)
     sample, duplicate_texts = sample_sources(corpus_data, cfg.n, cfg.seed)
     timings["prepare_s"] = round(time.perf_counter() - t0, 3)
-    served = check_llm_endpoint(cfg.llm)
 
     inputs = corpus_data.inputs + patterns.inputs()
     key = stage_key(cfg, [i["sha256"] for i in inputs], {k: t.sha256 for k, t in templates.items()})
@@ -118,6 +117,7 @@ def generate_sts_triples(
     if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
+    served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint
 
     systems = {k: templates[k].system_message([vars(e) for e in examples[k]]) for k in kinds}
     example_ids = {k: [e.example_id for e in examples[k]] for k in kinds}

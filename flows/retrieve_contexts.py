@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.coherence import CoherenceSettings, train_or_load
@@ -27,6 +26,7 @@ from tasks.contexts import context_windows
 from tasks.corpus import load_corpus
 from tasks.queries import load_query_sentences
 from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
+from tasks.runners import task_runner
 from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 
 STAGE = "retrieve-contexts"
@@ -73,18 +73,6 @@ def coherence_task(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: 
         "Coherence model quality",
     )
     return trained
-
-
-def _runner(workers: str, dask_address: str | None, max_workers: int):
-    if dask_address or workers == "dask":
-        from prefect_dask import DaskTaskRunner
-
-        return DaskTaskRunner(address=dask_address) if dask_address else DaskTaskRunner(
-            cluster_kwargs={"n_workers": max_workers, "processes": True, "host": "127.0.0.1",
-                            "dashboard_address": None})
-    if workers == "processes":
-        return ProcessPoolTaskRunner(max_workers=max_workers)
-    return ThreadPoolTaskRunner(max_workers=max_workers)
 
 
 @flow(name=STAGE, log_prints=True)
@@ -139,7 +127,7 @@ def retrieve_contexts(
     progress = Progress("retrieve", len(shards), f"{len(texts)} sentences in {len(shards)} shards")
     t2 = time.perf_counter()
     shard_paths = []
-    with _runner(workers, dask_address, max_workers) as runner:
+    with task_runner(workers, dask_address, max_workers) as runner:
         futures = [runner.submit(retrieve_shard, parameters={
             "sentences": shard, "index_dir": str(index_dir), "coherence_dir": str(trained.folder),
             "settings": selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet")})

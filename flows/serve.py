@@ -6,12 +6,22 @@ from __future__ import annotations
 from prefect import serve as prefect_serve
 
 from flows.generate_sts_triples import generate_sts_triples
+from flows.label_pairs import label_pairs
+from flows.retrieve_contexts import retrieve_contexts
+from flows.sts_pipeline import sts_pipeline
 
 
 def serve() -> None:
     prefect_serve(
         generate_sts_triples.to_deployment(name="adhoc-served", parameters={"n": 20}),
         generate_sts_triples.to_deployment(name="nightly-served", cron="0 2 * * *", parameters={"n": 200}),
+        retrieve_contexts.to_deployment(name="retrieve-adhoc-served", parameters={
+            "sentences": "data/outputs/generate-sts-triples/triples.parquet"}),
+        label_pairs.to_deployment(name="label-adhoc-served", parameters={
+            "triples": "data/outputs/generate-sts-triples/triples.parquet",
+            "contexts": "data/outputs/retrieve-contexts/contexts.parquet"}),
+        sts_pipeline.to_deployment(name="pipeline-adhoc-served", parameters={"n": 30}),
+        sts_pipeline.to_deployment(name="pipeline-nightly-served", cron="0 3 * * *", parameters={"n": 200}),
     )
 
 

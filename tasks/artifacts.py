@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from prefect.artifacts import (
+    create_image_artifact,
     create_link_artifact,
     create_markdown_artifact,
     create_progress_artifact,
@@ -58,6 +59,11 @@ def publish_table(key: str, rows: list[dict], description: str) -> None:
 
 def publish_markdown(key: str, markdown: str, description: str) -> None:
     create_markdown_artifact(markdown=markdown, key=key, description=description)
+
+
+def publish_image(key: str, image_url: str, description: str) -> None:
+    """An image artifact; a data: URL keeps the plot inside Prefect's database, viewable without file access."""
+    create_image_artifact(image_url=image_url, key=key, description=description)
 
 
 def publish_links(prefix: str, files: dict[str, Path], description: str) -> None:

@@ -10,6 +10,7 @@ corpus content and the training parameters: the same corpus and parameters reuse
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import evaluate_coherence, train_coherence
-from tasks.config import stsgen_home
+from tasks.config import ConfigError, stsgen_home
 from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_json, write_manifest
 
 CODE_VERSION = "bilstm-coherence-v1"
@@ -91,6 +92,16 @@ def load_trained(folder: Path) -> TrainedCoherence | None:
     model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
     model.eval()
     return TrainedCoherence(model, vocab, folder, manifest["metrics"], manifest["key"], reused=True)
+
+
+@functools.lru_cache(maxsize=4)
+def load_trained_cached(folder: str, digest: str) -> TrainedCoherence:
+    """Once per worker process; `digest` (the model's sha256) keys the cache so a retrained model is reloaded."""
+    trained = load_trained(Path(folder))
+    if trained is None:
+        raise ConfigError(f"Coherence model at {folder} is missing or fails its checksum; re-run retrieve-contexts "
+                          "to retrain it.")
+    return trained
 
 
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,

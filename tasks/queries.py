@@ -11,10 +11,12 @@ from tasks.config import ConfigError
 from tasks.corpus import sentence_id
 
 TRIPLE_COLUMNS = ("anchor", "positive", "intermediate", "negative")
+PAIR_COLUMNS = (("s1", "s2"), ("sentence1", "sentence2"))
 
 
 def load_query_sentences(path: Path) -> pd.DataFrame:
-    """→ sentence_id, sentence (distinct, in first-seen order)."""
+    """→ sentence_id, sentence (distinct, in first-seen order) from triples, pairs (s1/s2 or sentence1/sentence2),
+    a sentence/text column, or lines of text."""
     if not path.exists():
         raise ConfigError(f"Sentence file {path} does not exist; pass a triples.parquet or a sentence file.")
     if path.suffix == ".parquet":
@@ -23,11 +25,12 @@ def load_query_sentences(path: Path) -> pd.DataFrame:
         except Exception as exc:
             raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}).") from None
         cols = [c for c in TRIPLE_COLUMNS if c in table.column_names]
+        cols = cols or next(([a, b] for a, b in PAIR_COLUMNS if {a, b} <= set(table.column_names)), [])
         if not cols:
             cols = [c for c in ("sentence", "text") if c in table.column_names][:1]
         if not cols:
-            raise ConfigError(f"{path} has none of the columns {', '.join(TRIPLE_COLUMNS)}, sentence, text "
-                              f"(found: {', '.join(table.column_names)}).")
+            raise ConfigError(f"{path} has none of the columns {', '.join(TRIPLE_COLUMNS)}, s1/s2, "
+                              f"sentence1/sentence2, sentence, text (found: {', '.join(table.column_names)}).")
         texts = [t for c in cols for t in table.column(c).to_pylist()]
     else:
         try:

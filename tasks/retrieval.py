@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.coherence import encode_texts
-from tasks.coherence import load_trained
+from tasks.coherence import load_trained_cached
 from tasks.config import ConfigError
 from tasks.contexts import select_diverse
 from tasks.corpus import sentence_id
@@ -85,14 +85,6 @@ def _load_index(folder: str, digest: str):
     return joblib.load(Path(folder) / "index.joblib"), pq.read_table(Path(folder) / "contexts.parquet").to_pandas()
 
 
-@functools.lru_cache(maxsize=4)
-def _load_coherence(folder: str, digest: str):
-    trained = load_trained(Path(folder))
-    if trained is None:
-        raise ConfigError(f"Coherence model at {folder} is missing or fails its checksum; re-run to retrain it.")
-    return trained
-
-
 class CandidateScorer:
     """Coherence logits of screened candidates. One batched forward pass encodes the sentences and the distinct
     c< / c> texts of all their candidates; each sentence's ranking is then two matrix-vector products."""
@@ -121,7 +113,7 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
     """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
     index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
     index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
-    trained = _load_coherence(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
+    trained = load_trained_cached(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
     cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
     scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len)
     rows = []

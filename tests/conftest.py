@@ -62,6 +62,32 @@ def tiny_corpus(tmp_path) -> Path:
     return folder
 
 
+WORDS = ("the river flooded lower town after rain residents moved cattle to hills council opened school shelter "
+         "engineers inspected old stone bridge found cracks orchestra played new symphony critics praised strings "
+         "farmers planted wheat early spring prices rose markets a an of in on and was were . ,").split()
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer Llama with a word-level tokenizer, saved as a transformers folder."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {w: i for i, w in enumerate(["<unk>", "<s>", "</s>", *dict.fromkeys(WORDS)])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    folder = tmp_path_factory.mktemp("tiny-lm")
+    PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
+                            pad_token="</s>").save_pretrained(folder)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         bos_token_id=1, eos_token_id=2)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
+
+
 def shared(path: str) -> Path:
     target = SHARED_DATA / path
     if not target.exists():

@@ -43,6 +43,9 @@ def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
     settings, info, llm = local_stack
     listed = prefect_cli(settings, "deployment", "ls")
     assert "generate-sts-triples/adhoc" in listed.stdout and "generate-sts-triples/nightly" in listed.stdout
+    for name in ("retrieve-contexts/retrieve-adhoc", "label-pairs/label-adhoc", "sts-pipeline/pipeline-adhoc",
+                 "sts-pipeline/pipeline-nightly"):
+        assert name in listed.stdout, name
     nightly = prefect_cli(settings, "deployment", "inspect", "generate-sts-triples/nightly")
     assert "0 2 * * *" in nightly.stdout
 

@@ -1,0 +1,188 @@
+"""Flow `label-pairs`: stage 3, context-vector similarity labels (seed 003, Eq. 3–4).
+
+triples.parquet (or any pairs Parquet) + contexts.parquet → scoring units (a triple's sentences, or a pair, over the
+union of their top-k contexts) → shards → S(s, c) terms (coherence model + causal LM) → cosine labels
+→ `<output_dir>/label-pairs/pairs.parquet`, rejected.parquet, label_distribution.png, manifest.json.
+Shards are resumable: a re-run scores only the shards it had not finished.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from prefect import flow, get_run_logger
+
+from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
+from tasks.config import ConfigError
+from tasks.label_quality import fit_calibration, hierarchy_rate, per_relation_summary, plot_label_distribution
+from tasks.labeling import LabelSettings, label_shard, reference_sentences, resolve_lm, uses_lm
+from tasks.pair_units import (
+    PAIRS_SCHEMA,
+    REJECTED_PAIRS_SCHEMA,
+    SHARD_SCHEMA,
+    context_sets,
+    finish_rows,
+    pair_units,
+    read_contexts,
+    read_pairs,
+    read_triples,
+    triple_units,
+)
+from tasks.runners import task_runner
+from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+
+STAGE = "label-pairs"
+CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
+
+
+def _coherence_dir(contexts: Path, given: str | None) -> tuple[str | None, str | None]:
+    """The stage-2 coherence model: given explicitly, or the one recorded in the manifest beside contexts.parquet."""
+    folder = given
+    if folder is None:
+        manifest = read_manifest(contexts.parent) or {}
+        folder = manifest.get("coherence_model", {}).get("folder")
+    if folder is None:
+        raise ConfigError(f"No coherence model: {contexts.parent}/manifest.json names none. Pass coherence_dir, or "
+                          "set label.lambda_disc to 0 to label with the LM terms only.")
+    manifest = read_manifest(Path(folder))
+    if not manifest or not verify_outputs(Path(folder), manifest):
+        raise ConfigError(f"Coherence model at {folder} is missing or fails its checksum; re-run retrieve-contexts.")
+    return folder, manifest["outputs"]["model.pt"]["sha256"]
+
+
+@flow(name=STAGE, log_prints=True)
+def label_pairs(
+    contexts: str,
+    triples: str | None = None,
+    pairs: str | None = None,
+    label: LabelSettings | None = None,
+    coherence_dir: str | None = None,
+    calibration: str | None = None,
+    shard_size: int = 8,
+    workers: Literal["threads", "processes", "dask"] = "threads",
+    max_workers: int = 1,
+    dask_address: str | None = None,
+    output_dir: str = "data/outputs",
+) -> dict[str, str]:
+    """Label sentence pairs by how alike their sentences fit the same contexts. Input: `contexts` (a
+    contexts.parquet from retrieve-contexts) and either `triples` (a triples.parquet) or `pairs` (a Parquet with
+    s1/s2 or sentence1/sentence2, optional relation and gold/score). `calibration`: a labeled pairs.parquet (label
+    and gold columns) to fit a monotone map of labels onto 0–5. Returns output paths."""
+    logger = get_run_logger()
+    settings = label or LabelSettings()
+    if (triples is None) == (pairs is None):
+        raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
+    t0 = time.perf_counter()
+    timings: dict[str, float] = {}
+    contexts_path = Path(contexts)
+    source = Path(triples or pairs)
+    table = read_contexts(contexts_path)
+    sets = context_sets(table, settings.contexts_per_sentence)
+    bad_rows: list[dict] = []
+    if triples:
+        units = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
+    else:
+        frame, bad_rows = read_pairs(source)
+        units = pair_units(frame, sets)
+    coherence = _coherence_dir(contexts_path, coherence_dir) if settings.lambda_disc else (None, None)
+    lm_path, lm_sha = resolve_lm(settings.lm) if uses_lm(settings) else (None, None)
+    calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
+    inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"},
+              {"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}]
+    key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
+                       "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
+                       "coherence": coherence[1], "lm": lm_sha,
+                       "calibration": calibration_info and calibration_info["sha256"]})
+    folder = Path(output_dir) / STAGE
+    paths = {name: str(folder / f"{name}.parquet") for name in ("pairs", "rejected")}
+    paths["manifest"] = str(folder / "manifest.json")
+    previous = read_manifest(folder)
+    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+        logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
+        return paths
+    timings["prepare_s"] = round(time.perf_counter() - t0, 3)
+
+    reference = reference_sentences(units, settings.reference_sentences, settings.seed)
+    # Shards are keyed by the stage key and their units: a re-run skips the shards already written.
+    shard_dir = folder / ".shards" / key[:16]
+    shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)]
+    progress = Progress("label", len(shards), f"{len(units)} units ({sum(len(u.pairs) for u in units)} pairs) "
+                                              f"in {len(shards)} shards")
+    t1 = time.perf_counter()
+    results = []
+    with task_runner(workers, dask_address, max_workers) as runner:
+        futures = [runner.submit(label_shard, parameters={
+            "units": shard, "settings": settings, "reference": reference, "coherence_dir": coherence[0],
+            "lm_path": lm_path and str(lm_path), "lm_sha256": lm_sha,
+            "out_path": str(shard_dir / f"{fingerprint([u.unit_id for u in shard])[:16]}.parquet")})
+            for shard in shards]
+        for future in futures:
+            results.append(future.result())
+            progress.advance(1)
+    timings["label_s"] = round(time.perf_counter() - t1, 3)
+
+    merged = pa.concat_tables([pq.read_table(r["path"], schema=SHARD_SCHEMA) for r in results]) if results \
+        else SHARD_SCHEMA.empty_table()
+    labeled = merged.filter(pc.is_null(merged["reason"])).select(PAIRS_SCHEMA.names)
+    if calibrator is not None and labeled.num_rows:
+        calibrated = calibrator.predict(labeled["label"].to_numpy())
+        labeled = labeled.set_column(labeled.schema.get_field_index("label_calibrated"), "label_calibrated",
+                                     pa.array(calibrated, pa.float64()))
+    quarantined = pa.concat_tables([finish_rows(bad_rows, REJECTED_PAIRS_SCHEMA), merged.filter(
+        pc.invert(pc.is_null(merged["reason"]))).select(REJECTED_PAIRS_SCHEMA.names)])
+
+    frame = labeled.to_pandas()
+    hierarchy = hierarchy_rate(frame)
+    relations = per_relation_summary(frame)
+    folder.mkdir(parents=True, exist_ok=True)
+    plot = plot_label_distribution(frame, folder / "label_distribution.png")
+    digests = {"pairs.parquet": write_parquet(folder / "pairs.parquet", labeled),
+               "rejected.parquet": write_parquet(folder / "rejected.parquet", quarantined),
+               "label_distribution.png": sha256_path(plot)}
+    fresh = [r["counts"] for r in results if not r["reused"]]
+    counts = {"units": len(units), "pairs": labeled.num_rows, "rejected": quarantined.num_rows,
+              "rejected_by_reason": dict(Counter(quarantined["reason"].to_pylist())),
+              "shards": len(shards), "shards_reused": len(results) - len(fresh),
+              "sentence_context_scores": sum(r["counts"]["sentence_context_scores"] for r in results),
+              "sentence_context_scores_this_run": sum(c["sentence_context_scores"] for c in fresh),
+              "pairs_by_relation": {r["relation"]: r["pairs"] for r in relations}}
+    timings["total_s"] = round(time.perf_counter() - t0, 3)
+    write_manifest(folder, {
+        "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
+        "parameters": {"label": settings.model_dump(), "shard_size": shard_size, "workers": workers},
+        "lambdas": settings.weights(),
+        "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
+        "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype},
+        "calibration": calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
+        "timings": timings,
+    }, digests)
+
+    rate = "n/a" if hierarchy["rate"] is None else f"{hierarchy['rate']:.1%} of {hierarchy['triples']} triples"
+    publish_markdown("label-summary", "\n".join([
+        f"# label-pairs — {labeled.num_rows} labeled pairs, {quarantined.num_rows} quarantined", "",
+        f"- hierarchy rate label(a,s+) > label(a,sm) > label(a,s-): **{rate}**",
+        f"- λ = {settings.weights()}, normalize = {settings.normalize}, LM = {settings.lm}, "
+        f"top-{settings.contexts_per_sentence} contexts per sentence",
+        f"- (sentence, context) scores: {counts['sentence_context_scores_this_run']} this run, "
+        f"{counts['shards_reused']}/{len(shards)} shards reused",
+        "- quarantined by reason: " + (", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items())
+                                       or "none"),
+        "- timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()), "",
+        "| relation | pairs | mean | q25 | median | q75 |", "|---|---|---|---|---|---|",
+        *(f"| {r['relation']} | {r['pairs']} | {r['mean']:.3f} | {r['q25']:.3f} | {r['median']:.3f} | "
+          f"{r['q75']:.3f} |" for r in relations),
+    ]), "Stage 3 summary")
+    publish_image("label-distribution", "data:image/png;base64," + base64.b64encode(plot.read_bytes()).decode(),
+                  "Label distribution per relation")
+    publish_table("label-samples", labeled.slice(0, 12).select(["relation", "s1", "s2", "label", "n_contexts"])
+                  .to_pylist(), "Sample labeled pairs")
+    publish_links("label", {name: folder / name for name in (*digests, "manifest.json")}, "Stage 3 outputs")
+    print(f"{labeled.num_rows} labeled pairs, {quarantined.num_rows} quarantined; hierarchy rate {rate} → {folder}")
+    return paths

@@ -1,0 +1,149 @@
+"""Causal-LM log-probabilities of text segments read after a shared prefix (the generative terms of seed 003 Eq. 3).
+
+A *group* is one prefix (token ids) and the continuations scored after it; a continuation is a list of segments
+(token-id lists) read one after another. For every continuation the scorer returns, per segment, the summed
+log-probability of its tokens and their count: log p(seg_k | prefix, seg_1 … seg_k-1).
+
+Batching (`score_groups`): prefixes, sorted by length, run in batches (right-padded) once; their key/value caches are
+then gathered one row per continuation, and the continuations — sorted by length so batches carry little padding —
+run on top with explicit position ids. Prefix padding is masked, never attended to; the vocabulary projection runs
+only at real token positions. `score_one` is the plain reference: one unpadded forward pass per sequence.
+
+Inputs are token ids; no Prefect in here. Loading: a transformers folder, or a GGUF file (dequantized by
+transformers, which needs the `gguf` package).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+
+
+@dataclass
+class CausalLM:
+    model: torch.nn.Module
+    tokenizer: object
+    path: Path
+
+    @property
+    def start_ids(self) -> list[int]:
+        """One document-start token before every prefix, so the first real token is predicted too."""
+        tok = self.tokenizer
+        start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+        return [] if start is None else [int(start)]
+
+    def encode(self, texts: list[str], max_tokens: int, keep: str = "start") -> list[list[int]]:
+        """Token ids without special tokens, cut to `max_tokens` keeping the start or the end of each text."""
+        ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+        return [(x[:max_tokens] if keep == "start" else x[-max_tokens:]) or [self.tokenizer.eos_token_id or 0]
+                for x in ids]
+
+
+def load_causal_lm(path: Path, dtype: str = "float32", threads: int | None = None) -> CausalLM:
+    """A causal LM from a transformers folder or a .gguf file, in eval mode."""
+    if threads:
+        torch.set_num_threads(threads)
+    kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
+    folder = path.parent if path.suffix == ".gguf" else path
+    tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kwargs)
+    model.eval()
+    return CausalLM(model=model, tokenizer=tokenizer, path=path)
+
+
+@dataclass
+class Group:
+    prefix: list[int]
+    continuations: list[list[list[int]]]  # each: segments, read in order
+
+
+def _pad(seqs: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ids (pad id 0, always masked) and the attention mask."""
+    width = max(len(s) for s in seqs)
+    ids = torch.zeros(len(seqs), width, dtype=torch.long)
+    mask = torch.zeros(len(seqs), width, dtype=torch.long)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s, dtype=torch.long)
+        mask[i, : len(s)] = 1
+    return ids, mask
+
+
+def _batches(items: list, lengths: list[int], max_tokens: int):
+    """Consecutive runs of (length-sorted) items whose padded size rows × longest stays within max_tokens."""
+    batch, longest = [], 0
+    for item, n in zip(items, lengths):
+        if batch and (len(batch) + 1) * max(longest, n) > max_tokens:
+            yield batch
+            batch, longest = [], 0
+        batch.append(item)
+        longest = max(longest, n)
+    if batch:
+        yield batch
+
+
+def _token_logprobs(lm: CausalLM, hidden: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """log p(target) from hidden states (T, D) → (T,), with the vocabulary projection only on these rows."""
+    logits = lm.model.get_output_embeddings()(hidden).float()
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+@torch.inference_mode()
+def score_groups(lm: CausalLM, groups: list[Group], max_batch_tokens: int = 2048
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per group: (sums, counts), each (n_continuations, n_segments): summed log-probs and token counts."""
+    decoder = lm.model.get_decoder()
+    out: list[tuple[np.ndarray, np.ndarray]] = []
+    for g in groups:
+        n_seg = max((len(c) for c in g.continuations), default=0)
+        out.append((np.zeros((len(g.continuations), n_seg)), np.zeros((len(g.continuations), n_seg), dtype=np.int64)))
+    order = sorted(range(len(groups)), key=lambda i: len(groups[i].prefix))
+    for batch in _batches(order, [len(groups[i].prefix) for i in order], max_batch_tokens):
+        ids, mask = _pad([groups[i].prefix for i in batch])
+        positions = torch.arange(ids.shape[1]).expand_as(ids)
+        prefix_out = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
+        lengths = mask.sum(1)
+        last_hidden = prefix_out.last_hidden_state[torch.arange(len(batch)), lengths - 1]  # predicts token 1 of cont.
+        layers = [(layer.keys, layer.values) for layer in prefix_out.past_key_values.layers]
+
+        rows = [(b, c) for b, gi in enumerate(batch) for c in range(len(groups[gi].continuations))]
+        flat = {r: [t for seg in groups[batch[r[0]]].continuations[r[1]] for t in seg] for r in rows}
+        rows.sort(key=lambda r: len(flat[r]))
+        for chunk in _batches(rows, [len(flat[r]) + ids.shape[1] for r in rows], max_batch_tokens):
+            owner = torch.tensor([b for b, _ in chunk])
+            cont_ids, cont_mask = _pad([flat[r] for r in chunk])
+            cache = DynamicCache(ddp_cache_data=[(k[owner], v[owner]) for k, v in layers])
+            cont_out = decoder(
+                input_ids=cont_ids, attention_mask=torch.cat([mask[owner], cont_mask], dim=1),
+                position_ids=lengths[owner, None] + torch.arange(cont_ids.shape[1]), past_key_values=cache,
+                use_cache=True)
+            # The state before token j predicts token j: the prefix's last state, then the continuation's own.
+            states = torch.cat([last_hidden[owner, None], cont_out.last_hidden_state[:, :-1]], dim=1)
+            valid = cont_mask.bool()
+            logp = torch.zeros(cont_ids.shape, dtype=torch.float64)
+            logp[valid] = _token_logprobs(lm, states[valid], cont_ids[valid]).double()
+            for row, (b, c) in enumerate(chunk):
+                sums, counts = out[batch[b]]
+                start = 0
+                for k, seg in enumerate(groups[batch[b]].continuations[c]):
+                    sums[c, k] = float(logp[row, start : start + len(seg)].sum())
+                    counts[c, k] = len(seg)
+                    start += len(seg)
+    return out
+
+
+@torch.inference_mode()
+def score_one(lm: CausalLM, prefix: list[int], segments: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
+    """Reference: one unpadded forward pass over prefix + segments; (sums, counts) per segment."""
+    seq = torch.tensor([prefix + [t for seg in segments for t in seg]], dtype=torch.long)
+    logits = lm.model(input_ids=seq).logits[0].float()
+    logp = torch.log_softmax(logits[:-1], dim=-1).gather(-1, seq[0, 1:, None]).squeeze(-1)
+    sums, counts, start = [], [], len(prefix) - 1
+    for seg in segments:
+        sums.append(float(logp[start : start + len(seg)].sum()))
+        counts.append(len(seg))
+        start += len(seg)
+    return np.array(sums), np.array(counts)

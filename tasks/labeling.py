@@ -1,0 +1,266 @@
+"""Stage 3 work: context scores S(s, c) and context-vector similarity labels (seed 003, Eq. 3–4).
+
+S(s, c) = λ1·log p_disc(y=1 | c<, s, c>) + λ2·(1/|s|)·log p(s | c<) + λ3·(1/|c<|)·log p(c< | s, c>)
+          + λ4·(1/|c>|)·log p(c> | c<, s)
+
+- p_disc: the stage-2 BiLSTM coherence model (log-sigmoid of its logit).
+- λ2, λ4: a causal LM reading c< s c> left to right. The paper's λ2 term conditions on c> too; a left-to-right model
+  cannot, so λ2 uses log p(s | c<) (docs/labeling.md). Both terms come from one pass per (s, c), with the c< prefix
+  run once per context and its key/value cache shared by every sentence scored against it.
+- λ3: approximated by reading s, then c>, then c< (the prefix is s, shared by all contexts); off by default (λ3 = 0)
+  because it costs a second pass for a reversed reading order the LM never saw in training.
+|s|, |c<|, |c>| count LM tokens. A term whose λ is 0 is not computed.
+
+A *unit* is a set of sentences scored over the union of their context sets once (a triple's four sentences, or the
+two sentences of a pair); every pair inside it is labeled from that one score matrix:
+v_s = [S(s, c) for c in C], label(s1, s2) = cosine(v_s1, v_s2), with v centred first by default (then the cosine is
+the Pearson correlation of the two rows: it compares how the sentences' fit varies across contexts, not the
+sentences' overall likelihood, which otherwise puts every raw cosine near 1).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.causal_lm import CausalLM, Group, load_causal_lm, score_groups
+from models.coherence import encode_texts
+from tasks.coherence import TrainedCoherence, load_trained_cached
+from tasks.config import ConfigError
+from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
+from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
+from tasks.store import read_manifest, sha256_path, write_parquet
+
+TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
+
+
+class LabelSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lambda_disc: float = Field(1.0, description="λ1: discriminative coherence log-probability")
+    lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
+    lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
+    lambda_right: float = Field(1.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM")
+    lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
+                    "folder of a causal LM")
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    contexts_per_sentence: int = Field(8, ge=1, description="Top-ranked stage-2 contexts per sentence in the union")
+    max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
+    max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
+    normalize: Literal["center", "none"] = "center"
+    min_contexts: int = Field(2, ge=1, description="Pairs whose union has fewer contexts are quarantined")
+    cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
+    context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
+                                   "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
+    reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
+    seed: int = 13
+    threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
+
+    def weights(self) -> dict[str, float]:
+        return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
+
+
+def resolve_lm(source: str) -> tuple[Path, str]:
+    """(path, sha256) of the causal LM: a registered local GGUF, a .gguf path, or a folder (hash of its files)."""
+    if source in LOCAL_MODELS or source.endswith(".gguf"):
+        return resolve_gguf(source)
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
+                          "transformers folder with config.json; set label.lm to one of those.")
+    digest = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(folder).as_posix().encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return folder, digest.hexdigest()
+
+
+@functools.lru_cache(maxsize=2)
+def cached_lm(path: str, sha256: str, dtype: str, threads: int | None) -> CausalLM:
+    # `sha256` keys the cache so a replaced file at the same path is reloaded.
+    return load_causal_lm(Path(path), dtype, threads)
+
+
+def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
+                   ) -> list[np.ndarray]:
+    """log p_disc for every (sentence, context) of every unit: one batched BiLSTM pass over the distinct texts.
+    With `reference` sentences, each context's mean over them is subtracted (its fit to a typical sentence)."""
+    sent_texts = sorted({s for u in units for s in u.sentences} | set(reference))
+    lefts = sorted({t for u in units for t in u.left})
+    rights = sorted({t for u in units for t in u.right})
+    enc = {name: (dict(zip(texts, range(len(texts)))), encode_texts(trained.model, trained.vocab, texts, max_len))
+           for name, texts in (("s", sent_texts), ("l", lefts), ("r", rights)) if texts}
+    out = []
+    for u in units:
+        if not u.context_ids:
+            out.append(np.zeros((len(u.sentences), 0)))
+            continue
+        li = enc["l"][1][[enc["l"][0][t] for t in u.left]]
+        ri = enc["r"][1][[enc["r"][0][t] for t in u.right]]
+
+        def log_sigmoid(texts: list[str]) -> np.ndarray:
+            rows = [trained.model.rank_logits(enc["s"][1][enc["s"][0][s]], li, ri) for s in texts]
+            return -np.logaddexp(0.0, -np.asarray(rows, dtype=np.float64))  # stable log sigmoid
+
+        scores = log_sigmoid(u.sentences)
+        out.append(scores - log_sigmoid(reference).mean(axis=0) if reference else scores)
+    return out
+
+
+def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> list[dict[str, np.ndarray]]:
+    """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero."""
+    w, n = settings.weights(), settings.max_segment_tokens
+    out: list[dict[str, np.ndarray]] = [{} for _ in units]
+    lefts = [lm.encode(u.left, n, keep="end") for u in units]
+    rights = [lm.encode([" " + t for t in u.right], n) for u in units]
+    sents = [lm.encode([" " + s for s in u.sentences], n) for u in units]
+    if w["lm_sentence"] or w["lm_right"]:
+        # One group per (unit, context): prefix c<, continuations s_j + c> for every sentence j of the unit.
+        # With context_baseline, one more continuation reads c> right after c< (no sentence): log p(c> | c<).
+        groups = [Group(lm.start_ids + lefts[k][c], [[s, rights[k][c]] for s in sents[k]]
+                        + ([[[], rights[k][c]]] if settings.context_baseline else []))
+                  for k, u in enumerate(units) for c in range(len(u.context_ids))]
+        scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
+        for k, u in enumerate(units):
+            if not u.context_ids:
+                out[k]["lm_sentence"] = out[k]["lm_right"] = np.zeros((len(u.sentences), 0))
+                continue
+            sums, counts = zip(*(next(scored) for _ in u.context_ids))
+            mean = np.stack(sums, axis=1) / np.maximum(np.stack(counts, axis=1), 1)  # (rows, contexts, 2)
+            m = len(u.sentences)
+            out[k]["lm_sentence"] = mean[:m, :, 0]
+            out[k]["lm_right"] = mean[:m, :, 1] - (mean[m, :, 1] if settings.context_baseline else 0.0)
+            if settings.context_baseline:
+                out[k]["lm_right_baseline"] = mean[m, :, 1]
+    if w["lm_left"]:
+        # One group per (unit, sentence): prefix s, continuations c> + c< for every context.
+        raw_sents = [lm.encode(u.sentences, n) for u in units]
+        spaced_lefts = [lm.encode([" " + t for t in u.left], n, keep="end") for u in units]
+        groups = [Group(lm.start_ids + prefix, [[rights[k][c], spaced_lefts[k][c]] for c in range(len(u.context_ids))])
+                  for k, u in enumerate(units)
+                  for prefix in raw_sents[k] + ([[]] if settings.context_baseline else [])]
+        scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
+        for k, u in enumerate(units):
+            rows = []
+            for _ in range(len(u.sentences) + settings.context_baseline):
+                sums, counts = next(scored)
+                rows.append(sums[:, 1] / np.maximum(counts[:, 1], 1) if len(sums) else np.zeros(0))
+            rows = np.asarray(rows).reshape(len(rows), len(u.context_ids))
+            # With context_baseline the last row is log p(c< | c>) without the sentence.
+            out[k]["lm_left"] = rows[: len(u.sentences)] - (rows[-1] if settings.context_baseline else 0.0)
+    return out
+
+
+def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
+                lm: CausalLM | None, reference: list[str] = ()) -> list[dict[str, np.ndarray]]:
+    """Per unit: {term: (n_sentences, n_contexts)} for every term with a non-zero λ."""
+    w = settings.weights()
+    terms: list[dict[str, np.ndarray]] = [{} for _ in units]
+    if w["disc"]:
+        if trained is None:
+            raise ConfigError("lambda_disc is non-zero but no coherence model was given.")
+        for t, d in zip(terms, disc_log_probs(trained, units, list(reference) if settings.context_baseline else [])):
+            t["disc"] = d
+    if w["lm_sentence"] or w["lm_right"] or w["lm_left"]:
+        if lm is None:
+            raise ConfigError("An LM term has a non-zero λ but no causal LM was given.")
+        for t, parts in zip(terms, lm_log_probs(lm, units, settings)):
+            t.update({k: v for k, v in parts.items() if k in w and w[k]})
+    return terms
+
+
+def combine(terms: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+    """S = Σ λ_t · term_t over the computed terms."""
+    return sum(weights[name] * matrix for name, matrix in terms.items())
+
+
+def cosine_matrix(vectors: np.ndarray, normalize: str = "center") -> np.ndarray:
+    """Pairwise cosine of the rows (n, d); rows with zero norm give NaN (undefined, quarantined upstream)."""
+    v = np.asarray(vectors, dtype=np.float64)
+    if normalize == "center":
+        v = v - v.mean(axis=1, keepdims=True)
+    norms = np.linalg.norm(v, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        unit = v / norms[:, None]
+        out = unit @ unit.T
+    out[norms == 0, :] = np.nan
+    out[:, norms == 0] = np.nan
+    return np.clip(out, -1.0, 1.0)
+
+
+def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
+                lm: CausalLM | None, reference: list[str] = ()) -> tuple[list[dict], list[dict], dict]:
+    """Pair rows, quarantine rows and counts for a list of units."""
+    weights = settings.weights()
+    scorable = [u for u in units if len(u.context_ids) >= settings.min_contexts]
+    rows, rejected = [], []
+    for u in units:
+        if len(u.context_ids) < settings.min_contexts:
+            reason = "no_contexts" if not u.context_ids else "too_few_contexts"
+            rejected += [_pair_fields(u, i, j, rel, extra) | {
+                "reason": reason, "detail": f"{len(u.context_ids)} contexts in the union of both sentences' "
+                f"context sets (min_contexts={settings.min_contexts})"} for i, j, rel, extra in u.pairs]
+    all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
+    for u, terms in zip(scorable, all_terms):
+        label = cosine_matrix(combine(terms, weights), settings.normalize)
+        parts = {name: cosine_matrix(m, settings.normalize) for name, m in terms.items()}
+        for i, j, rel, extra in u.pairs:
+            base = _pair_fields(u, i, j, rel, extra)
+            if np.isnan(label[i, j]):
+                rejected.append(base | {"reason": "degenerate_vector",
+                                        "detail": "a context vector is constant over the contexts; cosine undefined"})
+                continue
+            rows.append(base | {"label": float(label[i, j]), "n_contexts": len(u.context_ids)}
+                        | {f"label_{name}": (float(parts[name][i, j]) if name in parts else None) for name in TERMS})
+    pairs_scored = sum(len(u.sentences) * len(u.context_ids) for u in scorable)
+    counts = {"units": len(units), "scored_units": len(scorable), "sentence_context_scores": pairs_scored,
+              "pairs": len(rows), "rejected": len(rejected)}
+    return rows, rejected, counts
+
+
+def _pair_fields(u: Unit, i: int, j: int, relation: str, extra: dict) -> dict:
+    return {"unit_id": u.unit_id, "s1_id": u.sentence_ids[i], "s1": u.sentences[i], "s2_id": u.sentence_ids[j],
+            "s2": u.sentences[j], "relation": relation, "n_contexts_s1": u.own_contexts[i],
+            "n_contexts_s2": u.own_contexts[j], **extra}
+
+
+
+def uses_lm(settings: LabelSettings) -> bool:
+    return any(settings.weights()[t] for t in ("lm_sentence", "lm_left", "lm_right"))
+
+
+@task(name="label-shard", cache_policy=NO_CACHE, retries=1)
+def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str], coherence_dir: str | None,
+                lm_path: str | None, lm_sha256: str | None, out_path: str) -> dict:
+    """One shard of units → a shard Parquet (labeled and quarantined pairs, `reason` null when labeled) and a
+    marker with its checksum and counts; a shard whose marker verifies is not scored again."""
+    out = Path(out_path)
+    marker = out.with_suffix(".json")
+    if out.is_file() and marker.is_file():
+        done = json.loads(marker.read_text())
+        if done.get("sha256") == sha256_path(out):
+            return {"path": out_path, "counts": done["counts"], "reused": True}
+    trained = None
+    if settings.lambda_disc:
+        digest = read_manifest(Path(coherence_dir))["outputs"]["model.pt"]["sha256"]
+        trained = load_trained_cached(str(coherence_dir), digest)
+    lm = cached_lm(lm_path, lm_sha256, settings.dtype, settings.threads) if uses_lm(settings) else None
+    rows, rejected, counts = label_units(units, settings, trained, lm, reference)
+    digest = write_parquet(out, finish_rows(rows + rejected, SHARD_SCHEMA))
+    marker.write_text(json.dumps({"sha256": digest, "counts": counts}))
+    return {"path": out_path, "counts": counts, "reused": False}
+
+
+def reference_sentences(units: list[Unit], n: int, seed: int) -> list[str]:
+    """A fixed seeded sample of the run's sentences: the typical sentences of the disc baseline."""
+    texts = sorted({s for u in units for s in u.sentences})
+    rng = np.random.default_rng(seed)
+    return [texts[i] for i in sorted(rng.permutation(len(texts))[:n])]

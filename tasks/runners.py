@@ -1,0 +1,18 @@
+"""Where a stage's shard tasks run: a thread pool (default), a process pool, or a Dask cluster (prefect-dask) — a
+loopback LocalCluster when `workers="dask"` without an address, or the scheduler at `dask_address`."""
+
+from __future__ import annotations
+
+from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+
+
+def task_runner(workers: str, dask_address: str | None, max_workers: int):
+    if dask_address or workers == "dask":
+        from prefect_dask import DaskTaskRunner
+
+        return DaskTaskRunner(address=dask_address) if dask_address else DaskTaskRunner(
+            cluster_kwargs={"n_workers": max_workers, "processes": True, "host": "127.0.0.1",
+                            "dashboard_address": None})
+    if workers == "processes":
+        return ProcessPoolTaskRunner(max_workers=max_workers)
+    return ThreadPoolTaskRunner(max_workers=max_workers)

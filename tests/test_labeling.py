@@ -1,0 +1,303 @@
+"""Stage 3: the context scorer's terms against a direct computation, cosine labels, scoring units, and the
+label-pairs flow (outputs, quarantine, skip-if-unchanged, resume)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from tasks.config import ConfigError
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tiny_lm_dir):
+    from models.causal_lm import load_causal_lm
+
+    return load_causal_lm(tiny_lm_dir)
+
+
+def _direct_mean_logprob(lm, prefix_ids: list[int], segments: list[list[int]], which: int) -> float:
+    """Mean log-prob of segment `which` from one plain forward pass with log_softmax over the whole sequence."""
+    ids = prefix_ids + [t for s in segments for t in s]
+    with torch.no_grad():
+        logp = torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
+    start = len(prefix_ids) + sum(len(s) for s in segments[:which])
+    target = segments[which]
+    return float(sum(logp[start + k - 1, t] for k, t in enumerate(target)) / len(target))
+
+
+def _unit(sentences, lefts, rights):
+    from tasks.pair_units import Unit
+
+    return Unit(unit_id="u", sentence_ids=[f"s{i}" for i in range(len(sentences))], sentences=sentences,
+                own_contexts=[len(lefts)] * len(sentences), context_ids=list(range(len(lefts))), left=lefts,
+                right=rights, pairs=[(0, 1, "pair", {})])
+
+
+UNIT_TEXTS = (
+    ["the river flooded the lower town .", "farmers planted wheat early", "critics praised the strings ."],
+    ["residents moved cattle to the hills .", "the council opened a school", "engineers found cracks in an old "
+     "stone bridge after rain and the town council opened the school as a shelter"],
+    ["the orchestra played a new symphony .", "prices rose in markets", "the river was a shelter ."],
+)
+
+
+def test_lm_terms_match_a_direct_computation(tiny_lm):
+    from tasks.labeling import LabelSettings, lm_log_probs
+
+    sentences, lefts, rights = UNIT_TEXTS
+    unit = _unit(sentences, lefts, rights)
+    # A small batch budget forces several prefix batches and continuation chunks, with padding in both.
+    settings = LabelSettings(lambda_left=1.0, max_batch_tokens=64, lm="unused")
+    terms = lm_log_probs(tiny_lm, [unit, unit], settings)[1]
+    enc = lambda texts, keep="start": tiny_lm.encode(texts, settings.max_segment_tokens, keep)  # noqa: E731
+    start = tiny_lm.start_ids
+    for j, s in enumerate(sentences):
+        for c in range(len(lefts)):
+            left, right = enc([lefts[c]], "end")[0], enc([" " + rights[c]])[0]
+            sent, spaced_left = enc([" " + s])[0], enc([" " + lefts[c]], "end")[0]
+            expect_s = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 0)
+            expect_r = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 1) - \
+                _direct_mean_logprob(tiny_lm, start + left, [right], 0)
+            expect_l = _direct_mean_logprob(tiny_lm, start + enc([s])[0], [right, spaced_left], 1) - \
+                _direct_mean_logprob(tiny_lm, start, [right, spaced_left], 1)
+            assert terms["lm_sentence"][j, c] == pytest.approx(expect_s, abs=1e-4)
+            assert terms["lm_right"][j, c] == pytest.approx(expect_r, abs=1e-4)
+            assert terms["lm_left"][j, c] == pytest.approx(expect_l, abs=1e-4)
+
+
+def test_truncation_keeps_the_end_of_the_left_context(tiny_lm):
+    ids = tiny_lm.encode(["the river flooded the lower town"], 2, keep="end")[0]
+    assert tiny_lm.tokenizer.convert_ids_to_tokens(ids) == ["lower", "town"]
+    assert tiny_lm.tokenizer.convert_ids_to_tokens(tiny_lm.encode(["the river flooded"], 2)[0]) == ["the", "river"]
+
+
+def test_disc_term_is_the_log_sigmoid_of_the_coherence_model_minus_the_reference_mean():
+    from models.coherence import CoherenceModel, Vocab, encode_texts
+    from tasks.coherence import TrainedCoherence
+    from tasks.labeling import disc_log_probs
+
+    torch.manual_seed(0)
+    sentences, lefts, rights = UNIT_TEXTS
+    vocab = Vocab.build(sentences + lefts + rights, min_count=1)
+    model = CoherenceModel(len(vocab), 8, 8).eval()
+    trained = TrainedCoherence(model, vocab, Path("."), {}, "k", True)
+    reference = ["prices rose", "the town"]
+    got = disc_log_probs(trained, [_unit(sentences, lefts, rights)], reference)[0]
+
+    def full(s, c):
+        enc = lambda t: torch.tensor(encode_texts(model, vocab, [t]))  # noqa: E731
+        with torch.no_grad():
+            return float(torch.nn.functional.logsigmoid(model.logits_from_encodings(
+                enc(lefts[c]), enc(s), enc(rights[c]))))
+
+    for j, s in enumerate(sentences):
+        for c in range(len(lefts)):
+            baseline = np.mean([full(r, c) for r in reference])
+            assert got[j, c] == pytest.approx(full(s, c) - baseline, abs=1e-4)
+
+
+def test_cosine_labels_on_hand_made_vectors():
+    from tasks.labeling import combine, cosine_matrix
+
+    v = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 2.0, 1.0], [5.0, 5.0, 5.0], [1.0, 0.0, 0.0]])
+    raw = cosine_matrix(v, "none")
+    assert raw[0, 1] == pytest.approx(1.0) and raw[0, 2] == pytest.approx(10 / 14)
+    assert raw[0, 4] == pytest.approx(1 / np.sqrt(14))
+    centred = cosine_matrix(v, "center")
+    assert centred[0, 1] == pytest.approx(1.0) and centred[0, 2] == pytest.approx(-1.0)
+    assert np.isnan(centred[3]).all() and np.isnan(centred[:, 3]).all()  # constant row: undefined, not 0
+    assert centred[0, 4] == pytest.approx(np.corrcoef(v[0], v[4])[0, 1])
+    s = combine({"disc": np.ones((2, 3)), "lm_right": np.full((2, 3), 2.0)}, {"disc": 0.5, "lm_right": 2.0})
+    assert np.allclose(s, 4.5)
+
+
+def _contexts_frame(rows: dict[str, list[tuple[int, str, str]]]) -> pd.DataFrame:
+    from tasks.corpus import sentence_id
+
+    return pd.DataFrame([{"sentence_id": sentence_id(s), "context_id": cid, "left": left, "right": right,
+                          "rank": rank} for s, ctx in rows.items() for rank, (cid, left, right) in enumerate(ctx)])
+
+
+def test_triple_units_pairs_union_and_fallback():
+    from tasks.pair_units import context_sets, triple_units
+
+    triples = pd.DataFrame({"source_id": ["t1", "t2"], "anchor": ["a one", "a two"],
+                            "positive": ["p one", "p two"], "intermediate": ["m one", None],
+                            "negative": ["n one", "n two"]})
+    ctx = _contexts_frame({"a one": [(1, "l1", "r1"), (2, "l2", "r2"), (9, "l9", "r9")],
+                           "p one": [(2, "l2", "r2"), (3, "l3", "r3")], "a two": [(4, "l4", "r4")]})
+    units = triple_units(triples, context_sets(ctx, 2), cross_per_triple=1, seed=0)
+    first, second = units[0], units[1]
+    assert [p[2] for p in first.pairs] == ["anchor-positive", "anchor-intermediate", "anchor-negative",
+                                          "positive-intermediate", "positive-negative", "intermediate-negative"]
+    assert first.context_ids == [1, 2, 3]  # top-2 of each sentence, union without duplicates, rank order
+    assert first.own_contexts == [2, 2, 0, 0]  # m one / n one have none: scored over their partners' contexts
+    assert len(second.sentences) == 3 and [p[2] for p in second.pairs] == ["anchor-positive", "anchor-negative",
+                                                                          "positive-negative"]
+    cross = units[2:]
+    assert [p[2] for u in cross for p in u.pairs] == ["cross", "cross"]
+    assert cross[0].sentences[0] == "a one" and cross[0].sentences[1] in {"a two", "p two", "n two"}
+    assert cross[0].pairs[0][3] == {"triple_id": "t1", "other_triple_id": "t2"}
+
+
+def test_units_without_contexts_are_quarantined(tiny_lm):
+    from tasks.labeling import LabelSettings, label_units
+    from tasks.pair_units import make_unit
+
+    settings = LabelSettings(lambda_disc=0.0, min_contexts=2)
+    sets = {}
+    none = make_unit(["a b", "c d"], sets, [(0, 1, "pair", {})])
+    rows, rejected, counts = label_units([none], settings, None, tiny_lm)
+    assert rows == [] and rejected[0]["reason"] == "no_contexts" and counts["sentence_context_scores"] == 0
+
+
+def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
+    from tasks.pair_units import read_contexts, read_pairs
+
+    bad = tmp_path / "pairs.parquet"
+    pq.write_table(pa.table({"a": ["x"], "b": ["y"]}), bad)
+    with pytest.raises(ConfigError, match=r"pairs.parquet needs sentence columns s1/s2 or sentence1/sentence2"):
+        read_pairs(bad)
+    pq.write_table(pa.table({"sentence1": ["x", " ", None], "sentence2": ["y", "z", "w"], "score": [1.0, 2, 3]}), bad)
+    frame, rejected = read_pairs(bad)
+    assert frame["s1"].tolist() == ["x"] and frame["gold"].tolist() == [1.0]
+    assert [r["reason"] for r in rejected] == ["bad_input", "bad_input"] and "row 1" in rejected[0]["detail"]
+    with pytest.raises(ConfigError, match="lacks the columns .*left.*retrieve-contexts"):
+        read_contexts(bad)
+    (tmp_path / "junk.parquet").write_text("not parquet")
+    with pytest.raises(ConfigError, match="junk.parquet is not readable Parquet"):
+        read_contexts(tmp_path / "junk.parquet")
+
+
+# --- the flow -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def stage2(prefect_harness, tiny_corpus, tmp_path):
+    """Triples and a contexts.parquet (with its coherence model) from the retrieve-contexts flow."""
+    from flows.retrieve_contexts import retrieve_contexts
+    from tasks.config import CorpusSettings
+    from tasks.retrieval import SelectionSettings
+    from tests.test_retrieval import SMALL_MODEL
+
+    triples = pd.DataFrame({
+        "source_id": ["t1", "t2", "t3"],
+        "anchor": ["The river flooded the lower town.", "The orchestra played the new symphony.",
+                   "Farmers planted wheat early."],
+        "positive": ["The lower town was flooded by the river.", "The new symphony was played by the orchestra.",
+                     "Wheat was planted early by farmers."],
+        "intermediate": ["The town was flooded.", "The orchestra played.", "Farmers planted wheat."],
+        "negative": ["The river was dry all year.", "The orchestra cancelled the concert.", "Xylophone quorum."],
+    })
+    path = tmp_path / "triples.parquet"
+    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), path)
+    out = retrieve_contexts(sentences=str(path), corpora=[CorpusSettings(source=str(tiny_corpus))],
+                            coherence=SMALL_MODEL, output_dir=str(tmp_path / "out"),
+                            selection=SelectionSettings(screen_k=50, contexts_per_sentence=3))
+    return path, Path(out["contexts"])
+
+
+def run_label(stage2, tmp_path, tiny_lm_dir, **kw):
+    from flows.label_pairs import label_pairs
+    from tasks.labeling import LabelSettings
+
+    triples, contexts = stage2
+    kw.setdefault("label", LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4))
+    return label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(tmp_path / "out"), **kw)
+
+
+def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir):
+    from tasks.pair_units import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA
+
+    paths = run_label(stage2, tmp_path, tiny_lm_dir)
+    pairs = pq.read_table(paths["pairs"])
+    assert pairs.schema.equals(PAIRS_SCHEMA)
+    frame = pairs.to_pandas()
+    rejected = pq.read_table(paths["rejected"])
+    assert rejected.schema.equals(REJECTED_PAIRS_SCHEMA)
+    # 3 triples x 6 pairs + 3 cross pairs, each labeled or quarantined with a reason.
+    assert pairs.num_rows + rejected.num_rows == 21 and pairs.num_rows >= 12
+    assert frame["label"].between(-1, 1).all() and (frame["n_contexts"] >= 2).all()
+    assert frame[["label_disc", "label_lm_sentence", "label_lm_right"]].notna().all().all()
+    assert frame["label_lm_left"].isna().all()  # λ3 = 0: not computed
+    assert set(frame["relation"]) >= {"anchor-positive", "anchor-negative", "cross"}
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    assert manifest["lambdas"] == {"disc": 1.0, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 1.0}
+    assert len(manifest["lm"]["sha256"]) == 64 and len(manifest["coherence_model"]["sha256"]) == 64
+    assert manifest["counts"]["pairs"] == pairs.num_rows
+    assert manifest["counts"]["sentence_context_scores_this_run"] == manifest["counts"]["sentence_context_scores"] > 0
+    assert 0 <= manifest["hierarchy"]["rate"] <= 1 and manifest["hierarchy"]["triples"] >= 1
+    assert set(manifest["outputs"]) == {"pairs.parquet", "rejected.parquet", "label_distribution.png"}
+    assert (tmp_path / "out" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    assert artifacts["label-distribution"].type == "image"
+    assert artifacts["label-distribution"].data.startswith("data:image/png;base64,")
+    assert "hierarchy rate" in artifacts["label-summary"].data
+    assert artifacts["label-progress"].data == 100.0
+
+    stamp = Path(paths["pairs"]).stat().st_mtime_ns
+    run_label(stage2, tmp_path, tiny_lm_dir)  # unchanged inputs and parameters: skipped
+    assert Path(paths["pairs"]).stat().st_mtime_ns == stamp
+
+
+def test_interrupted_run_scores_only_unfinished_shards(stage2, tmp_path, tiny_lm_dir):
+    first = run_label(stage2, tmp_path, tiny_lm_dir, shard_size=1)
+    folder = tmp_path / "out" / "label-pairs"
+    shards = sorted(folder.glob(".shards/*/*.parquet"))
+    assert len(shards) == 6  # 3 triples + 3 cross pairs
+    expected = pq.read_table(first["pairs"])
+    lost = json.loads(shards[0].with_suffix(".json").read_text())["counts"]["sentence_context_scores"]
+    # A run killed before it committed: no manifest, one shard never written.
+    (folder / "manifest.json").unlink()
+    shards[0].unlink()
+    again = run_label(stage2, tmp_path, tiny_lm_dir, shard_size=1)
+    counts = json.loads(Path(again["manifest"]).read_text())["counts"]
+    assert counts["shards_reused"] == 5 and counts["sentence_context_scores_this_run"] == lost
+    assert pq.read_table(again["pairs"]).equals(expected)
+
+
+def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
+    from flows.label_pairs import label_pairs
+    from tasks.labeling import LabelSettings
+
+    triples, contexts = stage2
+    t = pq.read_table(triples).to_pandas()
+    pairs = pd.DataFrame({"sentence1": list(t["anchor"]) * 4, "sentence2": list(t["positive"]) + list(t["negative"])
+                          + list(t["intermediate"]) + list(t["anchor"][::-1]),
+                          "score": [4.5, 4.8, 4.2, 0.5, 1.0, 0.2, 3.0, 2.5, 3.2, 0.8, 5.0, 0.4]})
+    pairs_path = tmp_path / "pairs.parquet"
+    pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), pairs_path)
+    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, min_contexts=1)
+    first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings,
+                        output_dir=str(tmp_path / "dev"))
+    labeled = pq.read_table(first["pairs"]).to_pandas()
+    assert labeled["gold"].notna().all() and labeled["label_calibrated"].isna().all()
+    assert set(labeled["relation"]) == {"pair"}
+    assert len(labeled) >= 10  # enough to fit the calibration below
+    second = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings, calibration=first["pairs"],
+                         output_dir=str(tmp_path / "cal"))
+    cal = pq.read_table(second["pairs"]).to_pandas()
+    assert cal["label_calibrated"].between(0, 5).all()
+    order = np.argsort(cal["label"].to_numpy())
+    assert np.all(np.diff(cal["label_calibrated"].to_numpy()[order]) >= -1e-12)  # monotone in the label
+    manifest = json.loads(Path(second["manifest"]).read_text())
+    assert manifest["calibration"]["method"] == "isotonic" and manifest["calibration"]["pairs"] == len(labeled)
+
+
+def test_flow_rejects_ambiguous_inputs(stage2, tmp_path, tiny_lm_dir):
+    from flows.label_pairs import label_pairs
+
+    triples, contexts = stage2
+    with pytest.raises(ConfigError, match="exactly one of triples= .* or pairs="):
+        label_pairs(contexts=str(contexts), triples=str(triples), pairs=str(triples))

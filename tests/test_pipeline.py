@@ -1,0 +1,57 @@
+"""The sts-pipeline parent flow: generate → retrieve → label on a tiny corpus against the scripted LLM server; a
+re-run reuses every stage, and a label-only change recomputes only the label stage."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from tasks.config import CorpusSettings, LLMSettings
+from tasks.labeling import LabelSettings
+from tasks.retrieval import SelectionSettings
+from tests.test_retrieval import SMALL_MODEL
+
+
+def run_pipeline(server, tiny_corpus, tmp_path, tiny_lm_dir, **label_kw):
+    from flows.sts_pipeline import sts_pipeline
+
+    return sts_pipeline(
+        n=5, corpus=str(tiny_corpus),
+        llm=LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite")),
+        context_corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
+        selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
+        label=LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, **label_kw),
+        output_dir=str(tmp_path / "out"))
+
+
+def stamps(outputs: dict) -> dict[str, int]:
+    return {stage: Path(paths["manifest"]).stat().st_mtime_ns for stage, paths in outputs.items()}
+
+
+def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, tiny_corpus, tmp_path,
+                                                          tiny_lm_dir):
+    first = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir)
+    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs"}
+    triples = pq.read_table(first["generate-sts-triples"]["triples"])
+    pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
+    assert triples.num_rows == 5
+    # Each stage read the previous stage's output: the manifests record it by content hash.
+    retrieve = json.loads(Path(first["retrieve-contexts"]["manifest"]).read_text())
+    label = json.loads(Path(first["label-pairs"]["manifest"]).read_text())
+    assert retrieve["inputs"][0]["path"] == first["generate-sts-triples"]["triples"]
+    assert {i["role"]: i["path"] for i in label["inputs"]} == {
+        "triples": first["generate-sts-triples"]["triples"], "contexts": first["retrieve-contexts"]["contexts"]}
+    assert set(pairs["triple_id"]) <= set(triples.column("source_id").to_pylist()) and len(pairs) > 0
+    requests, before = len(scripted.chat_requests()), stamps(first)
+
+    again = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir)
+    assert stamps(again) == before and len(scripted.chat_requests()) == requests
+
+    changed = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir, lambda_disc=0.5)
+    after = stamps(changed)
+    assert after["generate-sts-triples"] == before["generate-sts-triples"]
+    assert after["retrieve-contexts"] == before["retrieve-contexts"]
+    assert after["label-pairs"] != before["label-pairs"]
+    assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5
