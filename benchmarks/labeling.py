@@ -133,7 +133,8 @@ def main() -> None:
     pairs_path = out / f"stsb-dev-{args.pairs}.parquet"
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), pairs_path)
     contexts_path = retrieve(pairs_path, out)
-    settings = LabelSettings(contexts_per_sentence=args.contexts)
+    # λ4 on so that every term is computed; the variants below combine them.
+    settings = LabelSettings(contexts_per_sentence=args.contexts, lambda_right=1.0)
     units = pair_units(frame, context_sets(read_contexts(contexts_path), settings.contexts_per_sentence))
     covered = np.array([len(u.context_ids) >= settings.min_contexts for u in units])
     folder = read_manifest(contexts_path.parent)["coherence_model"]["folder"]
@@ -158,17 +159,18 @@ def main() -> None:
     def z(ms):  # scale-free mix: each term standardized per pair before adding
         return [(m - m.mean()) / (m.std() or 1.0) for m in ms]
 
-    w = settings.weights()
     variants = {
-        "disc only, log p_disc (paper)": disc_raw,
-        "disc only, minus reference-sentence baseline (default)": disc,
+        "disc only: log p_disc (paper)": disc_raw,
+        "disc only: minus reference-sentence baseline (used)": disc,
         "LM only: λ2 log p(s|c<)": lm_s,
         "LM only: λ4 log p(c>|c<,s)": lm_r_raw,
-        "LM only: λ4 minus log p(c>|c<) (default)": lm_r,
-        "LM only: λ2 + λ4 (default)": [a + b for a, b in zip(lm_s, lm_r)],
-        "combination λ1 + λ2 + λ4, no baselines": [w["disc"] * d + a + b for d, a, b in zip(disc_raw, lm_s, lm_r_raw)],
-        "combination λ1 + λ2 + λ4 (default)": [w["disc"] * d + a + b for d, a, b in zip(disc, lm_s, lm_r)],
-        "combination of standardized terms": [d + a + b for d, a, b in zip(z(disc), z(lm_s), z(lm_r))],
+        "LM only: λ4 minus log p(c>|c<)": lm_r,
+        "LM only: λ2 + λ4": [a + b for a, b in zip(lm_s, lm_r)],
+        "λ1 + λ2 + λ4, no baselines": [d + a + b for d, a, b in zip(disc_raw, lm_s, lm_r_raw)],
+        "λ1 + λ2 + λ4, with baselines": [d + a + b for d, a, b in zip(disc, lm_s, lm_r)],
+        "λ1 + λ2 + λ4, each term standardized per pair": [d + a + b for d, a, b in zip(z(disc), z(lm_s), z(lm_r))],
+        "λ1 + λ2 (default: λ = 1, 1, 0, 0)": [d + a for d, a in zip(disc, lm_s)],
+        "λ1 + λ2, each term standardized per pair": [d + a for d, a in zip(z(disc), z(lm_s))],
     }
     gold = frame["gold"].to_numpy()[covered]
     print(f"\n## Label quality on STS-B dev ({len(frame)} pairs; {covered.sum()} with ≥{settings.min_contexts} "

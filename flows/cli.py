@@ -232,7 +232,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pairs", help="a pairs Parquet (s1/s2 or sentence1/sentence2[, relation, gold]) instead of "
                    "triples")
     p.add_argument("--lm", default="smollm2-135m-instruct", help="registered local model, .gguf file or folder")
-    p.add_argument("--lambdas", type=float, nargs=4, default=[1.0, 1.0, 0.0, 1.0], metavar=("L1", "L2", "L3", "L4"))
+    p.add_argument("--lambdas", type=float, nargs=4, default=[1.0, 1.0, 0.0, 0.0],
+                   metavar=("L1", "L2", "L3", "L4"))
     p.add_argument("--contexts-per-sentence", type=int, default=8)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     p.add_argument("--output-dir", default="data/outputs")

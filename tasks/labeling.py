@@ -48,7 +48,8 @@ class LabelSettings(BaseModel):
     lambda_disc: float = Field(1.0, description="λ1: discriminative coherence log-probability")
     lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
     lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
-    lambda_right: float = Field(1.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM")
+    lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
+                                "it lowered STS-B dev Spearman, docs/labeling.md)")
     lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
                     "folder of a causal LM")
     dtype: Literal["float32", "bfloat16"] = "float32"
@@ -123,22 +124,27 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> li
     rights = [lm.encode([" " + t for t in u.right], n) for u in units]
     sents = [lm.encode([" " + s for s in u.sentences], n) for u in units]
     if w["lm_sentence"] or w["lm_right"]:
-        # One group per (unit, context): prefix c<, continuations s_j + c> for every sentence j of the unit.
-        # With context_baseline, one more continuation reads c> right after c< (no sentence): log p(c> | c<).
-        groups = [Group(lm.start_ids + lefts[k][c], [[s, rights[k][c]] for s in sents[k]]
-                        + ([[[], rights[k][c]]] if settings.context_baseline else []))
+        # One group per (unit, context): prefix c<, continuations s_j (+ c> when λ4 is on) for every sentence j.
+        # With λ4 and context_baseline, one more continuation reads c> right after c< (no sentence): log p(c> | c<).
+        right_on = bool(w["lm_right"])
+        baseline = right_on and settings.context_baseline
+        groups = [Group(lm.start_ids + lefts[k][c], [[s, rights[k][c]] if right_on else [s] for s in sents[k]]
+                        + ([[[], rights[k][c]]] if baseline else []))
                   for k, u in enumerate(units) for c in range(len(u.context_ids))]
         scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
         for k, u in enumerate(units):
+            m = len(u.sentences)
             if not u.context_ids:
-                out[k]["lm_sentence"] = out[k]["lm_right"] = np.zeros((len(u.sentences), 0))
+                out[k]["lm_sentence"] = np.zeros((m, 0))
+                if right_on:
+                    out[k]["lm_right"] = np.zeros((m, 0))
                 continue
             sums, counts = zip(*(next(scored) for _ in u.context_ids))
-            mean = np.stack(sums, axis=1) / np.maximum(np.stack(counts, axis=1), 1)  # (rows, contexts, 2)
-            m = len(u.sentences)
+            mean = np.stack(sums, axis=1) / np.maximum(np.stack(counts, axis=1), 1)  # (rows, contexts, segments)
             out[k]["lm_sentence"] = mean[:m, :, 0]
-            out[k]["lm_right"] = mean[:m, :, 1] - (mean[m, :, 1] if settings.context_baseline else 0.0)
-            if settings.context_baseline:
+            if right_on:
+                out[k]["lm_right"] = mean[:m, :, 1] - (mean[m, :, 1] if baseline else 0.0)
+            if baseline:
                 out[k]["lm_right_baseline"] = mean[m, :, 1]
     if w["lm_left"]:
         # One group per (unit, sentence): prefix s, continuations c> + c< for every context.

