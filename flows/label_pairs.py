@@ -22,7 +22,7 @@ from prefect import flow, get_run_logger
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.config import ConfigError
 from tasks.label_quality import fit_calibration, hierarchy_rate, per_relation_summary, plot_label_distribution
-from tasks.labeling import LabelSettings, label_shard, reference_sentences, resolve_lm, uses_lm
+from tasks.labeling import LabelSettings, cached_lm, label_shard, reference_sentences, resolve_lm, uses_lm
 from tasks.pair_units import (
     PAIRS_SCHEMA,
     REJECTED_PAIRS_SCHEMA,
@@ -87,19 +87,27 @@ def label_pairs(
     sets = context_sets(table, settings.contexts_per_sentence)
     bad_rows: list[dict] = []
     if triples:
-        units = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
+        units, bad_rows = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
     else:
         frame, bad_rows = read_pairs(source)
         units = pair_units(frame, sets)
     coherence = _coherence_dir(contexts_path, coherence_dir) if settings.lambda_disc else (None, None)
     lm_path, lm_sha = resolve_lm(settings.lm) if uses_lm(settings) else (None, None)
+    if lm_path is not None:
+        try:  # fail before any shard; the thread-pool workers reuse this load
+            cached_lm(str(lm_path), lm_sha, settings.dtype, settings.threads)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
+                              "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
     calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
     inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"},
               {"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}]
-    key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                       "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
-                       "coherence": coherence[1], "lm": lm_sha,
-                       "calibration": calibration_info and calibration_info["sha256"]})
+    # The scores depend on everything but the calibration (applied after the shards are merged): shards are
+    # keyed without it, so adding a calibration re-scores nothing.
+    score_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
+                             "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
+                             "coherence": coherence[1], "lm": lm_sha})
+    key = fingerprint({"scores": score_key, "calibration": calibration_info and calibration_info["sha256"]})
     folder = Path(output_dir) / STAGE
     paths = {name: str(folder / f"{name}.parquet") for name in ("pairs", "rejected")}
     paths["manifest"] = str(folder / "manifest.json")
@@ -111,7 +119,7 @@ def label_pairs(
 
     reference = reference_sentences(units, settings.reference_sentences, settings.seed)
     # Shards are keyed by the stage key and their units: a re-run skips the shards already written.
-    shard_dir = folder / ".shards" / key[:16]
+    shard_dir = folder / ".shards" / score_key[:16]
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)]
     progress = Progress("label", len(shards), f"{len(units)} units ({sum(len(u.pairs) for u in units)} pairs) "
                                               f"in {len(shards)} shards")

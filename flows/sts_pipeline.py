@@ -60,8 +60,11 @@ def sts_pipeline(
     retrieved = retrieve_contexts(sentences=generated["triples"], corpora=corpora, window_k=window_k,
                                   selection=selection, coherence=coherence, workers=workers, max_workers=max_workers,
                                   dask_address=dask_address, output_dir=output_dir)
-    labeled = label_pairs(contexts=retrieved["contexts"], triples=generated["triples"], label=label,
-                          calibration=calibration, dask_address=dask_address, output_dir=output_dir)
+    # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
+    labeled = label_pairs(contexts=retrieved["contexts"], triples=generated["triples"],
+                          label=label or LabelSettings(seed=seed), calibration=calibration, workers=workers,
+                          max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address,
+                          output_dir=output_dir)
     outputs = dict(zip(STAGES, (generated, retrieved, labeled)))
     rows = []
     for stage, paths in outputs.items():

@@ -52,7 +52,14 @@ def load_causal_lm(path: Path, dtype: str = "float32", threads: int | None = Non
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kwargs)
     model.eval()
-    return CausalLM(model=model, tokenizer=tokenizer, path=path)
+    # The scorer applies the output projection itself: models that post-process their logits would be scored wrong.
+    for attr in ("final_logit_softcapping", "logit_scale", "logits_scaling"):
+        if getattr(model.config, attr, None) not in (None, 1, 1.0):
+            raise ValueError(f"{path}: the model post-processes its logits ({attr}); the scorer does not support it")
+    lm = CausalLM(model=model, tokenizer=tokenizer, path=path)
+    if not lm.start_ids:
+        raise ValueError(f"{path}: the tokenizer has neither a BOS nor an EOS token to start a text with")
+    return lm
 
 
 @dataclass

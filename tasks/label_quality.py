@@ -73,7 +73,10 @@ def fit_calibration(path: Path) -> tuple[IsotonicRegression, dict]:
     pairs that carry a gold score (columns label and gold)."""
     if not path.is_file():
         raise ConfigError(f"Calibration file {path} does not exist; pass a pairs.parquet with label and gold columns.")
-    frame = pq.read_table(path).to_pandas()
+    try:
+        frame = pq.read_table(path).to_pandas()
+    except Exception as exc:
+        raise ConfigError(f"Calibration file {path} is not readable Parquet ({type(exc).__name__}).") from None
     if not {"label", "gold"} <= set(frame.columns):
         raise ConfigError(f"Calibration file {path} needs the columns label and gold (found "
                           f"{', '.join(frame.columns)}); label pairs that carry gold scores first.")

@@ -29,7 +29,7 @@ from typing import Literal
 import numpy as np
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.causal_lm import CausalLM, Group, load_causal_lm, score_groups
 from models.coherence import encode_texts
@@ -37,7 +37,7 @@ from tasks.coherence import TrainedCoherence, load_trained_cached
 from tasks.config import ConfigError
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
-from tasks.store import read_manifest, sha256_path, write_parquet
+from tasks.store import read_manifest, sha256_path, write_json, write_parquet
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 
@@ -57,13 +57,24 @@ class LabelSettings(BaseModel):
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
     max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
     normalize: Literal["center", "none"] = "center"
-    min_contexts: int = Field(2, ge=1, description="Pairs whose union has fewer contexts are quarantined")
+    min_contexts: int = Field(3, ge=1, description="Pairs whose union has fewer contexts are quarantined (with "
+                              "centring, 2 contexts would give labels of exactly ±1)")
     cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
     context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
                                    "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
     reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
     seed: int = 13
     threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
+
+    @model_validator(mode="after")
+    def _usable(self) -> "LabelSettings":
+        if not any(self.weights().values()):
+            raise ValueError("every λ is 0: set at least one of lambda_disc, lambda_sentence, lambda_left, "
+                             "lambda_right")
+        if self.normalize == "center" and self.min_contexts < 3:
+            raise ValueError("min_contexts must be ≥ 3 with normalize='center' (two centred values are always ±1 "
+                             "apart: the label would be the sign of a difference)")
+        return self
 
     def weights(self) -> dict[str, float]:
         return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
@@ -194,11 +205,13 @@ def cosine_matrix(vectors: np.ndarray, normalize: str = "center") -> np.ndarray:
     if normalize == "center":
         v = v - v.mean(axis=1, keepdims=True)
     norms = np.linalg.norm(v, axis=1)
+    # Constant rows leave only rounding noise after centring: treat them as zero (cosine undefined).
+    flat = norms <= 1e-9 * (1.0 + np.abs(np.asarray(vectors, dtype=np.float64)).max(axis=1, initial=0.0))
     with np.errstate(invalid="ignore", divide="ignore"):
         unit = v / norms[:, None]
         out = unit @ unit.T
-    out[norms == 0, :] = np.nan
-    out[:, norms == 0] = np.nan
+    out[flat, :] = np.nan
+    out[:, flat] = np.nan
     return np.clip(out, -1.0, 1.0)
 
 
@@ -225,18 +238,22 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
                                         "detail": "a context vector is constant over the contexts; cosine undefined"})
                 continue
             rows.append(base | {"label": float(label[i, j]), "n_contexts": len(u.context_ids)}
-                        | {f"label_{name}": (float(parts[name][i, j]) if name in parts else None) for name in TERMS})
+                        | {f"label_{name}": _finite(parts[name][i, j]) if name in parts else None for name in TERMS})
     pairs_scored = sum(len(u.sentences) * len(u.context_ids) for u in scorable)
     counts = {"units": len(units), "scored_units": len(scorable), "sentence_context_scores": pairs_scored,
               "pairs": len(rows), "rejected": len(rejected)}
     return rows, rejected, counts
 
 
+def _finite(x: float) -> float | None:
+    """A per-term diagnostic label; None where that term alone is constant over the contexts."""
+    return None if np.isnan(x) else float(x)
+
+
 def _pair_fields(u: Unit, i: int, j: int, relation: str, extra: dict) -> dict:
     return {"unit_id": u.unit_id, "s1_id": u.sentence_ids[i], "s1": u.sentences[i], "s2_id": u.sentence_ids[j],
             "s2": u.sentences[j], "relation": relation, "n_contexts_s1": u.own_contexts[i],
             "n_contexts_s2": u.own_contexts[j], **extra}
-
 
 
 def uses_lm(settings: LabelSettings) -> bool:
@@ -251,7 +268,10 @@ def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str]
     out = Path(out_path)
     marker = out.with_suffix(".json")
     if out.is_file() and marker.is_file():
-        done = json.loads(marker.read_text())
+        try:
+            done = json.loads(marker.read_text())
+        except ValueError:  # a torn marker: the shard is simply redone
+            done = {}
         if done.get("sha256") == sha256_path(out):
             return {"path": out_path, "counts": done["counts"], "reused": True}
     trained = None
@@ -261,7 +281,7 @@ def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str]
     lm = cached_lm(lm_path, lm_sha256, settings.dtype, settings.threads) if uses_lm(settings) else None
     rows, rejected, counts = label_units(units, settings, trained, lm, reference)
     digest = write_parquet(out, finish_rows(rows + rejected, SHARD_SCHEMA))
-    marker.write_text(json.dumps({"sha256": digest, "counts": counts}))
+    write_json(marker, {"sha256": digest, "counts": counts})
     return {"path": out_path, "counts": counts, "reused": False}
 
 

@@ -95,31 +95,42 @@ def make_unit(texts: list[str], sets: dict[str, pd.DataFrame], pairs: list[tuple
 
 
 def triple_units(triples: pd.DataFrame, sets: dict[str, pd.DataFrame], cross_per_triple: int, seed: int
-                 ) -> list[Unit]:
-    units, members = [], []
-    for row in triples.itertuples(index=False):
+                 ) -> tuple[list[Unit], list[dict]]:
+    """Units for the triples and their cross pairs, and quarantine rows for triples without a usable anchor or
+    partner (they are never used as cross-pair partners either)."""
+    units, members, ids, bad = [], [], [], []
+    for n, row in enumerate(triples.itertuples(index=False)):
         slots = [s for s in TRIPLE_SLOTS if isinstance(getattr(row, s, None), str) and getattr(row, s).strip()]
+        if slots[:1] != ["anchor"] or len(slots) < 2:
+            bad.append({"triple_id": row.source_id, "s1": getattr(row, "anchor", None), "relation": "triple",
+                        "reason": "bad_input", "detail": f"triples row {n}: needs an anchor and at least one other "
+                        f"sentence (has: {', '.join(slots) or 'none'})", "_row": n})
+            continue
         texts = [getattr(row, s) for s in slots]
         members.append(texts)
+        ids.append(row.source_id)
         pairs = [(i, j, f"{slots[i]}-{slots[j]}", {"triple_id": row.source_id})
                  for i, j in combinations(range(len(slots)), 2)]
         units.append(make_unit(texts, sets, pairs))
     rng = np.random.default_rng(seed)
-    ids = triples["source_id"].tolist()
     for t in range(len(ids) if len(ids) > 1 else 0):
-        for _ in range(cross_per_triple):
+        for r in range(cross_per_triple):
             other = int(rng.integers(len(ids) - 1))
             other += other >= t  # any triple but t
             partner = members[other][int(rng.integers(len(members[other])))]
-            units.append(make_unit([members[t][0], partner], sets,
-                                   [(0, 1, "cross", {"triple_id": ids[t], "other_triple_id": ids[other]})]))
-    return units
+            units.append(make_unit([members[t][0], partner], sets, [(0, 1, "cross", {
+                "triple_id": ids[t], "other_triple_id": ids[other], "_row": r})]))
+    return units, bad
 
 
 def read_triples(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise ConfigError(f"Triples file {path} does not exist; run generate-sts-triples first or fix the path.")
-    table = pq.read_table(path)
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}); re-run generate-sts-triples.") \
+            from None
     missing = [c for c in ("source_id", "anchor", "positive", "negative") if c not in table.column_names]
     if missing:
         raise ConfigError(f"{path} lacks the columns {', '.join(missing)}; pass a triples.parquet from "
@@ -148,18 +159,22 @@ def read_pairs(path: Path) -> tuple[pd.DataFrame, list[dict]]:
     ok = frame["s1"].map(lambda x: isinstance(x, str) and bool(x.strip())) & \
         frame["s2"].map(lambda x: isinstance(x, str) and bool(x.strip()))
     bad = [{"s1": r.s1 if isinstance(r.s1, str) else None, "s2": r.s2 if isinstance(r.s2, str) else None,
-            "relation": r.relation, "reason": "bad_input", "detail": f"row {i}: empty or missing sentence"}
+            "relation": r.relation, "reason": "bad_input", "detail": f"{path.name} row {i}: empty or missing sentence",
+            "_row": i}
            for i, r in zip(frame.index[~ok], frame[~ok].itertuples(index=False))]
     return frame[ok].reset_index(drop=True), bad
 
 
 def pair_units(pairs: pd.DataFrame, sets: dict[str, pd.DataFrame]) -> list[Unit]:
-    return [make_unit([r.s1, r.s2], sets, [(0, 1, r.relation, {"gold": None if pd.isna(r.gold) else float(r.gold)})])
-            for r in pairs.itertuples(index=False)]
+    return [make_unit([r.s1, r.s2], sets, [(0, 1, r.relation, {"gold": None if pd.isna(r.gold) else float(r.gold),
+                                                               "_row": n})])
+            for n, r in enumerate(pairs.itertuples(index=False))]
 
 
 def finish_rows(rows: list[dict], schema: pa.Schema) -> pa.Table:
-    """Rows → a table of `schema` (columns a row lacks are null; pair ids derived from unit and sentence ids)."""
+    """Rows → a table of `schema` (columns a row lacks are null). Pair ids hash everything that tells two rows
+    apart: unit, sentences, relation, triples, and the source row (`_row`: pairs-file row or cross-pair draw)."""
     for r in rows:
-        r.setdefault("pair_id", fingerprint([r.get("unit_id"), r.get("s1_id"), r.get("s2_id"), r.get("relation")])[:16])
+        r.setdefault("pair_id", fingerprint([r.get(k) for k in ("unit_id", "s1_id", "s2_id", "relation", "triple_id",
+                                                               "other_triple_id", "_row")])[:16])
     return pa.Table.from_pylist([{name: r.get(name) for name in schema.names} for r in rows], schema=schema)

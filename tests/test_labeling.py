@@ -53,24 +53,39 @@ def test_lm_terms_match_a_direct_computation(tiny_lm):
     from tasks.labeling import LabelSettings, lm_log_probs
 
     sentences, lefts, rights = UNIT_TEXTS
-    unit = _unit(sentences, lefts, rights)
+    units = [_unit(sentences, lefts, rights), _unit(sentences[::-1][:2], lefts[1:], rights[1:])]
     # A small batch budget forces several prefix batches and continuation chunks, with padding in both.
     settings = LabelSettings(lambda_left=1.0, lambda_right=1.0, max_batch_tokens=64, lm="unused")
-    terms = lm_log_probs(tiny_lm, [unit, unit], settings)[1]
     enc = lambda texts, keep="start": tiny_lm.encode(texts, settings.max_segment_tokens, keep)  # noqa: E731
     start = tiny_lm.start_ids
-    for j, s in enumerate(sentences):
-        for c in range(len(lefts)):
-            left, right = enc([lefts[c]], "end")[0], enc([" " + rights[c]])[0]
-            sent, spaced_left = enc([" " + s])[0], enc([" " + lefts[c]], "end")[0]
-            expect_s = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 0)
-            expect_r = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 1) - \
-                _direct_mean_logprob(tiny_lm, start + left, [right], 0)
-            expect_l = _direct_mean_logprob(tiny_lm, start + enc([s])[0], [right, spaced_left], 1) - \
-                _direct_mean_logprob(tiny_lm, start, [right, spaced_left], 1)
-            assert terms["lm_sentence"][j, c] == pytest.approx(expect_s, abs=1e-4)
-            assert terms["lm_right"][j, c] == pytest.approx(expect_r, abs=1e-4)
-            assert terms["lm_left"][j, c] == pytest.approx(expect_l, abs=1e-4)
+    for unit, terms in zip(units, lm_log_probs(tiny_lm, units, settings)):
+        assert terms["lm_sentence"].shape == (len(unit.sentences), len(unit.left))
+        for j, s in enumerate(unit.sentences):
+            for c in range(len(unit.left)):
+                left, right = enc([unit.left[c]], "end")[0], enc([" " + unit.right[c]])[0]
+                sent, spaced_left = enc([" " + s])[0], enc([" " + unit.left[c]], "end")[0]
+                expect_s = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 0)
+                expect_r = _direct_mean_logprob(tiny_lm, start + left, [sent, right], 1) - \
+                    _direct_mean_logprob(tiny_lm, start + left, [right], 0)
+                expect_l = _direct_mean_logprob(tiny_lm, start + enc([s])[0], [right, spaced_left], 1) - \
+                    _direct_mean_logprob(tiny_lm, start, [right, spaced_left], 1)
+                assert terms["lm_sentence"][j, c] == pytest.approx(expect_s, abs=1e-3)
+                assert terms["lm_right"][j, c] == pytest.approx(expect_r, abs=1e-3)
+                assert terms["lm_left"][j, c] == pytest.approx(expect_l, abs=1e-3)
+
+
+def test_reference_scorer_matches_a_direct_computation_and_positions_matter(tiny_lm):
+    from models.causal_lm import Group, score_groups, score_one
+
+    prefix, segments = tiny_lm.start_ids + [5, 6, 7, 8, 9], [[10, 11], [12, 13, 14]]
+    sums, counts = score_one(tiny_lm, prefix, segments)
+    assert counts.tolist() == [2, 3]
+    for k in range(2):
+        expect = _direct_mean_logprob(tiny_lm, prefix, segments, k) * len(segments[k])
+        assert sums[k] == pytest.approx(expect, abs=1e-3)
+    # The same continuation after a different prefix scores differently: the context is really used.
+    moved, _ = score_groups(tiny_lm, [Group(tiny_lm.start_ids + [9, 8], [segments])])[0]
+    assert np.abs(moved[0] - sums).max() > 1e-2
 
 
 def test_terms_with_zero_lambda_are_not_computed(tiny_lm):
@@ -145,7 +160,10 @@ def test_triple_units_pairs_union_and_fallback():
                             "negative": ["n one", "n two"]})
     ctx = _contexts_frame({"a one": [(1, "l1", "r1"), (2, "l2", "r2"), (9, "l9", "r9")],
                            "p one": [(2, "l2", "r2"), (3, "l3", "r3")], "a two": [(4, "l4", "r4")]})
-    units = triple_units(triples, context_sets(ctx, 2), cross_per_triple=1, seed=0)
+    broken = pd.DataFrame({"source_id": ["t0"], "anchor": [None], "positive": ["p zero"], "intermediate": [None],
+                           "negative": ["n zero"]})
+    units, bad = triple_units(pd.concat([broken, triples]), context_sets(ctx, 2), cross_per_triple=1, seed=0)
+    assert [(b["triple_id"], b["reason"]) for b in bad] == [("t0", "bad_input")]  # no anchor: quarantined
     first, second = units[0], units[1]
     assert [p[2] for p in first.pairs] == ["anchor-positive", "anchor-intermediate", "anchor-negative",
                                           "positive-intermediate", "positive-negative", "intermediate-negative"]
@@ -156,18 +174,39 @@ def test_triple_units_pairs_union_and_fallback():
     cross = units[2:]
     assert [p[2] for u in cross for p in u.pairs] == ["cross", "cross"]
     assert cross[0].sentences[0] == "a one" and cross[0].sentences[1] in {"a two", "p two", "n two"}
-    assert cross[0].pairs[0][3] == {"triple_id": "t1", "other_triple_id": "t2"}
+    assert cross[0].pairs[0][3] == {"triple_id": "t1", "other_triple_id": "t2", "_row": 0}
+    assert all("p zero" not in u.sentences for u in units)  # never a cross-pair partner either
 
 
-def test_units_without_contexts_are_quarantined(tiny_lm):
+def test_units_without_enough_contexts_are_quarantined(tiny_lm):
+    from tasks.corpus import sentence_id
     from tasks.labeling import LabelSettings, label_units
     from tasks.pair_units import make_unit
 
-    settings = LabelSettings(lambda_disc=0.0, min_contexts=2)
-    sets = {}
-    none = make_unit(["a b", "c d"], sets, [(0, 1, "pair", {})])
-    rows, rejected, counts = label_units([none], settings, None, tiny_lm)
-    assert rows == [] and rejected[0]["reason"] == "no_contexts" and counts["sentence_context_scores"] == 0
+    settings = LabelSettings(lambda_disc=0.0)
+    two = {sentence_id("a b"): pd.DataFrame({"context_id": [1, 2], "left": ["the river", "the town"],
+                                             "right": ["rain", "hills"]})}
+    # Three contexts with identical text: each sentence's vector is constant, so its cosine is undefined.
+    same = {sentence_id("a b"): pd.DataFrame({"context_id": [1, 2, 3], "left": ["the river"] * 3,
+                                              "right": ["rain"] * 3})}
+    units = [make_unit(["a b", "c d"], {}, [(0, 1, "pair", {})]), make_unit(["a b", "c d"], two, [(0, 1, "pair", {})]),
+             make_unit(["a b", "c d"], same, [(0, 1, "pair", {})])]
+    rows, rejected, counts = label_units(units, settings, None, tiny_lm)
+    assert rows == []
+    assert [r["reason"] for r in rejected] == ["no_contexts", "too_few_contexts", "degenerate_vector"]
+    assert counts["sentence_context_scores"] == 2 * 3  # only the third unit was scored
+
+
+def test_label_settings_reject_unusable_combinations():
+    from pydantic import ValidationError
+
+    from tasks.labeling import LabelSettings
+
+    with pytest.raises(ValidationError, match="every λ is 0"):
+        LabelSettings(lambda_disc=0, lambda_sentence=0)
+    with pytest.raises(ValidationError, match="min_contexts must be ≥ 3"):
+        LabelSettings(min_contexts=2)
+    assert LabelSettings(min_contexts=2, normalize="none").min_contexts == 2
 
 
 def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
@@ -180,7 +219,8 @@ def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
     pq.write_table(pa.table({"sentence1": ["x", " ", None], "sentence2": ["y", "z", "w"], "score": [1.0, 2, 3]}), bad)
     frame, rejected = read_pairs(bad)
     assert frame["s1"].tolist() == ["x"] and frame["gold"].tolist() == [1.0]
-    assert [r["reason"] for r in rejected] == ["bad_input", "bad_input"] and "row 1" in rejected[0]["detail"]
+    assert [r["reason"] for r in rejected] == ["bad_input", "bad_input"]
+    assert "pairs.parquet row 1" in rejected[0]["detail"]
     with pytest.raises(ConfigError, match="lacks the columns .*left.*retrieve-contexts"):
         read_contexts(bad)
     (tmp_path / "junk.parquet").write_text("not parquet")
@@ -237,8 +277,9 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert pairs.num_rows + rejected.num_rows == 21 and pairs.num_rows >= 18
     # "Xylophone quorum." has no contexts of its own: its pairs are scored over the partner's contexts (fallback).
     fallback = frame[frame["s2"] == "Xylophone quorum."]
-    assert len(fallback) >= 3 and (fallback["n_contexts_s2"] == 0).all() and (fallback["n_contexts"] >= 2).all()
-    assert frame["label"].between(-1, 1).all() and (frame["n_contexts"] >= 2).all()
+    assert len(fallback) >= 3 and (fallback["n_contexts_s2"] == 0).all() and (fallback["n_contexts"] >= 3).all()
+    assert frame["label"].between(-1, 1).all() and (frame["n_contexts"] >= 3).all()
+    assert frame["pair_id"].is_unique and not set(frame["pair_id"]) & set(rejected.column("pair_id").to_pylist())
     assert frame[["label_disc", "label_lm_sentence"]].notna().all().all()
     assert frame[["label_lm_left", "label_lm_right"]].isna().all().all()  # λ3 = λ4 = 0: not computed
     assert set(frame["relation"]) >= {"anchor-positive", "anchor-negative", "cross"}
@@ -292,7 +333,7 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
                           "score": [4.5, 4.8, 4.2, 0.5, 1.0, 0.2, 3.0, 2.5, 3.2, 0.8, 5.0, 0.4]})
     pairs_path = tmp_path / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), pairs_path)
-    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, min_contexts=1)
+    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4)
     first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings,
                         output_dir=str(tmp_path / "dev"))
     labeled = pq.read_table(first["pairs"]).to_pandas()
