@@ -97,13 +97,14 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def _pipeline(args: argparse.Namespace) -> int:
+    from flows.presets import PRESETS
     from flows.sts_pipeline import sts_pipeline
     from tasks.labeling import LabelSettings
 
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, max_attempts=args.max_attempts, label=LabelSettings(lm=args.label_lm),
-        output_dir=args.output_dir))
+        llm=llm, max_attempts=args.max_attempts, label=LabelSettings(lm=args.label_lm, seed=args.seed),
+        output_dir=args.output_dir, **PRESETS[args.preset]))
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -211,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--output-dir", default="data/outputs")
         if name != "generate":
             p.add_argument("--label-lm", default="smollm2-135m-instruct", help="causal LM of the labeler")
+            p.add_argument("--preset", choices=("quick", "full"), default="quick",
+                           help="sizes of the CPU stages (flows/presets.py)")
         p.set_defaults(func=_generate if name == "generate" else _pipeline)
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")

@@ -52,10 +52,11 @@ def plot_label_distribution(pairs: pd.DataFrame, path: Path) -> Path:
     """Box plot of labels per relation (PNG)."""
     summary = per_relation_summary(pairs)
     relations = [r["relation"] for r in summary]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6), dpi=90)
+    fig, ax = plt.subplots(figsize=(8, 4), dpi=90)
     if relations:
         ax.boxplot([pairs.loc[pairs["relation"] == r, "label"].to_numpy() for r in relations],
-                   tick_labels=[f"{r}\n(n={len(pairs[pairs['relation'] == r])})" for r in relations], showmeans=True)
+                   tick_labels=[f"{r.replace('-', '-' + chr(10))}\n(n={len(pairs[pairs['relation'] == r])})"
+                                for r in relations], showmeans=True)
     ax.set_ylabel("label = cosine of context vectors")
     ax.set_title("Label distribution per relation")
     ax.tick_params(axis="x", labelsize=7)

@@ -356,3 +356,15 @@ def test_flow_rejects_ambiguous_inputs(stage2, tmp_path, tiny_lm_dir):
     triples, contexts = stage2
     with pytest.raises(ConfigError, match="exactly one of triples= .* or pairs="):
         label_pairs(contexts=str(contexts), triples=str(triples), pairs=str(triples))
+
+
+def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, capsys):
+    from flows.cli import main
+
+    triples, contexts = stage2
+    args = ["label", "--contexts", str(contexts), "--lm", str(tiny_lm_dir), "--contexts-per-sentence", "3",
+            "--output-dir", str(tmp_path / "cli")]
+    assert main(args + ["--triples", str(triples)]) == 0
+    assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "label-pairs" / "pairs.parquet").is_file()
+    assert main(args + ["--pairs", str(tmp_path / "missing.parquet")]) == 2
+    assert "missing.parquet does not exist" in capsys.readouterr().err
