@@ -44,8 +44,10 @@ def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
     listed = prefect_cli(settings, "deployment", "ls")
     assert "generate-sts-triples/adhoc" in listed.stdout and "generate-sts-triples/nightly" in listed.stdout
     for name in ("retrieve-contexts/retrieve-adhoc", "label-pairs/label-adhoc", "sts-pipeline/pipeline-adhoc",
-                 "sts-pipeline/pipeline-nightly"):
-        assert name in listed.stdout, name
+                 "sts-pipeline/pipeline-nightly"):  # the ls table truncates long names: inspect each
+        inspected = prefect_cli(settings, "deployment", "inspect", name)
+        assert inspected.returncode == 0 and name.split("/")[1] in inspected.stdout, (name, inspected.stderr[-500:])
+    assert "0 3 * * *" in prefect_cli(settings, "deployment", "inspect", "sts-pipeline/pipeline-nightly").stdout
     nightly = prefect_cli(settings, "deployment", "inspect", "generate-sts-triples/nightly")
     assert "0 2 * * *" in nightly.stdout
 
