@@ -31,9 +31,9 @@ from scipy.stats import spearmanr  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.corpora import CORPORA  # noqa: E402
 from models.causal_lm import score_groups, score_one  # noqa: E402
 from tasks.coherence import load_trained_cached  # noqa: E402
-from tasks.config import CorpusSettings  # noqa: E402
 from tasks.labeling import (  # noqa: E402
     LabelSettings,
     cached_lm,
@@ -46,16 +46,6 @@ from tasks.labeling import (  # noqa: E402
 from tasks.pair_units import context_sets, pair_units, read_contexts  # noqa: E402
 from tasks.store import read_manifest  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
-CORPORA = [
-    CorpusSettings(),
-    CorpusSettings(source=str(SHARED / "abc.zip"), document_split="blank_lines", sentence_per_line=True),
-    CorpusSettings(source=str(SHARED / "brown.zip")),
-    CorpusSettings(source=str(SHARED / "state_union.zip")),
-    CorpusSettings(source=str(SHARED / "inaugural.zip")),
-    CorpusSettings(source=str(SHARED / "movie_reviews.zip"), sentence_per_line=True),
-]
 
 
 def retrieve(pairs_path: Path, out: Path) -> Path:

@@ -23,23 +23,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.corpora import CORPORA  # noqa: E402
 from flows.retrieve_contexts import load_corpora  # noqa: E402
 from tasks.coherence import CoherenceSettings, train_or_load  # noqa: E402
-from tasks.config import CorpusSettings  # noqa: E402
 from tasks.contexts import context_windows  # noqa: E402
 from tasks.retrieval import CandidateScorer, combine_scores  # noqa: E402
 from tasks.screening import build_index, top_k  # noqa: E402
 from tasks.store import fingerprint  # noqa: E402
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
-CORPORA = [
-    CorpusSettings(),
-    CorpusSettings(source=str(SHARED / "abc.zip"), document_split="blank_lines", sentence_per_line=True),
-    CorpusSettings(source=str(SHARED / "brown.zip")),
-    CorpusSettings(source=str(SHARED / "state_union.zip")),
-    CorpusSettings(source=str(SHARED / "inaugural.zip")),
-    CorpusSettings(source=str(SHARED / "movie_reviews.zip"), sentence_per_line=True),
-]
 
 
 def rss_peak_mb() -> float:

@@ -10,11 +10,10 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
 from sklearn.isotonic import IsotonicRegression  # noqa: E402
 
 from tasks.config import ConfigError  # noqa: E402
-from tasks.store import sha256_path  # noqa: E402
+from tasks.store import read_input_table, sha256_path  # noqa: E402
 
 RELATION_ORDER = ("anchor-positive", "anchor-intermediate", "anchor-negative", "positive-intermediate",
                   "positive-negative", "intermediate-negative", "cross")
@@ -72,15 +71,8 @@ def plot_label_distribution(pairs: pd.DataFrame, path: Path) -> Path:
 def fit_calibration(path: Path) -> tuple[IsotonicRegression, dict]:
     """Isotonic (monotone) map label → 0–5 fitted on a labeled dev set: a pairs.parquet from label-pairs run on
     pairs that carry a gold score (columns label and gold)."""
-    if not path.is_file():
-        raise ConfigError(f"Calibration file {path} does not exist; pass a pairs.parquet with label and gold columns.")
-    try:
-        frame = pq.read_table(path).to_pandas()
-    except Exception as exc:
-        raise ConfigError(f"Calibration file {path} is not readable Parquet ({type(exc).__name__}).") from None
-    if not {"label", "gold"} <= set(frame.columns):
-        raise ConfigError(f"Calibration file {path} needs the columns label and gold (found "
-                          f"{', '.join(frame.columns)}); label pairs that carry gold scores first.")
+    frame = read_input_table(path, "Calibration file", "pass a pairs.parquet from label-pairs run on pairs with "
+                             "gold scores", ("label", "gold")).to_pandas()
     frame = frame.dropna(subset=["label", "gold"])
     if len(frame) < 10:
         raise ConfigError(f"Calibration file {path} has {len(frame)} rows with both label and gold; need at least 10.")

@@ -20,11 +20,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from tasks.config import ConfigError
 from tasks.corpus import sentence_id
-from tasks.store import fingerprint
+from tasks.store import fingerprint, read_input_table
 
 
 @dataclass
@@ -63,17 +62,8 @@ SHARD_SCHEMA = pa.schema(list(PAIRS_SCHEMA) + [("reason", pa.string()), ("detail
 
 
 def read_contexts(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ConfigError(f"Contexts file {path} does not exist; run retrieve-contexts first or fix the path.")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}); re-run retrieve-contexts.") from None
-    missing = [c for c in CONTEXT_COLUMNS if c not in table.column_names]
-    if missing:
-        raise ConfigError(f"{path} lacks the columns {', '.join(missing)}; pass a contexts.parquet written by "
-                          "retrieve-contexts.")
-    return table.select(list(CONTEXT_COLUMNS)).to_pandas()
+    return read_input_table(path, "Contexts file", "pass a contexts.parquet written by retrieve-contexts",
+                            CONTEXT_COLUMNS).select(list(CONTEXT_COLUMNS)).to_pandas()
 
 
 def context_sets(contexts: pd.DataFrame, k: int) -> dict[str, pd.DataFrame]:
@@ -124,28 +114,13 @@ def triple_units(triples: pd.DataFrame, sets: dict[str, pd.DataFrame], cross_per
 
 
 def read_triples(path: Path) -> pd.DataFrame:
-    if not path.is_file():
-        raise ConfigError(f"Triples file {path} does not exist; run generate-sts-triples first or fix the path.")
-    try:
-        table = pq.read_table(path)
-    except Exception as exc:
-        raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}); re-run generate-sts-triples.") \
-            from None
-    missing = [c for c in ("source_id", "anchor", "positive", "negative") if c not in table.column_names]
-    if missing:
-        raise ConfigError(f"{path} lacks the columns {', '.join(missing)}; pass a triples.parquet from "
-                          "generate-sts-triples.")
-    return table.to_pandas()
+    return read_input_table(path, "Triples file", "pass a triples.parquet written by generate-sts-triples",
+                            ("source_id", "anchor", "positive", "negative")).to_pandas()
 
 
 def read_pairs(path: Path) -> tuple[pd.DataFrame, list[dict]]:
     """Pairs file → (pairs with s1, s2, relation, gold), quarantine rows for unusable rows."""
-    if not path.is_file():
-        raise ConfigError(f"Pairs file {path} does not exist.")
-    try:
-        frame = pq.read_table(path).to_pandas()
-    except Exception as exc:
-        raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}).") from None
+    frame = read_input_table(path, "Pairs file", "pass a Parquet of sentence pairs").to_pandas()
     for a, b in (("s1", "s2"), ("sentence1", "sentence2")):
         if a in frame and b in frame:
             frame = frame.rename(columns={a: "s1", b: "s2"})

@@ -77,6 +77,24 @@ def write_parquet(path: Path, table: pa.Table) -> str:
     return sha256_bytes(data)
 
 
+def read_input_table(path: Path, what: str, fix: str, required: Iterable[str] = ()) -> pa.Table:
+    """An input Parquet table. A missing file, unreadable Parquet or missing columns fail with a ConfigError that
+    names the file and `fix` (what the user should do)."""
+    from tasks.config import ConfigError
+
+    if not path.is_file():
+        raise ConfigError(f"{what} {path} does not exist; {fix}.")
+    try:
+        table = pq.read_table(path)
+    except Exception as exc:
+        raise ConfigError(f"{what} {path} is not readable Parquet ({type(exc).__name__}); {fix}.") from None
+    missing = [c for c in required if c not in table.column_names]
+    if missing:
+        raise ConfigError(f"{what} {path} lacks the columns {', '.join(missing)} (found: "
+                          f"{', '.join(table.column_names)}); {fix}.")
+    return table
+
+
 def write_json(path: Path, obj: Any) -> str:
     data = (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode()
     atomic_write_bytes(path, data)

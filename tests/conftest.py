@@ -4,12 +4,15 @@ Environment variables are set before Prefect is imported anywhere (pytest loads 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 _ROOT = Path(tempfile.mkdtemp(prefix="stsgen-tests-"))
+atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # the isolated homes go with the session
 os.environ.pop("PREFECT_API_URL", None)
 os.environ.update(
     PREFECT_HOME=str(_ROOT / "prefect"),
