@@ -1,0 +1,67 @@
+"""Losses and embedding metrics on hand-made embeddings with known answers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
+from tasks.embedding_metrics import alignment, rfd, sts_spearman, uniformity
+
+E = torch.eye(3)
+
+
+def test_cosine_regression_is_the_mse_of_cosines():
+    a = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
+    b = torch.tensor([[2.0, 0.0], [0.0, 3.0]])  # cosines 1 and 0, whatever the norms
+    loss = CosineRegressionLoss()(a, b, torch.tensor([0.5, 0.5]))
+    assert loss.item() == pytest.approx((0.5**2 + 0.5**2) / 2)
+
+
+def test_infonce_with_and_without_hard_negatives():
+    a, p = E.clone(), E.clone()
+    tau = 0.5
+    # Positives on the diagonal, the other two candidates orthogonal: -log(e^2 / (e^2 + 2 e^0)).
+    expect = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 2))
+    assert InfoNCELoss(tau)(a, p).item() == pytest.approx(expect, rel=1e-5)
+    # A hard negative equal to the anchor adds e^2 to every denominator.
+    hard = InfoNCELoss(tau)(a, p, E.clone()).item()
+    assert hard == pytest.approx(-math.log(math.exp(2) / (2 * math.exp(2) + 4)), rel=1e-5)
+    # Gradients flow to every input.
+    x = E.clone().requires_grad_()
+    InfoNCELoss()(x, E.clone() + 0.1, -E.clone()).backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+def test_hierarchical_triplet_margins():
+    a = torch.tensor([[1.0, 0.0]])
+    at = lambda deg: torch.tensor([[math.cos(math.radians(deg)), math.sin(math.radians(deg))]])  # noqa: E731
+    loss = HierarchicalTripletLoss(m1=0.01, m2=0.02)
+    # Well ordered with room to spare: zero.
+    assert loss(a, at(0), at(60), at(90)).item() == 0.0
+    # Intermediate closer than the positive: ½ (cos 10° − cos 20° + m1); second term zero.
+    got = loss(a, at(20), at(10), at(90)).item()
+    assert got == pytest.approx(0.5 * (math.cos(math.radians(10)) - math.cos(math.radians(20)) + 0.01), rel=1e-5)
+    # Negative as close as the intermediate: only the margin m2 remains in the second term.
+    assert loss(a, at(0), at(45), at(45)).item() == pytest.approx(0.5 * 0.02, rel=1e-4)
+
+
+def test_alignment_uniformity_rfd_and_spearman():
+    x = np.array([[1.0, 0.0], [0.0, 1.0]])
+    assert alignment(x, x) == 0.0
+    assert alignment(x, -x) == pytest.approx(4.0)  # antipodal: ‖2‖² = 4
+    # Two orthogonal unit vectors: squared distance 2 → log e^{-4} = -4.
+    assert uniformity(x) == pytest.approx(-4.0)
+    spread = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    clumped = np.array([[1.0, 0.0], [1.0, 0.01], [1.0, 0.02], [1.0, 0.03]])
+    assert uniformity(spread) < uniformity(clumped)
+    assert rfd([0.5, 0.7], [0.4, 0.4]) == pytest.approx(0.2)
+    with pytest.raises(ValueError):
+        rfd([1.0], [])
+    e1 = np.array([[1.0, 0.0]] * 4)
+    e2 = np.array([[1.0, 0.0], [1.0, 0.5], [1.0, 2.0], [0.0, 1.0]])  # cosine falls row by row
+    assert sts_spearman(e1, e2, np.array([5.0, 4.0, 2.0, 0.0])) == pytest.approx(100.0)
+    assert sts_spearman(e1, e2, np.array([0.0, 2.0, 4.0, 5.0])) == pytest.approx(-100.0)
