@@ -3,6 +3,8 @@ from its checkpoint ends with exactly the weights of an uninterrupted run."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -99,3 +101,51 @@ def test_simcse_baseline_and_missing_terms(tiny_encoder):
         step_loss(module, empty, TrainSettings(batch_size=4), step=0)
     metrics = evaluate(module, data, dev)
     assert -100 <= metrics["dev_spearman"] <= 100 and np.isfinite(metrics["uniform_dev"])
+
+
+@pytest.fixture
+def tiny_encoder_dir(tiny_encoder, tmp_path):
+    module = tiny_encoder()
+    folder = tmp_path / "tiny-bert"
+    module.encoder.save_pretrained(folder)
+    module.tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from sentence_transformers import SentenceTransformer
+
+    from flows.train_surrogate import train_surrogate
+    from tasks.backbones import BackboneSettings
+
+    triples, pairs, _ = synthetic_data()
+    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
+    pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
+    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
+                                           "dev_pairs": 50})
+    run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
+                                  train_settings=settings, output_dir=str(tmp_path / "out"))
+    paths = run()
+    report = json.loads(Path(paths["eval"]).read_text())
+    assert set(report["results"]) == {"stsb-dev", "stsb-test"}
+    assert report["results"]["stsb-dev"]["pairs"] == 1500 and report["results"]["stsb-test"]["pairs"] == 1379
+    assert {"rfd_a", "rfd_u"} <= set(report) and [h["step"] for h in report["history"]] == [3, 6]
+    model = SentenceTransformer(paths["model"], device="cpu")
+    assert model.encode(["the river flooded ."]).shape == (1, 32)
+    assert "no human similarity labels" in (Path(paths["model"]) / "README.md").read_text()
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
+
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    assert artifacts["train-curves"].type == "image" and artifacts["train-rfd"].type == "image"
+    assert {r["set"] for r in json.loads(artifacts["train-results"].data)} == {"stsb-dev", "stsb-test"}
+    stamp = Path(paths["manifest"]).stat().st_mtime_ns
+    run()  # unchanged: reused
+    assert Path(paths["manifest"]).stat().st_mtime_ns == stamp

@@ -1,0 +1,163 @@
+"""Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004, 000).
+
+triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone (encoder with mean pooling, or a
+BeLLM-style decoder) → weighted InfoNCE + hierarchical triplet + context-label regression → evaluation every N steps
+(STS-B dev Spearman; alignment / uniformity on held-out pairs and dev → RFD) → best-on-dev weights →
+`<output_dir>/train-surrogate/model/` (a sentence-transformers folder for the encoder backbone), eval.json, curves,
+manifest. Checkpoints make an interrupted training resume where it stopped.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from prefect import flow, get_run_logger
+
+from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
+from tasks.backbones import load_backbone
+from tasks.config import ConfigError
+from tasks.embedding_metrics import rfd
+from tasks.model_export import export_encoder
+from tasks.pair_units import read_triples
+from tasks.store import (
+    fingerprint,
+    read_input_table,
+    read_manifest,
+    sha256_path,
+    verify_outputs,
+    write_json,
+    write_manifest,
+)
+from tasks.sts_data import read_stsb
+from tasks.sts_evaluation import evaluate_sources
+from tasks.training import TrainSettings, encode, split_data, train
+from tasks.training_report import plot_curves, plot_rfd
+
+STAGE = "train-surrogate"
+CODE_VERSION = "train-v1"
+
+
+def _data_uri(path: Path) -> str:
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], results: dict, best_step: int | None) -> str:
+    rows = "\n".join(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |" for name, r in results.items())
+    sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256'][:16]}…`)" for i in inputs)
+    return (f"# stsgen surrogate ({info['kind']}, from {info['source']})\n\n"
+            "Trained by the stsgen `train-surrogate` flow on sentence pairs and triples the pipeline generated from "
+            "a corpus (LLM pattern simulation + context-vector labels); no human similarity labels were used in "
+            f"training.\n\n## Data\n{sources}\n\n## Training\n- losses: {settings.losses.model_dump()}\n"
+            f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
+            f"best STS-B dev at step {best_step}\n- trainable parameters: {info['trainable_parameters']} of "
+            f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n| set | pairs | Spearman |\n|---|---|---|\n"
+            f"{rows}\n\n## Use\n```python\nfrom sentence_transformers import SentenceTransformer\n"
+            "model = SentenceTransformer('path/to/this/folder')\n```\n")
+
+
+@flow(name=STAGE, log_prints=True)
+def train_surrogate(
+    triples: str,
+    pairs: str | None = None,
+    train_settings: TrainSettings | None = None,
+    eval_sets: list[str] | None = None,
+    output_dir: str = "data/outputs",
+) -> dict[str, str]:
+    """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from
+    label-pairs (needed when the regression weight is non-zero); `eval_sets`: extra STS12–16 folders or SICK files
+    evaluated at the end beside STS-B dev and test. Returns output paths."""
+    logger = get_run_logger()
+    settings = train_settings or TrainSettings()
+    t0 = time.perf_counter()
+    triples_frame = read_triples(Path(triples))
+    if settings.losses.regression and not pairs:
+        raise ConfigError("losses.regression is non-zero but no pairs= was given: pass the pairs.parquet written by "
+                          "label-pairs, or set losses.regression to 0.")
+    pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
+                                   ("s1", "s2", "label")).to_pandas() if pairs else \
+        pd.DataFrame(columns=["s1", "s2", "label"])
+    inputs = [{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"}]
+    if pairs:
+        inputs.append({"path": pairs, "sha256": sha256_path(Path(pairs)), "role": "pairs"})
+    module, info = load_backbone(settings.backbone)
+    eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
+    key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
+                       "settings": settings.model_dump(), "backbone": {k: info.get(k) for k in ("path", "sha256")},
+                       "eval": eval_sources})
+    folder = Path(output_dir) / STAGE
+    paths = {"model": str(folder / "model"), "eval": str(folder / "eval.json"),
+             "manifest": str(folder / "manifest.json")}
+    previous = read_manifest(folder)
+    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+        logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
+        return paths
+
+    data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
+    dev = read_stsb("dev")
+    if settings.dev_pairs:
+        dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
+    progress = Progress("train", settings.steps, f"{settings.steps} steps, {len(data.triples)} triples, "
+                                                 f"{len(data.pairs)} labeled pairs")
+
+    def on_eval(state, record):
+        progress.advance(state.step - progress.done)
+        print(f"step {state.step}: loss {record['loss']:.4f}, STS-B dev {record['dev_spearman']:.2f}")
+
+    workdir = folder / ".work" / key[:16]
+    t1 = time.perf_counter()
+    state = train(module, data, dev, settings, workdir, key, on_eval=on_eval)
+    train_s = time.perf_counter() - t1
+    if state.best_step is not None:
+        module.load_state_dict(torch.load(workdir / "best.pt", weights_only=False)["model"])
+
+    results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), eval_sources)
+    evals = [r for r in state.history if "align_heldout" in r]
+    rfd_values = {"rfd_a": rfd([r["align_heldout"] for r in evals], [r["align_dev"] for r in evals]),
+                  "rfd_u": rfd([r["uniform_heldout"] for r in evals], [r["uniform_dev"] for r in evals])} \
+        if evals else {}
+    folder.mkdir(parents=True, exist_ok=True)
+    model_dir = folder / "model"
+    if info["kind"] == "encoder":
+        export_encoder(module, model_dir)
+    else:  # BeLLM: the decoder's weights and tokenizer, plus how to rebuild the encoder (docs/training.md)
+        module.decoder.save_pretrained(model_dir)
+        module.tokenizer.save_pretrained(model_dir)
+        write_json(model_dir / "stsgen_bellm.json", {"bidirectional_layers": module.bidirectional_layers,
+                                                    "max_length": module.max_length})
+    (model_dir / "README.md").write_text(_model_card(info, settings, inputs, results, state.best_step))
+    curves = plot_curves(state.history, folder / "training_curves.png")
+    rfd_plot = plot_rfd(state.history, folder / "rfd.png")
+    report = {"results": results, "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,
+              **rfd_values, "history": [r for r in state.history if "dev_spearman" in r]}
+    digests = {"eval.json": write_json(folder / "eval.json", report),
+               "training_curves.png": sha256_path(curves), "rfd.png": sha256_path(rfd_plot),
+               **{f"model/{p.relative_to(model_dir)}": sha256_path(p) for p in sorted(model_dir.rglob("*"))
+                  if p.is_file()}}
+    write_manifest(folder, {
+        "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
+        "parameters": settings.model_dump(), "backbone": info, "eval_sets": eval_sources,
+        "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
+                   "train_pairs": len(data.pairs), "steps": state.step},
+        "timings": {"train_s": round(train_s, 2), "total_s": round(time.perf_counter() - t0, 2)},
+    }, digests)
+
+    table = [{"set": name, "pairs": r["pairs"], "spearman": r["spearman"]} for name, r in results.items()]
+    publish_table("train-results", table, "Surrogate evaluation (Spearman ×100)")
+    publish_markdown("train-summary", "\n".join([
+        f"# train-surrogate — {info['kind']} from {info['source']}", "",
+        *(f"- {row['set']}: **{row['spearman']:.2f}** ({row['pairs']} pairs)" for row in table),
+        f"- best STS-B dev during training at step {state.best_step}; "
+        + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
+        f"- {state.step} steps in {train_s:.0f} s; model: `{model_dir}`",
+    ]), "Stage 4 summary")
+    publish_image("train-curves", _data_uri(curves), "Loss and STS-B dev Spearman")
+    publish_image("train-rfd", _data_uri(rfd_plot), "Alignment / uniformity: held-out training pairs vs STS-B dev")
+    publish_links("train", {"model": model_dir, "eval.json": folder / "eval.json",
+                            "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
+    print("\n".join(f"{row['set']:>12s}  {row['spearman']:6.2f}  ({row['pairs']} pairs)" for row in table))
+    return paths
