@@ -55,7 +55,8 @@ def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], results
             f"training.\n\n## Data\n{sources}\n\n## Training\n- losses: {settings.losses.model_dump()}\n"
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
             f"best STS-B dev at step {best_step}\n- trainable parameters: {info['trainable_parameters']} of "
-            f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n| set | pairs | Spearman |\n|---|---|---|\n"
+            f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n"
+            "| set | pairs | Spearman |\n|---|---|---|\n"
             f"{rows}\n\n## Use\n```python\nfrom sentence_transformers import SentenceTransformer\n"
             "model = SentenceTransformer('path/to/this/folder')\n```\n")
 
