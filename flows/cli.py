@@ -139,6 +139,47 @@ def _retrieve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from flows.train_surrogate import train_surrogate
+    from tasks.backbones import BackboneSettings
+    from tasks.training import LossSettings, TrainSettings
+
+    settings = TrainSettings(
+        backbone=BackboneSettings(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
+                                  train_layers=args.train_layers),
+        losses=LossSettings(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
+                            simcse=args.simcse),
+        steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed)
+    with _progress_bar(Console(stderr=True)):
+        paths = train_surrogate(triples=args.triples, pairs=args.pairs, train_settings=settings,
+                                eval_sets=args.eval_set, output_dir=args.output_dir)
+    _print_outputs(paths)
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    """Evaluate a local model folder (ours or any sentence-transformers folder) with the stage-4 protocol."""
+    import json
+
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.sts_evaluation import evaluate_sources
+
+    folder = Path(args.model)
+    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
+        raise ConfigError(f"{folder} is not a model folder (no modules.json or config.json).")
+    model = SentenceTransformer(str(folder), device="cpu")
+    results = evaluate_sources(lambda s: model.encode(s, batch_size=64), ["stsb-dev", "stsb-test", *args.eval_set])
+    print("| set | pairs | Spearman ×100 |\n|---|---|---|")
+    for name, r in results.items():
+        print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
 def _llm_server(args: argparse.Namespace) -> int:
     from tasks.llm.server import start_server
 
@@ -241,6 +282,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_label)
+    p = sub.add_parser("train", help="run train-surrogate once (stage 4)")
+    p.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
+    p.add_argument("--backbone", choices=("encoder", "bellm"), default="encoder")
+    p.add_argument("--model", default=None, help="backbone source (default: all-MiniLM-L6-v2 / SmolLM2-135M)")
+    p.add_argument("--bidirectional-layers", type=int, default=1)
+    p.add_argument("--train-layers", type=int, default=None, help="train only the top k layers")
+    p.add_argument("--infonce", type=float, default=1.0)
+    p.add_argument("--ht", type=float, default=1.0, help="hierarchical triplet weight β")
+    p.add_argument("--regression", type=float, default=0.0, help="context-label regression weight")
+    p.add_argument("--simcse", action="store_true", help="unsupervised SimCSE baseline (dropout positives)")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--lr", type=float, default=3e-5)
+    p.add_argument("--eval-every", type=int, default=50)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
+    p.add_argument("--output-dir", default="data/outputs")
+    p.set_defaults(func=_train)
+    p = sub.add_parser("eval", help="evaluate a local model folder on STS-B dev/test (+ --eval-set …)")
+    p.add_argument("model", help="a sentence-transformers folder (e.g. data/outputs/train-surrogate/model)")
+    p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
+    p.add_argument("--json", help="also write the results as JSON here")
+    p.set_defaults(func=_eval)
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)

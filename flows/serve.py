@@ -9,6 +9,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
 from flows.retrieve_contexts import retrieve_contexts
 from flows.sts_pipeline import sts_pipeline
+from flows.train_surrogate import train_surrogate
 
 
 def serve() -> None:
@@ -20,6 +21,8 @@ def serve() -> None:
         label_pairs.to_deployment(name="label-adhoc-served", parameters={
             "triples": "data/outputs/generate-sts-triples/triples.parquet",
             "contexts": "data/outputs/retrieve-contexts/contexts.parquet"}),
+        train_surrogate.to_deployment(name="train-adhoc-served", parameters={
+            "triples": "data/outputs/generate-sts-triples/triples.parquet"}),
         sts_pipeline.to_deployment(name="pipeline-adhoc-served", parameters={"n": 30}),
         sts_pipeline.to_deployment(name="pipeline-nightly-served", cron="0 3 * * *", parameters={"n": 200}),
     )

@@ -43,8 +43,9 @@ def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
     settings, info, llm = local_stack
     listed = prefect_cli(settings, "deployment", "ls")
     assert "generate-sts-triples/adhoc" in listed.stdout and "generate-sts-triples/nightly" in listed.stdout
+    # The ls table truncates long names: inspect each.
     for name in ("retrieve-contexts/retrieve-adhoc", "label-pairs/label-adhoc", "sts-pipeline/pipeline-adhoc",
-                 "sts-pipeline/pipeline-nightly"):  # the ls table truncates long names: inspect each
+                 "sts-pipeline/pipeline-nightly", "train-surrogate/train-adhoc"):
         inspected = prefect_cli(settings, "deployment", "inspect", name)
         assert inspected.returncode == 0 and name.split("/")[1] in inspected.stdout, (name, inspected.stderr[-500:])
     assert "0 3 * * *" in prefect_cli(settings, "deployment", "inspect", "sts-pipeline/pipeline-nightly").stdout

