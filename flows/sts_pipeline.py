@@ -1,6 +1,7 @@
 """Flow `sts-pipeline`: the stages chained, each stage's outputs the next one's inputs.
 
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
+→ train-surrogate (triples + pairs) → model/ + eval.json
 
 Every stage is a subflow that computes its cache key from its inputs' content hashes and its parameters and returns
 at once when its committed outputs already match (the manifest verifies): a re-run with nothing changed redoes
@@ -18,14 +19,16 @@ from prefect import flow
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
 from flows.retrieve_contexts import retrieve_contexts
+from flows.train_surrogate import train_surrogate
 from tasks.artifacts import publish_table
 from tasks.coherence import CoherenceSettings
 from tasks.config import CorpusSettings, LLMSettings, SamplingSettings, ValidationSettings
 from tasks.labeling import LabelSettings
 from tasks.retrieval import SelectionSettings
 from tasks.store import read_manifest
+from tasks.training import TrainSettings
 
-STAGES = ("generate-sts-triples", "retrieve-contexts", "label-pairs")
+STAGES = ("generate-sts-triples", "retrieve-contexts", "label-pairs", "train-surrogate")
 
 
 @flow(name="sts-pipeline", log_prints=True)
@@ -45,13 +48,17 @@ def sts_pipeline(
     coherence: CoherenceSettings | None = None,
     label: LabelSettings | None = None,
     calibration: str | None = None,
+    train: bool = True,
+    train_settings: TrainSettings | None = None,
+    eval_sets: list[str] | None = None,
     workers: Literal["threads", "processes", "dask"] = "threads",
     max_workers: int = 2,
     dask_address: str | None = None,
     output_dir: str = "data/outputs",
 ) -> dict[str, dict[str, str]]:
     """Generate triples from `corpus`, retrieve contexts for their sentences from `context_corpora` (default: the
-    same corpus), label the pairs. Returns each stage's output paths."""
+    same corpus), label the pairs, train and evaluate a surrogate encoder (`train=False` stops after labeling).
+    Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
     generated = generate_sts_triples(n=n, pattern=pattern, corpus=corpus, pattern_source=pattern_source, seed=seed,
                                      llm=llm, sampling=sampling, validation=validation, max_attempts=max_attempts,
@@ -65,7 +72,12 @@ def sts_pipeline(
                           label=label or LabelSettings(seed=seed), calibration=calibration, workers=workers,
                           max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address,
                           output_dir=output_dir)
-    outputs = dict(zip(STAGES, (generated, retrieved, labeled)))
+    stages = [generated, retrieved, labeled]
+    if train:
+        stages.append(train_surrogate(triples=generated["triples"], pairs=labeled["pairs"],
+                                      train_settings=train_settings or TrainSettings(seed=seed), eval_sets=eval_sets,
+                                      output_dir=output_dir))
+    outputs = dict(zip(STAGES, stages))
     rows = []
     for stage, paths in outputs.items():
         manifest_path = Path(paths["manifest"])

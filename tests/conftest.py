@@ -128,6 +128,22 @@ def topic_corpus(tmp_path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def tiny_encoder_dir(tiny_lm_dir, tmp_path_factory) -> Path:
+    """A randomly initialised 2-layer BERT sharing the tiny word-level tokenizer, saved as a transformers folder."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertModel
+
+    tok = AutoTokenizer.from_pretrained(tiny_lm_dir)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=64, max_position_embeddings=128)
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    BertModel(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
 def shared(path: str) -> Path:
     target = SHARED_DATA / path
     if not target.exists():

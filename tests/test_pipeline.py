@@ -14,8 +14,10 @@ from tasks.retrieval import SelectionSettings
 from tests.test_retrieval import SMALL_MODEL
 
 
-def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, **label_kw):
+def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, **label_kw):
     from flows.sts_pipeline import sts_pipeline
+    from tasks.backbones import BackboneSettings
+    from tasks.training import LossSettings, TrainSettings
 
     return sts_pipeline(
         n=5, corpus=str(topic_corpus),
@@ -23,6 +25,8 @@ def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, **label_kw):
         context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
         label=LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, **label_kw),
+        train_settings=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                                     batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
         output_dir=str(tmp_path / "out"))
 
 
@@ -31,9 +35,9 @@ def stamps(outputs: dict) -> dict[str, int]:
 
 
 def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, topic_corpus, tmp_path,
-                                                          tiny_lm_dir):
-    first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir)
-    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs"}
+                                                          tiny_lm_dir, tiny_encoder_dir):
+    first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
+    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs", "train-surrogate"}
     triples = pq.read_table(first["generate-sts-triples"]["triples"])
     pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
     assert triples.num_rows == 5
@@ -44,14 +48,18 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert {i["role"]: i["path"] for i in label["inputs"]} == {
         "triples": first["generate-sts-triples"]["triples"], "contexts": first["retrieve-contexts"]["contexts"]}
     assert set(pairs["triple_id"]) <= set(triples.column("source_id").to_pylist()) and len(pairs) > 0
+    train = json.loads(Path(first["train-surrogate"]["manifest"]).read_text())
+    assert {i["role"]: i["path"] for i in train["inputs"]} == {
+        "triples": first["generate-sts-triples"]["triples"], "pairs": first["label-pairs"]["pairs"]}
     requests, before = len(scripted.chat_requests()), stamps(first)
 
-    again = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir)
+    again = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
     assert stamps(again) == before and len(scripted.chat_requests()) == requests
 
-    changed = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, lambda_disc=0.5)
+    changed = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, lambda_disc=0.5)
     after = stamps(changed)
     assert after["generate-sts-triples"] == before["generate-sts-triples"]
     assert after["retrieve-contexts"] == before["retrieve-contexts"]
     assert after["label-pairs"] != before["label-pairs"]
+    assert after["train-surrogate"] != before["train-surrogate"]  # trained on the new labels
     assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5

@@ -103,15 +103,6 @@ def test_simcse_baseline_and_missing_terms(tiny_encoder):
     assert -100 <= metrics["dev_spearman"] <= 100 and np.isfinite(metrics["uniform_dev"])
 
 
-@pytest.fixture
-def tiny_encoder_dir(tiny_encoder, tmp_path):
-    module = tiny_encoder()
-    folder = tmp_path / "tiny-bert"
-    module.encoder.save_pretrained(folder)
-    module.tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tmp_path):
     import json
 
