@@ -1,7 +1,7 @@
 """`stsgen` command line: one-shot local runs (ephemeral Prefect unless PREFECT_API_URL is set), the embedded LLM
 server, the local stack and the serve entry point.
 
-    stsgen run                      # main job: sts-pipeline on the default corpus, local 1.5B model, n=30
+    stsgen run                      # main job: sts-pipeline (all four stages), default corpus, local 1.5B, n=30
     stsgen generate --n 20 --base-url http://host:8000/v1 --model my-model
     stsgen retrieve --sentences triples.parquet --corpus my_docs.zip
     stsgen label --contexts contexts.parquet --triples triples.parquet
@@ -54,6 +54,14 @@ def _print_outputs(outputs: dict) -> None:
                 print(f"    {sub:9s} {Path(p).resolve()}")
         else:
             print(f"  {name:9s} {Path(path).resolve()}")
+    trained = outputs.get("train-surrogate")
+    if isinstance(trained, dict) and Path(trained["eval"]).is_file():
+        import json
+
+        results = json.loads(Path(trained["eval"]).read_text())["results"]
+        print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):\n| set | pairs | Spearman |\n|---|---|---|")
+        for name, r in results.items():
+            print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")
     if os.environ.get("PREFECT_API_URL"):
         ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
         print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")
