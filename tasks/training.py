@@ -84,11 +84,18 @@ def embed(module: torch.nn.Module, sentences: list[str]) -> torch.Tensor:
     return module(**module.tokenize(sentences))
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def encode(module: torch.nn.Module, sentences: list[str], batch: int = 64) -> np.ndarray:
+    """Embeddings (N, D) in input order; batches of similar length (little padding)."""
     module.eval()
-    out = [embed(module, sentences[i : i + batch]).float().numpy() for i in range(0, len(sentences), batch)]
-    return np.concatenate(out) if out else np.zeros((0, 1))
+    order = np.argsort([-len(s) for s in sentences], kind="stable")
+    chunks = [embed(module, [sentences[i] for i in order[k : k + batch]]).float().numpy()
+              for k in range(0, len(sentences), batch)]
+    if not chunks:
+        return np.zeros((0, 1), dtype=np.float32)
+    out = np.empty((len(sentences), chunks[0].shape[1]), dtype=np.float32)
+    out[order] = np.concatenate(chunks)
+    return out
 
 
 def step_loss(module: torch.nn.Module, data: TrainingData, settings: TrainSettings, step: int

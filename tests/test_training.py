@@ -159,3 +159,14 @@ def test_cli_eval_on_a_sentence_transformers_folder(tmp_path, capsys):
     assert results["stsb-test"]["spearman"] > 80  # all-MiniLM-L6-v2: 82.03 reported
     assert results[str(sick)]["pairs"] == 3
     assert main(["eval", str(tmp_path)]) == 2 and "not a model folder" in capsys.readouterr().err
+
+
+def test_encode_keeps_input_order_across_length_sorted_batches(tiny_encoder):
+    from tasks.training import encode
+
+    module = tiny_encoder().eval()
+    sentences = ["a", "the river flooded the lower town after the rain .", "farmers planted wheat .", "the town"]
+    batched = encode(module, sentences, batch=2)
+    with torch.no_grad():
+        one_by_one = np.stack([module(**module.tokenize([s]))[0].numpy() for s in sentences])
+    assert np.allclose(batched, one_by_one, atol=1e-5)

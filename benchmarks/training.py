@@ -1,0 +1,90 @@
+"""Stage-4 results table, every row measured in one harness on the same pipeline-generated data, the same held-out
+split, seed and step budget: STS-B dev and test Spearman ×100 (best-on-dev weights).
+
+Rows, per backbone: zero-shot; unsupervised SimCSE (dropout positives) on the same source sentences; InfoNCE on the
+triples; + hierarchical triplet; + context-label regression. For the BeLLM decoder also 0 vs 1 bidirectional layers.
+
+    .venv/bin/python -m benchmarks.training --triples data/outputs/generate-sts-triples/triples.parquet \
+        --pairs data/outputs/label-pairs/pairs.parquet [--steps 100] [--backbones encoder,bellm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+import torch  # noqa: E402
+
+from tasks.backbones import BackboneSettings, load_backbone  # noqa: E402
+from tasks.sts_data import read_stsb  # noqa: E402
+from tasks.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.training import LossSettings, TrainSettings, encode, split_data, train  # noqa: E402
+
+NO_TRAINING = None
+ROWS = {
+    "encoder": [
+        ("zero-shot backbone", BackboneSettings(kind="encoder"), NO_TRAINING),
+        ("unsupervised SimCSE (dropout positives, same anchors)", BackboneSettings(kind="encoder"),
+         LossSettings(simcse=True)),
+        ("InfoNCE on triples (s⁻ hard negative)", BackboneSettings(kind="encoder"),
+         LossSettings(hierarchical_triplet=0.0)),
+        ("+ hierarchical triplet", BackboneSettings(kind="encoder"), LossSettings()),
+        ("+ context-label regression", BackboneSettings(kind="encoder"), LossSettings(regression=1.0)),
+    ],
+    "bellm": [
+        ("zero-shot, 0 bidirectional layers", BackboneSettings(kind="bellm", bidirectional_layers=0), NO_TRAINING),
+        ("InfoNCE + HT, 0 bidirectional layers (causal)",
+         BackboneSettings(kind="bellm", bidirectional_layers=0, train_layers=2), LossSettings()),
+        ("InfoNCE + HT, 1 bidirectional layer (BeLLM)",
+         BackboneSettings(kind="bellm", bidirectional_layers=1, train_layers=2), LossSettings()),
+    ],
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    ap.add_argument("--pairs", default="data/outputs/label-pairs/pairs.parquet")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--dev-pairs", type=int, default=500, help="STS-B dev pairs for model selection during training")
+    ap.add_argument("--backbones", default="encoder,bellm")
+    args = ap.parse_args()
+    triples = pq.read_table(args.triples).to_pandas()
+    pairs = pq.read_table(args.pairs).to_pandas()
+    base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
+                         dev_pairs=args.dev_pairs)
+    data = split_data(triples, pairs, base.heldout_fraction, base.seed)
+    dev = read_stsb("dev")
+    dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
+    print(f"data: {len(data.triples)} training triples, {len(data.heldout)} held out, {len(data.pairs)} labeled "
+          f"pairs; {args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
+    print("\n| backbone | row | STS-B dev | STS-B test | best step | train s |\n|---|---|---|---|---|---|")
+    for kind in args.backbones.split(","):
+        for name, backbone, losses in ROWS[kind]:
+            module, info = load_backbone(backbone)
+            t, best = time.perf_counter(), "—"
+            if losses is not None:
+                settings = base.model_copy(update={"backbone": backbone, "losses": losses})
+                with tempfile.TemporaryDirectory() as work:
+                    state = train(module, data, dev, settings, Path(work), key=name)
+                    if state.best_step is not None:
+                        module.load_state_dict(torch.load(Path(work) / "best.pt", weights_only=False)["model"])
+                        best = str(state.best_step)
+            seconds = time.perf_counter() - t
+            results = evaluate_sources(lambda s: encode(module, s, 64), ["stsb-dev", "stsb-test"])
+            print(f"| {info['source']} | {name} | {results['stsb-dev']['spearman']:.2f} | "
+                  f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
