@@ -175,11 +175,19 @@ def _eval(args: argparse.Namespace) -> int:
 
     from tasks.sts_evaluation import evaluate_sources
 
+    from tasks.model_export import BELLM_MARKER, load_bellm
+    from tasks.training import encode
+
     folder = Path(args.model)
-    if not (folder / "modules.json").is_file() and not (folder / "config.json").is_file():
-        raise ConfigError(f"{folder} is not a model folder (no modules.json or config.json).")
-    model = SentenceTransformer(str(folder), device="cpu")
-    results = evaluate_sources(lambda s: model.encode(s, batch_size=64), ["stsb-dev", "stsb-test", *args.eval_set])
+    if (folder / BELLM_MARKER).is_file():  # a BeLLM export: rebuilt with its prompt and bidirectional layers
+        bellm = load_bellm(folder)
+        encode_fn = lambda s: encode(bellm, s, 32)  # noqa: E731
+    elif (folder / "modules.json").is_file() or (folder / "config.json").is_file():
+        model = SentenceTransformer(str(folder), device="cpu")
+        encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
+    else:
+        raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")
+    results = evaluate_sources(encode_fn, ["stsb-dev", "stsb-test", *args.eval_set])
     print("| set | pairs | Spearman ×100 |\n|---|---|---|")
     for name, r in results.items():
         print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")

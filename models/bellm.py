@@ -14,6 +14,7 @@ from torch import nn
 from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 
 PROMPT = 'The representative word for sentence {sentence} is:"'
+_BEFORE, _AFTER = PROMPT.split("{sentence}")
 
 
 class BeLLMEncoder(nn.Module):
@@ -21,7 +22,8 @@ class BeLLMEncoder(nn.Module):
         super().__init__()
         n_layers = len(decoder.layers)
         if not 0 <= bidirectional_layers <= n_layers:
-            raise ValueError(f"bidirectional_layers must be in 0..{n_layers}, got {bidirectional_layers}")
+            raise ValueError(f"bidirectional_layers must be in 0..{n_layers} (the decoder's layers), got "
+                             f"{bidirectional_layers}: set backbone.bidirectional_layers / --bidirectional-layers")
         self.decoder, self.tokenizer = decoder, tokenizer
         self.bidirectional_layers, self.max_length = bidirectional_layers, max_length
         self.first_bidirectional = n_layers - bidirectional_layers
@@ -33,10 +35,21 @@ class BeLLMEncoder(nn.Module):
         return self.decoder.config.hidden_size
 
     def tokenize(self, sentences: list[str]) -> dict[str, torch.Tensor]:
-        texts = [PROMPT.format(sentence=s) for s in sentences]
-        # Truncate the sentence, never the prompt's end: the last token must be the closing quote.
-        return self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt",
-                              padding_side="left", truncation_side="left")
+        """Prompt ids around the sentence's ids, the sentence cut to fit `max_length` (never the prompt: the last
+        token must be the closing quote), left-padded."""
+        tok = self.tokenizer
+        before = tok(_BEFORE.rstrip(), add_special_tokens=False)["input_ids"]
+        after = tok(_AFTER, add_special_tokens=False)["input_ids"]
+        room = max(self.max_length - len(before) - len(after), 1)
+        body = tok([" " + s.strip() for s in sentences], add_special_tokens=False)["input_ids"]
+        seqs = [before + ids[:room] + after for ids in body]
+        width = max(len(x) for x in seqs)
+        ids = torch.full((len(seqs), width), tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(seqs), width), dtype=torch.long)
+        for i, x in enumerate(seqs):
+            ids[i, width - len(x):] = torch.tensor(x, dtype=torch.long)
+            mask[i, width - len(x):] = 1
+        return {"input_ids": ids, "attention_mask": mask}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.hidden_states(input_ids, attention_mask)[:, -1]  # left padding: every sequence's last token

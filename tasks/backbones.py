@@ -22,6 +22,7 @@ from models.bellm import BeLLMEncoder
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.config import ConfigError
 from tasks.labeling import resolve_lm
+from tasks.store import sha256_tree
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
 
@@ -58,7 +59,7 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
         module = MeanPoolingEncoder(AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder),
                                     settings.max_length)
         layers = module.encoder.encoder.layer if hasattr(module.encoder, "encoder") else []
-        info = {"kind": "encoder", "source": source, "path": str(folder)}
+        info = {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
     else:
         path, sha = resolve_lm(source)
         kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}

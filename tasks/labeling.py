@@ -21,7 +21,6 @@ sentences' overall likelihood, which otherwise puts every raw cosine near 1).
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 from typing import Literal
@@ -37,7 +36,7 @@ from tasks.coherence import TrainedCoherence, load_trained_cached
 from tasks.config import ConfigError
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
-from tasks.store import read_manifest, sha256_path, write_json, write_parquet
+from tasks.store import read_manifest, sha256_path, sha256_tree, write_json, write_parquet
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 
@@ -88,11 +87,7 @@ def resolve_lm(source: str) -> tuple[Path, str]:
     if not (folder / "config.json").is_file():
         raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
                           "transformers folder with config.json; set label.lm to one of those.")
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        digest.update(path.relative_to(folder).as_posix().encode())
-        digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return folder, digest.hexdigest()
+    return folder, sha256_tree(folder)
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,7 +1,8 @@
 """Trained surrogates as folders that `sentence_transformers.SentenceTransformer(path)` loads.
 
 Encoder backbones are written through sentence-transformers' own modules (Transformer → mean Pooling), so the
-folder is a standard sentence-transformers model. BeLLM folders need the stsgen module (see docs), not covered here.
+folder is a standard sentence-transformers model. BeLLM folders hold the decoder, its tokenizer and
+`stsgen_bellm.json`; `load_bellm` rebuilds the encoder (they are not sentence-transformers folders).
 """
 
 from __future__ import annotations
@@ -10,7 +11,37 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import json
+
+from models.bellm import BeLLMEncoder
 from models.mean_pooling_encoder import MeanPoolingEncoder
+
+BELLM_MARKER = "stsgen_bellm.json"
+
+
+def _publish(staged: Path, folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    staged.rename(folder)  # the folder appears complete or not at all, never mixed with an older export
+    return folder
+
+
+def export_bellm(module: BeLLMEncoder, folder: Path) -> Path:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        staged = Path(tmp) / "model"
+        module.decoder.save_pretrained(staged)
+        module.tokenizer.save_pretrained(staged)
+        (staged / BELLM_MARKER).write_text(json.dumps({"bidirectional_layers": module.bidirectional_layers,
+                                                       "max_length": module.max_length}))
+        return _publish(staged, folder)
+
+
+def load_bellm(folder: Path) -> BeLLMEncoder:
+    from transformers import AutoModel, AutoTokenizer
+
+    spec = json.loads((folder / BELLM_MARKER).read_text())
+    return BeLLMEncoder(AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder), **spec).eval()
 
 
 def export_encoder(module: MeanPoolingEncoder, folder: Path) -> Path:
@@ -26,7 +57,4 @@ def export_encoder(module: MeanPoolingEncoder, folder: Path) -> Path:
         pooling = st_models.Pooling(module.dim, pooling_mode="mean")
         staged = Path(tmp) / "model"
         SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(staged))
-        if folder.exists():
-            shutil.rmtree(folder)
-        staged.rename(folder)  # the folder appears complete or not at all
-    return folder
+        return _publish(staged, folder)

@@ -48,6 +48,17 @@ def sha256_path(path: Path) -> str:
     return digest.hexdigest()
 
 
+def sha256_tree(path: Path) -> str:
+    """Content hash of a file, or of a folder (every file's relative path and sha256, in sorted order)."""
+    if path.is_file():
+        return sha256_path(path)
+    digest = hashlib.sha256()
+    for item in sorted(p for p in path.rglob("*") if p.is_file()):
+        digest.update(item.relative_to(path).as_posix().encode())
+        digest.update(bytes.fromhex(sha256_path(item)))
+    return digest.hexdigest()
+
+
 def fingerprint(obj: Any) -> str:
     """Stable hash of JSON-able data (parameters, example ids, …) for cache keys."""
     return sha256_bytes(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode())

