@@ -28,7 +28,13 @@ from tasks.config import ConfigError  # noqa: E402
 
 def _progress_bar(console):
     """A rich progress bar fed by the stages' progress listeners (one row per stage)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
 
     from tasks.artifacts import add_progress_listener
 
@@ -173,9 +179,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from tasks.sts_evaluation import evaluate_sources
-
     from tasks.model_export import BELLM_MARKER, load_bellm
+    from tasks.sts_evaluation import evaluate_sources
     from tasks.training import encode
 
     folder = Path(args.model)

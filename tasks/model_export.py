@@ -7,11 +7,10 @@ folder is a standard sentence-transformers model. BeLLM folders hold the decoder
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
 from pathlib import Path
-
-import json
 
 from models.bellm import BeLLMEncoder
 from models.mean_pooling_encoder import MeanPoolingEncoder
