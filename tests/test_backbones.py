@@ -108,3 +108,19 @@ def test_load_backbone_trainable_layers_and_sentence_transformers_export(tmp_pat
     bellm, info = load_backbone(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), bidirectional_layers=1))
     assert info["bidirectional_layers"] == 1 and len(info["sha256"]) == 64
     assert info["trainable_parameters"] == info["parameters"]
+
+
+def test_bellm_export_round_trip(tiny_decoder, tmp_path):
+    from models.bellm import BeLLMEncoder
+    from tasks.model_export import export_bellm, load_bellm
+
+    decoder, tok = tiny_decoder
+    enc = BeLLMEncoder(decoder, tok, bidirectional_layers=1, max_length=32).eval()
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "modules.json").write_text("[]")  # a stale encoder export must not survive
+    folder = export_bellm(enc, tmp_path / "model")
+    assert not (folder / "modules.json").exists()
+    again = load_bellm(folder)
+    assert again.bidirectional_layers == 1 and again.max_length == 32
+    with torch.no_grad():
+        assert torch.allclose(enc(**enc.tokenize(SENTENCES)), again(**again.tokenize(SENTENCES)), atol=1e-5)
