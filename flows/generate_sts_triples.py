@@ -30,7 +30,7 @@ from tasks.generation import Slot, generate_batch
 from tasks.llm.client import check_endpoint, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
-from tasks.store import fingerprint, read_manifest, verify_outputs, write_manifest, write_parquet
+from tasks.store import fingerprint, outputs_current, write_manifest, write_parquet
 from tasks.triples import rejected_table, triples_table
 
 STAGE = "generate-sts-triples"
@@ -113,8 +113,7 @@ def generate_sts_triples(
     folder = Path(cfg.output_dir) / STAGE
     paths = {"triples": str(folder / "triples.parquet"), "rejected": str(folder / "rejected.parquet"),
              "manifest": str(folder / "manifest.json")}
-    previous = read_manifest(folder)
-    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+    if outputs_current(folder, key):
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
     served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint

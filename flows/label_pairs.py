@@ -36,7 +36,15 @@ from tasks.pair_units import (
     triple_units,
 )
 from tasks.runners import task_runner
-from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+from tasks.store import (
+    fingerprint,
+    outputs_current,
+    read_manifest,
+    sha256_path,
+    verify_outputs,
+    write_manifest,
+    write_parquet,
+)
 
 STAGE = "label-pairs"
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
@@ -111,8 +119,7 @@ def label_pairs(
     folder = Path(output_dir) / STAGE
     paths = {name: str(folder / f"{name}.parquet") for name in ("pairs", "rejected")}
     paths["manifest"] = str(folder / "manifest.json")
-    previous = read_manifest(folder)
-    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+    if outputs_current(folder, key):
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
     timings["prepare_s"] = round(time.perf_counter() - t0, 3)

@@ -27,7 +27,14 @@ from tasks.corpus import load_corpus
 from tasks.queries import load_query_sentences
 from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
 from tasks.runners import task_runner
-from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+from tasks.store import (
+    fingerprint,
+    outputs_current,
+    read_manifest,
+    sha256_path,
+    write_manifest,
+    write_parquet,
+)
 
 STAGE = "retrieve-contexts"
 
@@ -115,8 +122,7 @@ def retrieve_contexts(
     folder = Path(output_dir) / STAGE
     paths = {"contexts": str(folder / "contexts.parquet"), "rejected": str(folder / "rejected.parquet"),
              "manifest": str(folder / "manifest.json")}
-    previous = read_manifest(folder)
-    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+    if outputs_current(folder, key):
         logger.info("Inputs and parameters unchanged: reusing %s", folder)
         return paths
 

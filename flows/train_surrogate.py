@@ -26,11 +26,10 @@ from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
 from tasks.store import (
     fingerprint,
+    outputs_current,
     read_input_table,
-    read_manifest,
     sha256_path,
     sha256_tree,
-    verify_outputs,
     write_json,
     write_manifest,
 )
@@ -108,8 +107,7 @@ def train_surrogate(
     folder = Path(output_dir) / STAGE
     paths = {"model": str(folder / "model"), "eval": str(folder / "eval.json"),
              "manifest": str(folder / "manifest.json")}
-    previous = read_manifest(folder)
-    if previous and previous.get("cache_key") == key and verify_outputs(folder, previous):
+    if outputs_current(folder, key):
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
 

@@ -157,6 +157,13 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+def outputs_current(folder: Path, key: str) -> bool:
+    """True when `folder` holds a committed stage output for cache key `key` whose files all verify: the stage can
+    be skipped."""
+    previous = read_manifest(folder)
+    return bool(previous and previous.get("cache_key") == key and verify_outputs(folder, previous))
+
+
 def verify_outputs(folder: Path, manifest: dict[str, Any] | None = None) -> bool:
     """True when the manifest exists and every listed output matches its recorded sha256."""
     manifest = manifest if manifest is not None else read_manifest(folder)
