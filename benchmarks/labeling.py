@@ -37,6 +37,7 @@ from tasks.coherence import load_trained_cached  # noqa: E402
 from tasks.labeling import (  # noqa: E402
     LabelSettings,
     cached_lm,
+    context_groups,
     cosine_matrix,
     disc_log_probs,
     lm_log_probs,
@@ -80,14 +81,9 @@ def baselines(frame) -> dict[str, np.ndarray]:
 def speed(lm, units, settings: LabelSettings) -> None:
     """Batched + cached scorer vs a plain unbatched loop over the same (sentence, context) inputs."""
     n = settings.max_segment_tokens
-    groups = []
-    from models.causal_lm import Group
-
-    for u in units:
-        lefts = lm.encode(u.left, n, keep="end")
-        rights = lm.encode([" " + t for t in u.right], n)
-        sents = lm.encode([" " + s for s in u.sentences], n)
-        groups += [Group(lm.start_ids + lefts[c], [[s, rights[c]] for s in sents]) for c in range(len(u.left))]
+    groups = [g for u in units for g in context_groups(
+        lm, lm.encode(u.left, n, keep="end"), lm.encode([" " + s for s in u.sentences], n),
+        lm.encode([" " + t for t in u.right], n))]
     tokens = sum(len(t) for g in groups for cont in g.continuations for t in cont)
     t = time.perf_counter()
     batched = score_groups(lm, groups, settings.max_batch_tokens)

@@ -122,6 +122,15 @@ def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list
     return out
 
 
+def context_groups(lm: CausalLM, lefts: list[list[int]], sents: list[list[int]], rights: list[list[int]],
+                   with_right: bool = True, baseline: bool = False) -> list[Group]:
+    """One group per context: prefix c<, continuations s_j (+ c> when λ4 is on) for every sentence j, and with the
+    baseline one more continuation reading c> right after c< (no sentence): log p(c> | c<)."""
+    return [Group(lm.start_ids + left, [[s, right] if with_right else [s] for s in sents]
+                  + ([[[], right]] if baseline else []))
+            for left, right in zip(lefts, rights)]
+
+
 def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> list[dict[str, np.ndarray]]:
     """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero."""
     w, n = settings.weights(), settings.max_segment_tokens
@@ -130,13 +139,10 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> li
     rights = [lm.encode([" " + t for t in u.right], n) for u in units]
     sents = [lm.encode([" " + s for s in u.sentences], n) for u in units]
     if w["lm_sentence"] or w["lm_right"]:
-        # One group per (unit, context): prefix c<, continuations s_j (+ c> when λ4 is on) for every sentence j.
-        # With λ4 and context_baseline, one more continuation reads c> right after c< (no sentence): log p(c> | c<).
         right_on = bool(w["lm_right"])
         baseline = right_on and settings.context_baseline
-        groups = [Group(lm.start_ids + lefts[k][c], [[s, rights[k][c]] if right_on else [s] for s in sents[k]]
-                        + ([[[], rights[k][c]]] if baseline else []))
-                  for k, u in enumerate(units) for c in range(len(u.context_ids))]
+        groups = [g for k in range(len(units))
+                  for g in context_groups(lm, lefts[k], sents[k], rights[k], right_on, baseline)]
         scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
         for k, u in enumerate(units):
             m = len(u.sentences)

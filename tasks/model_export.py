@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from models.bellm import BeLLMEncoder
@@ -18,22 +19,26 @@ from models.mean_pooling_encoder import MeanPoolingEncoder
 BELLM_MARKER = "stsgen_bellm.json"
 
 
-def _publish(staged: Path, folder: Path) -> Path:
-    if folder.exists():
-        shutil.rmtree(folder)
-    staged.rename(folder)  # the folder appears complete or not at all, never mixed with an older export
-    return folder
-
-
-def export_bellm(module: BeLLMEncoder, folder: Path) -> Path:
+@contextmanager
+def _staged(folder: Path):
+    """A staging folder beside `folder`; on success it replaces `folder` whole (complete or not at all, never mixed
+    with an older export)."""
     folder.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         staged = Path(tmp) / "model"
+        yield staged
+        if folder.exists():
+            shutil.rmtree(folder)
+        staged.rename(folder)
+
+
+def export_bellm(module: BeLLMEncoder, folder: Path) -> Path:
+    with _staged(folder) as staged:
         module.decoder.save_pretrained(staged)
         module.tokenizer.save_pretrained(staged)
         (staged / BELLM_MARKER).write_text(json.dumps({"bidirectional_layers": module.bidirectional_layers,
                                                        "max_length": module.max_length}))
-        return _publish(staged, folder)
+    return folder
 
 
 def load_bellm(folder: Path) -> BeLLMEncoder:
@@ -47,13 +52,11 @@ def export_encoder(module: MeanPoolingEncoder, folder: Path) -> Path:
     from sentence_transformers import SentenceTransformer
     from sentence_transformers import models as st_models
 
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+    with _staged(folder) as staged, tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
         hf = Path(tmp) / "hf"
         module.encoder.save_pretrained(hf)
         module.tokenizer.save_pretrained(hf)
         transformer = st_models.Transformer(str(hf), max_seq_length=module.max_length)
         pooling = st_models.Pooling(module.dim, pooling_mode="mean")
-        staged = Path(tmp) / "model"
         SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(staged))
-        return _publish(staged, folder)
+    return folder

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from tasks.config import ConfigError
 from tasks.corpus import sentence_id
+from tasks.queries import PAIR_COLUMNS
 from tasks.store import fingerprint, read_input_table
 
 
@@ -121,7 +122,7 @@ def read_triples(path: Path) -> pd.DataFrame:
 def read_pairs(path: Path) -> tuple[pd.DataFrame, list[dict]]:
     """Pairs file → (pairs with s1, s2, relation, gold), quarantine rows for unusable rows."""
     frame = read_input_table(path, "Pairs file", "pass a Parquet of sentence pairs").to_pandas()
-    for a, b in (("s1", "s2"), ("sentence1", "sentence2")):
+    for a, b in PAIR_COLUMNS:
         if a in frame and b in frame:
             frame = frame.rename(columns={a: "s1", b: "s2"})
             break

@@ -20,6 +20,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasks.config import ConfigError
+
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = (
     "prefect", "openai", "pyarrow", "pandas", "numpy", "torch", "transformers", "scikit-learn", "syntok", "gensim",
@@ -91,8 +93,6 @@ def write_parquet(path: Path, table: pa.Table) -> str:
 def read_input_table(path: Path, what: str, fix: str, required: Iterable[str] = ()) -> pa.Table:
     """An input Parquet table. A missing file, unreadable Parquet or missing columns fail with a ConfigError that
     names the file and `fix` (what the user should do)."""
-    from tasks.config import ConfigError
-
     if not path.is_file():
         raise ConfigError(f"{what} {path} does not exist; {fix}.")
     try:
