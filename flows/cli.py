@@ -162,7 +162,7 @@ def _train(args: argparse.Namespace) -> int:
 
     settings = TrainSettings(
         backbone=BackboneSettings(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
-                                  train_layers=args.train_layers),
+                                  train_layers=args.train_layers, lora_rank=args.lora_rank),
         losses=LossSettings(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
                             simcse=args.simcse),
         steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed)
@@ -310,6 +310,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default=None, help="backbone source (default: all-MiniLM-L6-v2 / SmolLM2-135M)")
     p.add_argument("--bidirectional-layers", type=int, default=1)
     p.add_argument("--train-layers", type=int, default=None, help="train only the top k layers")
+    p.add_argument("--lora-rank", type=int, default=None, help="train only rank-r LoRA adapters (merged on export)")
     p.add_argument("--infonce", type=float, default=1.0)
     p.add_argument("--ht", type=float, default=1.0, help="hierarchical triplet weight β")
     p.add_argument("--regression", type=float, default=0.0, help="context-label regression weight")

@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 from prefect import flow, get_run_logger
 
+from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.backbones import load_backbone
 from tasks.config import ConfigError
@@ -69,8 +70,9 @@ def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], results
             f"{rows}\n\n## Use\n" + (
                 "```python\nfrom sentence_transformers import SentenceTransformer\n"
                 "model = SentenceTransformer('path/to/this/folder')\n```\n" if info["kind"] == "encoder" else
-                "A BeLLM decoder (not a sentence-transformers folder): rebuild the encoder with "
-                "`tasks.model_export.load_bellm(folder)` from the stsgen project.\n"))
+                "A BeLLM decoder with a custom sentence-transformers module (stsgen must be installed):\n"
+                "```python\nfrom sentence_transformers import SentenceTransformer\n"
+                "model = SentenceTransformer('path/to/this/folder', trust_remote_code=True)\n```\n"))
 
 
 @flow(name=STAGE, log_prints=True)
@@ -136,6 +138,7 @@ def train_surrogate(
         if evals else {}
     folder.mkdir(parents=True, exist_ok=True)
     model_dir = folder / "model"
+    merge_lora(module)  # adapters folded into the weights: the exported folder is a plain model
     if info["kind"] == "encoder":
         export_encoder(module, model_dir)
     else:

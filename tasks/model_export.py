@@ -1,22 +1,21 @@
 """Trained surrogates as folders that `sentence_transformers.SentenceTransformer(path)` loads.
 
 Encoder backbones are written through sentence-transformers' own modules (Transformer → mean Pooling), so the
-folder is a standard sentence-transformers model. BeLLM folders hold the decoder, its tokenizer and
-`stsgen_bellm.json`; `load_bellm` rebuilds the encoder (they are not sentence-transformers folders).
+folder is a standard sentence-transformers model. BeLLM folders are sentence-transformers folders with one custom
+module (`models.bellm_sentence_transformer.BeLLMModule`: the decoder, its tokenizer and `stsgen_bellm.json`), loaded
+with `SentenceTransformer(folder, trust_remote_code=True)` where stsgen is installed, or with `load_bellm`.
 """
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from models.bellm import BeLLMEncoder
+from models.bellm_sentence_transformer import BeLLMModule, load_bellm_encoder
 from models.mean_pooling_encoder import MeanPoolingEncoder
-
-BELLM_MARKER = "stsgen_bellm.json"
 
 
 @contextmanager
@@ -33,19 +32,15 @@ def _staged(folder: Path):
 
 
 def export_bellm(module: BeLLMEncoder, folder: Path) -> Path:
+    from sentence_transformers import SentenceTransformer
+
     with _staged(folder) as staged:
-        module.decoder.save_pretrained(staged)
-        module.tokenizer.save_pretrained(staged)
-        (staged / BELLM_MARKER).write_text(json.dumps({"bidirectional_layers": module.bidirectional_layers,
-                                                       "max_length": module.max_length}))
+        SentenceTransformer(modules=[BeLLMModule(module)], device="cpu").save(str(staged))
     return folder
 
 
 def load_bellm(folder: Path) -> BeLLMEncoder:
-    from transformers import AutoModel, AutoTokenizer
-
-    spec = json.loads((folder / BELLM_MARKER).read_text())
-    return BeLLMEncoder(AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder), **spec).eval()
+    return load_bellm_encoder(folder)
 
 
 def export_encoder(module: MeanPoolingEncoder, folder: Path) -> Path:

@@ -117,10 +117,54 @@ def test_bellm_export_round_trip(tiny_decoder, tmp_path):
     decoder, tok = tiny_decoder
     enc = BeLLMEncoder(decoder, tok, bidirectional_layers=1, max_length=32).eval()
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "modules.json").write_text("[]")  # a stale encoder export must not survive
+    (tmp_path / "model" / "1_Pooling").mkdir()  # a stale encoder export must not survive
     folder = export_bellm(enc, tmp_path / "model")
-    assert not (folder / "modules.json").exists()
+    assert not (folder / "1_Pooling").exists()
     again = load_bellm(folder)
     assert again.bidirectional_layers == 1 and again.max_length == 32
     with torch.no_grad():
-        assert torch.allclose(enc(**enc.tokenize(SENTENCES)), again(**again.tokenize(SENTENCES)), atol=1e-5)
+        ours = enc(**enc.tokenize(SENTENCES))
+        assert torch.allclose(ours, again(**again.tokenize(SENTENCES)), atol=1e-5)
+
+    # the same folder through sentence-transformers' own loader (custom module ⇒ trust_remote_code)
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    assert st.get_embedding_dimension() == enc.dim
+    assert np.allclose(ours.numpy(), st.encode(SENTENCES), atol=1e-5)
+
+
+def test_lora_trains_only_adapters_and_merges_into_an_identical_plain_model(tiny_encoder_dir, tiny_lm_dir):
+    from models.lora import LoRALinear, merge_lora
+    from tasks.backbones import BackboneSettings, load_backbone
+
+    plain, _ = load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir)))
+    module, info = load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4))
+    assert info["lora"]["layers"] == 2 * 2  # query + value in each of the 2 layers
+    trainable = [n for n, p in module.named_parameters() if p.requires_grad]
+    assert trainable and all(".lora_" in n for n in trainable)
+    batch = module.tokenize(SENTENCES)
+    with torch.no_grad():
+        assert torch.allclose(module.eval()(**batch), plain.eval()(**batch), atol=1e-6)  # B = 0: starts as the base
+        for m in module.modules():
+            if isinstance(m, LoRALinear):
+                torch.nn.init.normal_(m.lora_b, std=0.05)  # "trained" adapters
+        adapted = module(**batch)
+        assert not torch.allclose(adapted, plain(**batch), atol=1e-3)
+        assert merge_lora(module) == 4
+        assert not any(isinstance(m, LoRALinear) for m in module.modules())
+        assert torch.allclose(module(**batch), adapted, atol=1e-5)
+
+    decoder, info = load_backbone(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), lora_rank=2))
+    assert info["lora"]["layers"] == 2 * 2 and info["trainable_parameters"] < info["parameters"] / 10
+
+
+def test_lora_settings_are_validated(tiny_encoder_dir):
+    from tasks.backbones import BackboneSettings, load_backbone
+    from tasks.config import ConfigError
+
+    with pytest.raises(ValueError, match="either train_layers or lora_rank"):
+        BackboneSettings(train_layers=1, lora_rank=4)
+    with pytest.raises(ConfigError, match="match no linear layer"):
+        load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4,
+                                       lora_targets=("nonexistent",)))

