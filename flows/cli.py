@@ -84,7 +84,7 @@ def _with_llm(args: argparse.Namespace, job) -> int:
     from tasks.llm.server import local_server
 
     console = Console(stderr=True)
-    llm_kwargs = dict(max_concurrency=args.concurrency)
+    llm_kwargs = dict(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", False))
     if args.rpm:
         llm_kwargs["requests_per_minute"] = args.rpm
     if args.base_url:
@@ -270,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--model", help="model name at --base-url")
         p.add_argument("--concurrency", type=int, default=4)
         p.add_argument("--rpm", type=float)
+        p.add_argument("--batch-api", action="store_true",
+                       help="stage 1 through the OpenAI Batch API (half price, results within 24 h; needs --base-url "
+                       "of an endpoint serving /files and /batches); an interrupted run re-attaches to its batch")
         p.add_argument("--max-attempts", type=int, default=3)
         p.add_argument("--output-dir", default="data/outputs")
         if name != "generate":

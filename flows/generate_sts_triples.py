@@ -27,16 +27,18 @@ from tasks.config import (
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
 from tasks.generation import Slot, generate_batch
+from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
-from tasks.store import fingerprint, outputs_current, write_manifest, write_parquet
+from tasks.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
 from tasks.triples import rejected_table, triples_table
 
 STAGE = "generate-sts-triples"
 # LLM settings that change how requests are sent, not what they return: not part of the cache key.
 _TRANSPORT = {"max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
-              "backoff_base_s", "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url"}
+              "backoff_base_s", "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url",
+              "batch_api", "batch_poll_s", "prefect_limit"}
 
 
 def stage_key(cfg: GenerateConfig, input_hashes: list[str], prompt_hashes: dict[str, str]) -> str:
@@ -65,6 +67,9 @@ def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -
     lines += ["", f"- HTTP requests: {stats['requests_sent']} ({rps:.2f}/s over {seconds:.1f} s of generation), "
               f"retries {stats['retries']}, failed calls {stats['failures']}, cache hits {stats['cache_hits']}",
               f"- tokens: {stats['prompt_tokens']} prompt + {stats['completion_tokens']} completion",
+              *([f"- Batch API: {stats['batches_created']} batches created ({stats.get('batches_reattached', 0)} "
+                 f"re-attached), {stats.get('batch_lines', 0)} requests, {stats.get('batch_lines_failed', 0)} failed"]
+                if stats.get("batches_created") or stats.get("batches_reattached") else []),
               f"- quarantined rows: {counts['rejected_rows']} — by reason: "
               + (", ".join(f"{k} {v}" for k, v in sorted(counts["rejected_by_reason"].items())) or "none"),
               f"- outputs: `{folder}`"]
@@ -113,7 +118,7 @@ def generate_sts_triples(
     folder = Path(cfg.output_dir) / STAGE
     paths = {"triples": str(folder / "triples.parquet"), "rejected": str(folder / "rejected.parquet"),
              "manifest": str(folder / "manifest.json")}
-    if outputs_current(folder, key):
+    if outputs_current(folder, key) and not failed_llm_calls(folder):
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
     served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint
@@ -141,8 +146,10 @@ def generate_sts_triples(
             slots.append(Slot(src.source_id, kind, src.text, base, siblings))
         progress.advance(cfg.n - len(slots))
         counts_per_kind[kind]["slots"] = len(slots)
-        for start in range(0, len(slots), cfg.batch_size):
-            batch = slots[start : start + cfg.batch_size]
+        # Batch API: one batch per attempt round holds every slot of the kind (a batch is slow, not small).
+        step = MAX_BATCH_LINES if cfg.llm.batch_api else cfg.batch_size
+        for start in range(0, len(slots), step):
+            batch = slots[start : start + step]
             gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
                                                    cfg.validation, cfg.max_attempts, cfg.seed)
             accepted[kind].update({g["source_id"]: g for g in gens})
@@ -193,7 +200,17 @@ def generate_sts_triples(
     publish_links("generate", {name: folder / name for name in (*digests, "manifest.json")},
                   "Stage 1 output files")
     print(f"{triples.num_rows}/{cfg.n} complete triples, {len(quarantine)} quarantined rows → {folder}")
+    if reasons.get("llm_error"):
+        logger.warning("%d LLM calls failed after retries (quarantined as llm_error): a re-run retries only those; "
+                       "every accepted generation is cached.", reasons["llm_error"])
     return paths
+
+
+def failed_llm_calls(folder: Path) -> int:
+    """LLM calls that failed after retries in the committed run (a transient outage, not a verdict on the data): a
+    stage with any is not reused as is, so a re-run retries them (the cache answers everything that succeeded)."""
+    manifest = read_manifest(folder) or {}
+    return int(manifest.get("counts", {}).get("rejected_by_reason", {}).get("llm_error", 0))
 
 
 def _endpoint_kind(base_url: str) -> str:

@@ -32,6 +32,9 @@ class StackSettings:
     llm_model: str = "qwen2.5-coder-1.5b-instruct"
     llm_base_url: str | None = None  # an existing endpoint: no local LLM server is started
     home: Path | None = None
+    # The Prefect server's database (`postgresql+asyncpg://user:pw@host:port/db`); None = SQLite under the stack
+    # folder. Prefect global concurrency limits (llm.prefect_limit) need Postgres.
+    database_url: str | None = None
 
     @property
     def dir(self) -> Path:
@@ -52,6 +55,14 @@ def prefect_env(settings: StackSettings) -> dict[str, str]:
         PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
         STSGEN_PROJECT_DIR=str(PROJECT_DIR),
     )
+    return env
+
+
+def server_env(settings: StackSettings) -> dict[str, str]:
+    """`prefect_env` plus the server's database (only the server needs it; it holds the password)."""
+    env = prefect_env(settings)
+    if settings.database_url:
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = settings.database_url
     return env
 
 
@@ -90,13 +101,19 @@ def wait_healthy(url: str, timeout_s: float, what: str) -> None:
     raise ConfigError(f"{what} did not answer {url} within {timeout_s:.0f}s; see the logs in the stack folder.")
 
 
+def start_prefect_server(settings: StackSettings) -> None:
+    """Start the Prefect server in the background unless one answers on the port; wait until it is healthy."""
+    if not _healthy(f"{settings.api_url}/health"):
+        exe = str(Path(sys.executable).with_name("prefect"))
+        _spawn("prefect-server", [exe, "server", "start", "--host", "127.0.0.1", "--port",
+                                  str(settings.prefect_port)], server_env(settings), settings)
+        wait_healthy(f"{settings.api_url}/health", 120, "Prefect server")
+
+
 def up(settings: StackSettings = StackSettings()) -> dict[str, str]:
     env = prefect_env(settings)
     exe = str(Path(sys.executable).with_name("prefect"))
-    if not _healthy(f"{settings.api_url}/health"):
-        _spawn("prefect-server", [exe, "server", "start", "--host", "127.0.0.1", "--port",
-                                  str(settings.prefect_port)], env, settings)
-        wait_healthy(f"{settings.api_url}/health", 120, "Prefect server")
+    start_prefect_server(settings)
     if settings.llm_base_url:
         base_url, model = settings.llm_base_url, settings.llm_model
     else:

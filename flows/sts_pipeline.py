@@ -22,7 +22,7 @@ from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
 from tasks.artifacts import publish_table
 from tasks.coherence import CoherenceSettings
-from tasks.config import CorpusSettings, LLMSettings, SamplingSettings, ValidationSettings
+from tasks.config import ConfigError, CorpusSettings, LLMSettings, SamplingSettings, ValidationSettings
 from tasks.labeling import LabelSettings
 from tasks.retrieval import SelectionSettings
 from tasks.store import read_manifest
@@ -63,6 +63,12 @@ def sts_pipeline(
     generated = generate_sts_triples(n=n, pattern=pattern, corpus=corpus, pattern_source=pattern_source, seed=seed,
                                      llm=llm, sampling=sampling, validation=validation, max_attempts=max_attempts,
                                      output_dir=output_dir)
+    made = (read_manifest(Path(generated["manifest"]).parent) or {}).get("counts", {})
+    if not made.get("triples"):
+        raise ConfigError(f"Stage 1 produced no complete triple (quarantined rows by reason: "
+                          f"{made.get('rejected_by_reason')}; see {generated['rejected']}), so there is nothing to "
+                          "retrieve contexts for. Re-run to retry failed LLM calls (answered ones are cached), or "
+                          "check the endpoint, model and validation settings.")
     corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
     retrieved = retrieve_contexts(sentences=generated["triples"], corpora=corpora, window_k=window_k,
                                   selection=selection, coherence=coherence, workers=workers, max_workers=max_workers,

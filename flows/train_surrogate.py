@@ -26,6 +26,7 @@ from tasks.embedding_metrics import rfd
 from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
 from tasks.store import (
+    atomic_write_bytes,
     fingerprint,
     outputs_current,
     read_input_table,
@@ -143,7 +144,7 @@ def train_surrogate(
         export_encoder(module, model_dir)
     else:
         export_bellm(module, model_dir)
-    (model_dir / "README.md").write_text(_model_card(info, settings, inputs, results, state.best_step))
+    atomic_write_bytes(model_dir / "README.md", _model_card(info, settings, inputs, results, state.best_step).encode())
     curves = plot_curves(state.history, folder / "training_curves.png")
     rfd_plot = plot_rfd(state.history, folder / "rfd.png")
     report = {"results": results, "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,

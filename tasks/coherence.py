@@ -11,6 +11,7 @@ corpus content and the training parameters: the same corpus and parameters reuse
 from __future__ import annotations
 
 import functools
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import evaluate_coherence, train_coherence
 from tasks.config import ConfigError, stsgen_home
-from tasks.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_json, write_manifest
+from tasks.store import (
+    atomic_write_bytes,
+    fingerprint,
+    read_manifest,
+    sha256_path,
+    verify_outputs,
+    write_json,
+    write_manifest,
+)
 
 CODE_VERSION = "bilstm-coherence-v1"
 
@@ -133,7 +142,9 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
         metrics["heldout"][f"roc_auc_{kind}"] = evaluate_coherence(model, vocab, *cols(part),
                                                                   max_len=settings.max_len)["roc_auc"]
     folder.mkdir(parents=True, exist_ok=True)
-    torch.save(model.state_dict(), folder / "model.pt")
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    atomic_write_bytes(folder / "model.pt", buffer.getvalue())
     outputs = {"model.pt": sha256_path(folder / "model.pt"),
                "vocab.json": write_json(folder / "vocab.json", vocab.tokens),
                # Evaluations on corpus sentences (benchmarks/retrieval.py) draw queries from these documents only.

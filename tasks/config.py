@@ -41,6 +41,14 @@ class LLMSettings(_Settings):
     max_concurrency: int = Field(4, ge=1, le=1024)
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
+    prefect_limit: str | None = Field(
+        default_factory=lambda: os.environ.get("STSGEN_LLM_PREFECT_LIMIT") or None, min_length=1,
+        description="Name of a Prefect global concurrency limit that paces requests across every process and "
+        "worker (each HTTP attempt takes a slot with rate_limit()); create it with `prefect gcl create NAME --limit "
+        "N --slot-decay-per-second R` (burst N, R requests/s). Requires a Postgres-backed Prefect server "
+        "(PREFECT_API_URL). requests_per_minute/tokens_per_minute still apply in-process on top. "
+        "Env: STSGEN_LLM_PREFECT_LIMIT.",
+    )
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(5, ge=0, le=50, description="Retries per request on 429/5xx/timeouts/bad JSON.")
     backoff_base_s: float = Field(1.0, ge=0)
@@ -49,6 +57,13 @@ class LLMSettings(_Settings):
     cache_path: str | None = Field(
         None, description="SQLite response cache; default $STSGEN_HOME/llm-cache.sqlite. 'off' disables it."
     )
+    batch_api: bool = Field(
+        False,
+        description="Send stage-1 requests through the OpenAI Batch API (/files + /batches: half the price, results "
+        "within 24 h) instead of one chat call each: one batch per prompt kind and attempt round, results put into "
+        "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
+    )
+    batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
 
     def resolved_cache_path(self) -> Path | None:
         if self.cache_path == "off":

@@ -5,7 +5,7 @@ temperature raised by k*temperature_step. Every rejected attempt and every faile
 row with its reason; a slot whose attempts all fail is quarantined, never filled with None.
 Request seeds depend only on (run seed, sentence, kind, attempt), so results do not depend on batch order or
 concurrency, and an interrupted run re-issues exactly the requests it had not finished (they hit the cache
-otherwise).
+otherwise). With `llm.batch_api` the same attempts run in rounds, one Batch API batch per round (tasks/llm/batch.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.config import LLMSettings, SamplingSettings, ValidationSettings
-from tasks.llm.client import LLMClient
+from tasks.llm.batch import BatchRunner
+from tasks.llm.client import CallResult, LLMClient
 from tasks.prompting import PromptTemplate
 from tasks.validation import validate
 
@@ -69,6 +70,26 @@ def _rejection(slot: Slot, attempt: int, seed: int, text: str | None, reason: st
     }
 
 
+def _judge(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult, tokens: list,
+           validation: ValidationSettings) -> tuple[Generation | None, dict | None]:
+    """One attempt's verdict, shared by the direct and the batched loop: the accepted Generation, or its quarantine
+    row. `tokens` ([prompt, completion, latency] of the slot so far) is updated in place."""
+    if not result.ok:
+        return None, _rejection(slot, attempt, seed, None, "llm_error", result.error or "")
+    tokens[0] += result.prompt_tokens
+    tokens[1] += result.completion_tokens
+    tokens[2] += result.latency_s
+    text = (result.text or "").strip()
+    verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor, siblings=slot.siblings,
+                       settings=validation)
+    if verdict.ok:
+        return Generation(
+            slot.source_id, slot.kind, text, attempt + 1, seed, params["temperature"], params["top_p"],
+            tokens[0], tokens[1], round(tokens[2], 4), result.cached, list(verdict.passed),
+        ), None
+    return None, _rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail)
+
+
 async def generate_slots(
     slots: list[Slot],
     *,
@@ -89,22 +110,13 @@ async def generate_slots(
         for attempt in range(max_attempts):
             seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
             params = attempt_params(sampling, seed, attempt)
-            result = await call(messages, params)
-            if not result.ok:
+            generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
+            if generation is not None:
+                return generation, rejected
+            rejected.append(row)
+            if row["reason"] == "llm_error":
                 # The client already retried transport errors; another attempt would hit the same failure.
-                rejected.append(_rejection(slot, attempt, seed, None, "llm_error", result.error or ""))
                 return None, rejected
-            tokens = [tokens[0] + result.prompt_tokens, tokens[1] + result.completion_tokens,
-                      tokens[2] + result.latency_s]
-            text = (result.text or "").strip()
-            verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor,
-                               siblings=slot.siblings, settings=validation)
-            if verdict.ok:
-                return Generation(
-                    slot.source_id, slot.kind, text, attempt + 1, seed, params["temperature"], params["top_p"],
-                    tokens[0], tokens[1], round(tokens[2], 4), result.cached, list(verdict.passed),
-                ), rejected
-            rejected.append(_rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail))
         return None, rejected
 
     async with client.open() as call:
@@ -112,6 +124,42 @@ async def generate_slots(
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
     return accepted, rejected
+
+
+def generate_slots_batched(
+    slots: list[Slot],
+    *,
+    template: PromptTemplate,
+    system: str,
+    runner: BatchRunner,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+) -> tuple[list[Generation], list[dict]]:
+    """`generate_slots` in rounds for the Batch API: round a is one batch with attempt a of every slot still open
+    (a batch takes minutes to hours, so slots cannot each wait for their own retry). Same requests, seeds, verdicts
+    and rows as the direct loop, in the same order."""
+    messages = [template.messages(system, slot.base_text) for slot in slots]
+    tokens = [[0, 0, 0.0] for _ in slots]
+    accepted: list[Generation | None] = [None] * len(slots)
+    rejected: list[list[dict]] = [[] for _ in slots]
+    open_slots = list(range(len(slots)))
+    for attempt in range(max_attempts):
+        if not open_slots:
+            break
+        seeds = {i: request_seed(run_seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
+        params = {i: attempt_params(sampling, seeds[i], attempt) for i in open_slots}
+        results = runner.run([(messages[i], params[i]) for i in open_slots])
+        still_open = []
+        for i, result in zip(open_slots, results):
+            accepted[i], row = _judge(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation)
+            if row is not None:
+                rejected[i].append(row)
+                if row["reason"] != "llm_error":  # a failed call ends the slot, as in the direct loop
+                    still_open.append(i)
+        open_slots = still_open
+    return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
 
 
 @task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
@@ -125,10 +173,17 @@ def generate_batch(
     max_attempts: int,
     run_seed: int,
 ) -> tuple[list[dict], list[dict], dict]:
-    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache).
+    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
+    its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch).
 
     No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
     client = LLMClient(llm)
+    if llm.batch_api:
+        runner = BatchRunner(client)
+        accepted, rejected = generate_slots_batched(
+            slots, template=template, system=system, runner=runner, sampling=sampling, validation=validation,
+            max_attempts=max_attempts, run_seed=run_seed)
+        return [asdict(g) for g in accepted], rejected, {**asdict(client.stats), **asdict(runner.stats)}
     accepted, rejected = asyncio.run(
         generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
                        validation=validation, max_attempts=max_attempts, run_seed=run_seed)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from tasks.config import ConfigError, PatternSettings
-from tasks.store import sha256_path
+from tasks.store import read_text_limited, sha256_path
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,9 @@ def default_sts_path() -> Path:
 
 def _read_lines(path: Path) -> list[str]:
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        return read_text_limited(path, "Pattern source").splitlines()
     except UnicodeDecodeError:
-        return path.read_text(encoding="latin-1").splitlines()
+        return read_text_limited(path, "Pattern source", encoding="latin-1").splitlines()
 
 
 def _parse_sts_file(path: Path, bad: list[dict]) -> list[PatternPair]:

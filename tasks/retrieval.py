@@ -26,7 +26,7 @@ from tasks.config import ConfigError
 from tasks.contexts import select_diverse
 from tasks.corpus import sentence_id
 from tasks.screening import build_index, top_k
-from tasks.store import read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+from tasks.store import atomic_write_bytes, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 
 CONTEXTS_SCHEMA = pa.schema([
     ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),
@@ -147,5 +147,5 @@ def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, set
         return out_path
     frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings)
     digest = write_parquet(out, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False))
-    marker.write_text(digest)
+    atomic_write_bytes(marker, digest.encode())
     return out_path

@@ -66,18 +66,33 @@ def fingerprint(obj: Any) -> str:
     return sha256_bytes(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode())
 
 
+class OutputWriteError(OSError):
+    """An output could not be written (disk full, file-size limit, permissions); nothing half-written was left."""
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temp name in the same folder, fsync, then rename over `path`: readers see the old file or the
+    complete new one, never a torn write. A failed write (ENOSPC, EFBIG, …) removes the temp file and raises an
+    OutputWriteError naming the file; any previous version of `path` is left as it was."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = None
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise OutputWriteError(exc.errno, f"Could not write {path} ({exc.strerror or exc}); nothing half-written "
+                                          "was left. Free space or fix permissions there and re-run: finished work "
+                                          "is reused.") from exc
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 
@@ -90,11 +105,31 @@ def write_parquet(path: Path, table: pa.Table) -> str:
     return sha256_bytes(data)
 
 
+def max_input_bytes() -> int:
+    """Largest single input file read whole (pairs/triples/contexts Parquet, pattern and STS files); env
+    STSGEN_MAX_INPUT_BYTES, default 2 GiB. Corpus files have their own limit (corpus.max_file_bytes)."""
+    return int(os.environ.get("STSGEN_MAX_INPUT_BYTES", 2 * 1024**3))
+
+
+def check_input_size(path: Path, what: str) -> None:
+    """Refuse an input file above max_input_bytes() with an error naming the file and the fix (not an OOM later)."""
+    size, limit = Path(path).stat().st_size, max_input_bytes()
+    if size > limit:
+        raise ConfigError(f"{what} {path} is {size} bytes, above the input limit of {limit} bytes; split the file, "
+                          "or raise the limit with STSGEN_MAX_INPUT_BYTES.")
+
+
+def read_text_limited(path: Path, what: str, encoding: str = "utf-8", errors: str = "strict") -> str:
+    check_input_size(path, what)
+    return Path(path).read_text(encoding=encoding, errors=errors)
+
+
 def read_input_table(path: Path, what: str, fix: str, required: Iterable[str] = ()) -> pa.Table:
     """An input Parquet table. A missing file, unreadable Parquet or missing columns fail with a ConfigError that
     names the file and `fix` (what the user should do)."""
     if not path.is_file():
         raise ConfigError(f"{what} {path} does not exist; {fix}.")
+    check_input_size(path, what)
     try:
         table = pq.read_table(path)
     except Exception as exc:

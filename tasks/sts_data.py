@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from tasks.config import ConfigError
+from tasks.store import read_text_limited
 
 STSB_SPLITS = ("train", "dev", "test")
 
@@ -30,7 +31,7 @@ def read_stsb(split: str = "dev", path: Path | None = None) -> pd.DataFrame:
     """→ s1, s2, gold (0–5), one row per pair in file order."""
     path = path or stsb_path(split)
     rows = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for lineno, line in enumerate(read_text_limited(path, "STS-B file").splitlines(), start=1):
         cols = line.split("\t")
         if len(cols) < 7:
             raise ConfigError(f"{path}:{lineno}: expected at least 7 tab-separated fields (STS-B layout), got "
@@ -53,8 +54,8 @@ def read_semeval_folder(folder: Path) -> pd.DataFrame:
         gold_path = folder / f"STS.gs.{subset}.txt"
         if not gold_path.is_file():
             raise ConfigError(f"{path} has no gold file {gold_path.name} beside it.")
-        pairs = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        golds = gold_path.read_text(encoding="utf-8").splitlines()
+        pairs = read_text_limited(path, "STS input file", errors="replace").splitlines()
+        golds = read_text_limited(gold_path, "STS gold file").splitlines()
         if len(pairs) != len(golds):
             raise ConfigError(f"{path.name} has {len(pairs)} lines but {gold_path.name} has {len(golds)}.")
         rows = []
@@ -73,7 +74,7 @@ def read_semeval_folder(folder: Path) -> pd.DataFrame:
 
 
 def read_sick(path: Path) -> pd.DataFrame:
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = read_text_limited(path, "SICK file").splitlines()
     header = lines[0].split("\t") if lines else []
     needed = ("sentence_A", "sentence_B", "relatedness_score")
     if not set(needed) <= set(header):
@@ -102,7 +103,7 @@ def read_sts_source(source: str) -> pd.DataFrame:
         return read_semeval_folder(path)
     if not path.is_file():
         raise ConfigError(f"Evaluation set '{source}' is neither stsb-dev / stsb-test nor an existing file or folder.")
-    first = path.read_text(encoding="utf-8").split("\n", 1)[0]
+    first = read_text_limited(path, "Evaluation set").split("\n", 1)[0]
     if "sentence_A" in first:
         return read_sick(path)
     return read_stsb(path=path).assign(subset=path.stem)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -44,6 +45,34 @@ def prefect_harness():
 def scripted():
     with ScriptedOpenAI() as server:
         yield server
+
+
+@pytest.fixture
+def local_stack(tmp_path, monkeypatch):
+    """A real local stack (flows/stack.py): Prefect server (SQLite), process work pool, the prefect.yaml deployments
+    and a worker, against the scripted LLM server; yields (settings, info, llm) and stops everything after."""
+    from flows import stack
+    from tasks.llm.server import free_port
+
+    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")
+    with ScriptedOpenAI() as llm:
+        settings = stack.StackSettings(prefect_port=free_port(), llm_base_url=llm.base_url,
+                                       llm_model="scripted-model", home=tmp_path / "home")
+        try:
+            info = stack.up(settings)
+            yield settings, info, llm
+        finally:
+            stopped = stack.down(settings)
+            assert "worker" in stopped and "prefect-server" in stopped
+
+
+def prefect_cli(settings, *args, timeout=240) -> subprocess.CompletedProcess:
+    """The `prefect` CLI of this virtualenv against the local stack of `settings`, from the project folder."""
+    from flows import stack
+
+    exe = Path(sys.executable).with_name("prefect")
+    return subprocess.run([str(exe), *args], env=stack.prefect_env(settings), cwd=PROJECT, capture_output=True,
+                          text=True, timeout=timeout)
 
 
 @pytest.fixture
@@ -116,10 +145,13 @@ TOPICS = {
 
 @pytest.fixture
 def topic_corpus(tmp_path) -> Path:
+    return write_topic_corpus(tmp_path / "topics")
+
+
+def write_topic_corpus(folder: Path) -> Path:
     """Nine documents of six sentences, each mixing two of three topics: enough shared vocabulary that every
     topical sentence screens several contexts from different documents."""
-    folder = tmp_path / "topics"
-    folder.mkdir()
+    folder.mkdir(parents=True)
     names = list(TOPICS)
     for d in range(9):
         first, second = TOPICS[names[d % 3]], TOPICS[names[(d + 1 + d // 3) % 3]]

@@ -2,6 +2,13 @@
 
 - GET  /v1/models              → the configured model ids
 - POST /v1/chat/completions    → the next scripted action, else a deterministic answer from `responder`
+- Batch API: POST /v1/files (multipart upload), GET /v1/files/{id}[/content], POST /v1/batches,
+  GET /v1/batches/{id}: validating → in_progress → completed once the batch was polled `batch_polls` times; each
+  line is answered by the same responder as chat completions (batch lines are not chat requests). Per-line faults:
+  `batch_fail_ids` / `batch_fail_fraction` (error file), `batch_line_fault(custom_id, body)` → "error",
+  ("status", code) (non-200 output line) or "missing" (no line at all); `batch_final_status` "expired" (the first
+  half of the lines done, the rest in the error file) or "failed" (no output). Counters: `files_uploaded`,
+  `batches_created`, `batch_retrievals`; `batch_create_errors` answers that many POST /batches with a 500.
 
 Actions (consumed one per chat request, in order): "ok"; ("status", code, headers); ("sleep", seconds) then ok;
 "malformed" (200 with a body that is not JSON); "no_choices" (200, JSON without choices); "drop" (close the
@@ -11,7 +18,10 @@ on (kind of prompt, user text, seed), so runs are reproducible.
 
 from __future__ import annotations
 
+import email.parser
+import email.policy
 import hashlib
+import itertools
 import json
 import socket
 import threading
@@ -57,7 +67,7 @@ class _Server(ThreadingHTTPServer):
 
 class ScriptedOpenAI:
     def __init__(self, models=("scripted-model",), responder: Callable[[list[dict], dict], str] | None = None,
-                 latency_s: float = 0.0):
+                 latency_s: float = 0.0, batch_polls: int = 2):
         self.models = list(models)
         self.responder = responder or default_responder
         self.latency_s = latency_s
@@ -66,6 +76,21 @@ class ScriptedOpenAI:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
+        # Batch API state (read at poll time, so a test may change the knobs while a batch is running).
+        self.batch_polls = batch_polls
+        self.batch_fail_ids: set[str] = set()
+        self.batch_fail_fraction = 0.0
+        self.batch_line_fault: Callable[[str, dict], object] | None = None
+        self.batch_final_status = "completed"
+        self.batch_create_errors = 0  # answer this many POST /batches with a 500 first
+        self.files: dict[str, dict] = {}
+        self.batches: dict[str, dict] = {}
+        self.files_uploaded = 0
+        self.batches_created = 0
+        self.batch_retrievals = 0
+        self.batch_lines: list[dict] = []  # every line answered inside a batch: {"custom_id", "body"}
+        self.control_requests: list[dict] = []  # files/batches calls: {"method", "path", "authorization"}
+        self._ids = itertools.count(1)
         self.httpd = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -94,6 +119,122 @@ class ScriptedOpenAI:
         with self._lock:
             return list(self.requests)
 
+    def completion(self, body: dict) -> tuple[int, dict]:
+        """(status, JSON body) of a chat completion for `body`: the model check, then the responder."""
+        if body.get("model") not in self.models:
+            return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist",
+                                   "type": "invalid_request_error", "code": "model_not_found"}}
+        text = self.responder(body.get("messages", []), body)
+        prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
+        return 200, {
+            "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
+            "model": body.get("model"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                      "total_tokens": prompt_tokens + len(text.split())},
+        }
+
+    # ---- Batch API -------------------------------------------------------------------------------------------
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}-scripted-{next(self._ids)}"
+
+    def _store_file(self, content: bytes, filename: str, purpose: str) -> dict:
+        file_id = self._new_id("file")
+        obj = {"id": file_id, "object": "file", "bytes": len(content), "created_at": int(time.time()),
+               "filename": filename, "purpose": purpose, "status": "processed"}
+        self.files[file_id] = {"object": obj, "content": content}
+        return obj
+
+    def upload(self, content: bytes, filename: str, purpose: str) -> dict:
+        with self._lock:
+            self.files_uploaded += 1
+            return self._store_file(content, filename, purpose)
+
+    def create_batch(self, body: dict) -> tuple[int, dict]:
+        with self._lock:
+            if self.batch_create_errors > 0:
+                self.batch_create_errors -= 1
+                return 500, {"error": {"message": "scripted 500", "type": "scripted"}}
+            if body.get("input_file_id") not in self.files:
+                return 400, {"error": {"message": f"No file with id {body.get('input_file_id')}", "code": "invalid"}}
+            self.batches_created += 1
+            batch = {"id": self._new_id("batch"), "object": "batch", "endpoint": body.get("endpoint"),
+                     "errors": None, "input_file_id": body["input_file_id"],
+                     "completion_window": body.get("completion_window"), "status": "validating",
+                     "output_file_id": None, "error_file_id": None, "created_at": int(time.time()),
+                     "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                     "metadata": body.get("metadata"), "_polls": 0}
+            self.batches[batch["id"]] = batch
+            return 200, self._public(batch)
+
+    def retrieve_batch(self, batch_id: str) -> dict | None:
+        with self._lock:
+            batch = self.batches.get(batch_id)
+            if batch is None:
+                return None
+            self.batch_retrievals += 1
+            if batch["status"] in ("validating", "in_progress"):
+                batch["_polls"] += 1
+                if batch["_polls"] >= self.batch_polls:
+                    self._finish(batch)
+                else:
+                    batch["status"] = "in_progress"
+            return self._public(batch)
+
+    @staticmethod
+    def _public(batch: dict) -> dict:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def _line_fault(self, custom_id: str, body: dict):
+        if custom_id in self.batch_fail_ids:
+            return "error"
+        if self.batch_fail_fraction and int(hashlib.sha256(custom_id.encode()).hexdigest()[:8], 16) / 2**32 \
+                < self.batch_fail_fraction:
+            return "error"
+        return self.batch_line_fault(custom_id, body) if self.batch_line_fault else None
+
+    def _finish(self, batch: dict) -> None:
+        """Answer every line of the input file (under the lock): output file, error file, counts, final status."""
+        lines = [json.loads(x) for x in self.files[batch["input_file_id"]]["content"].splitlines() if x.strip()]
+        if self.batch_final_status == "failed":
+            batch.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": [
+                {"code": "scripted_failure", "message": "scripted batch failure", "line": None}]})
+            batch["request_counts"] = {"total": len(lines), "completed": 0, "failed": 0}
+            return
+        n_done = len(lines) if self.batch_final_status == "completed" else len(lines) // 2
+        out, err = [], []
+        for i, line in enumerate(lines):
+            custom_id, body = line["custom_id"], line.get("body", {})
+            line_id = self._new_id("batch_req")
+            if i >= n_done:
+                err.append({"id": line_id, "custom_id": custom_id, "response": None,
+                            "error": {"code": "batch_expired", "message": "This request could not be executed "
+                                      "before the completion window expired."}})
+                continue
+            fault = self._line_fault(custom_id, body)
+            if fault == "missing":
+                continue
+            if fault == "error":
+                err.append({"id": line_id, "custom_id": custom_id, "response": None,
+                            "error": {"code": "scripted_line_error", "message": f"scripted failure of {custom_id}"}})
+                continue
+            if isinstance(fault, tuple) and fault[0] == "status":
+                code, data = fault[1], {"error": {"message": f"scripted {fault[1]}", "type": "scripted"}}
+            else:
+                code, data = self.completion(body)
+                self.batch_lines.append({"custom_id": custom_id, "body": body})
+            out.append({"id": line_id, "custom_id": custom_id, "error": None,
+                        "response": {"status_code": code, "request_id": line_id, "body": data}})
+        for name, rows in (("output_file_id", out), ("error_file_id", err)):
+            if rows:
+                content = "".join(json.dumps(r) + "\n" for r in rows).encode()
+                batch[name] = self._store_file(content, f"{batch['id']}_{name[:-8]}.jsonl", "batch_output")["id"]
+        batch["status"] = self.batch_final_status
+        batch[f"{self.batch_final_status}_at"] = int(time.time())
+        ok = sum(r["response"]["status_code"] == 200 for r in out)
+        batch["request_counts"] = {"total": len(lines), "completed": ok, "failed": len(lines) - ok}
+
     def _handler(self):
         server = self
 
@@ -119,16 +260,60 @@ class ScriptedOpenAI:
                 self.wfile.write(payload)
 
             def do_GET(self):
-                if self.path.rstrip("/").endswith("/models"):
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/models"):
                     data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "tests"}
                                                        for m in server.models]}
                     self._send(200, json.dumps(data).encode())
+                elif "/files/" in path or "/batches/" in path:
+                    self._batch_get(path)
                 else:
                     self._send(404, b'{"error": {"message": "not found"}}')
 
+            def _control(self, method: str, path: str) -> None:
+                with server._lock:
+                    server.control_requests.append({"method": method, "path": path,
+                                                    "authorization": self.headers.get("Authorization")})
+
+            def _batch_get(self, path: str) -> None:
+                self._control("GET", path)
+                parts = path.split("/")
+                if parts[-1] == "content" and parts[-3] == "files":
+                    stored = server.files.get(parts[-2])
+                    if stored is None:
+                        return self._send(404, b'{"error": {"message": "no such file"}}')
+                    return self._send(200, stored["content"], ctype="application/octet-stream")
+                if parts[-2] == "files" and parts[-1] in server.files:
+                    return self._send(200, json.dumps(server.files[parts[-1]]["object"]).encode())
+                if parts[-2] == "batches":
+                    batch = server.retrieve_batch(parts[-1])
+                    if batch is not None:
+                        return self._send(200, json.dumps(batch).encode())
+                return self._send(404, b'{"error": {"message": "not found"}}')
+
+            def _upload(self, raw: bytes) -> None:
+                ctype = self.headers.get("Content-Type", "")
+                msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                    b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + raw)
+                fields = {part.get_param("name", header="content-disposition"): part for part in msg.iter_parts()}
+                if "file" not in fields or "purpose" not in fields:
+                    return self._send(400, b'{"error": {"message": "file and purpose are required"}}')
+                obj = server.upload(fields["file"].get_payload(decode=True), fields["file"].get_filename() or "upload",
+                                    fields["purpose"].get_payload(decode=True).decode())
+                return self._send(200, json.dumps(obj).encode())
+
             def do_POST(self):
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/files"):
+                    self._control("POST", path)
+                    return self._upload(raw)
+                if path.endswith("/batches"):
+                    self._control("POST", path)
+                    code, data = server.create_batch(json.loads(raw or b"{}"))
+                    return self._send(code, json.dumps(data).encode())
+                body = json.loads(raw or b"{}")
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with server._lock:
@@ -158,23 +343,10 @@ class ScriptedOpenAI:
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return None
-                if body.get("model") not in server.models:
-                    err = {"error": {"message": f"The model `{body.get('model')}` does not exist",
-                                     "type": "invalid_request_error", "code": "model_not_found"}}
-                    return self._send(404, json.dumps(err).encode())
-                if server.latency_s:
+                if body.get("model") in server.models and server.latency_s:
                     time.sleep(server.latency_s)
-                text = server.responder(body.get("messages", []), body)
-                prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
-                data = {
-                    "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}],
-                    "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                              "total_tokens": prompt_tokens + len(text.split())},
-                }
-                return self._send(200, json.dumps(data).encode())
+                code, data = server.completion(body)
+                return self._send(code, json.dumps(data).encode())
 
         return Handler
 

@@ -4,39 +4,13 @@ a run triggered with `prefect deployment run … --watch` from another process, 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from flows import stack
-from tasks.llm.server import free_port
-from tests.conftest import PROJECT
-from tests.scripted_openai import ScriptedOpenAI
+from tests.conftest import prefect_cli
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def local_stack(tmp_path, monkeypatch):
-    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")
-    with ScriptedOpenAI() as llm:
-        settings = stack.StackSettings(prefect_port=free_port(), llm_base_url=llm.base_url,
-                                       llm_model="scripted-model", home=tmp_path / "home")
-        try:
-            info = stack.up(settings)
-            yield settings, info, llm
-        finally:
-            stopped = stack.down(settings)
-            assert "worker" in stopped and "prefect-server" in stopped
-
-
-def prefect_cli(settings, *args, timeout=240):
-    exe = Path(sys.executable).with_name("prefect")
-    return subprocess.run([str(exe), *args], env=stack.prefect_env(settings), cwd=PROJECT, capture_output=True,
-                          text=True, timeout=timeout)
 
 
 def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):

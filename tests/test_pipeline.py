@@ -14,20 +14,29 @@ from tasks.retrieval import SelectionSettings
 from tests.test_retrieval import SMALL_MODEL
 
 
-def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, **label_kw):
-    from flows.sts_pipeline import sts_pipeline
+def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_dir: Path, tiny_encoder_dir: Path,
+                         llm: dict | None = None, **label_kw) -> dict:
+    """sts-pipeline parameters for 5 sources of the topic corpus, tiny models, LLM cache and outputs under `work`
+    (shared with the fault-injection suite, which runs the same pipeline in subprocesses)."""
     from tasks.backbones import BackboneSettings
     from tasks.training import LossSettings, TrainSettings
 
-    return sts_pipeline(
+    return dict(
         n=5, corpus=str(topic_corpus),
-        llm=LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite")),
+        llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
         context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
         label=LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, **label_kw),
         train_settings=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
                                      batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
-        output_dir=str(tmp_path / "out"))
+        output_dir=str(work / "out"))
+
+
+def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, **label_kw):
+    from flows.sts_pipeline import sts_pipeline
+
+    return sts_pipeline(**tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir,
+                                               **label_kw))
 
 
 def stamps(outputs: dict) -> dict[str, int]:

@@ -25,7 +25,7 @@ import openai
 
 from tasks.config import ConfigError, LLMSettings
 from tasks.llm.cache import ResponseCache, request_key
-from tasks.llm.ratelimit import RateLimiter
+from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_limit
 
 # Status codes worth another try; anything else in 4xx is the caller's fault and is not retried.
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
@@ -75,16 +75,22 @@ def merge_stats(total: dict, batch: dict) -> dict:
 
 
 _shared_lock = threading.Lock()
-_limiters: dict[tuple, RateLimiter] = {}
+_limiters: dict[tuple, RateLimiter | PrefectRateLimit] = {}
 _caches: dict[Path, ResponseCache] = {}
 
 
-def _shared_limiter(settings: LLMSettings) -> RateLimiter:
-    key = (settings.base_url, settings.model, settings.requests_per_minute, settings.tokens_per_minute)
+def _shared_limiter(settings: LLMSettings) -> RateLimiter | PrefectRateLimit:
+    key = (settings.base_url, settings.model, settings.requests_per_minute, settings.tokens_per_minute,
+           settings.prefect_limit)
     with _shared_lock:
-        if key not in _limiters:
-            _limiters[key] = RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
-        return _limiters[key]
+        if key in _limiters:
+            return _limiters[key]
+    limiter: RateLimiter | PrefectRateLimit = RateLimiter(settings.requests_per_minute, settings.tokens_per_minute)
+    if settings.prefect_limit:  # checked once per process (a Prefect API call), outside the lock
+        check_prefect_limit(settings.prefect_limit)
+        limiter = PrefectRateLimit(settings.prefect_limit, local=limiter)
+    with _shared_lock:
+        return _limiters.setdefault(key, limiter)
 
 
 def _shared_cache(path: Path | None) -> ResponseCache | None:
@@ -270,6 +276,8 @@ def check_endpoint(settings: LLMSettings) -> list[str]:
 
     Returns the model ids the endpoint lists.
     """
+    if settings.prefect_limit:
+        check_prefect_limit(settings.prefect_limit)
     client = openai.OpenAI(base_url=settings.base_url, api_key=api_key(settings), max_retries=1,
                            timeout=min(settings.timeout_s, 15.0))
     try:

@@ -1,0 +1,45 @@
+"""Fixtures of the fault-injection suite: one corpus, one undisturbed reference run of the tiny sts-pipeline."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.llm.server import free_port
+from tasks.triples import VOLATILE_COLUMNS
+from tests.conftest import write_topic_corpus
+from tests.faults.processes import ScriptedServerProcess, finish, pipeline_process
+
+
+@pytest.fixture(scope="session")
+def fault_corpus(tmp_path_factory) -> Path:
+    return write_topic_corpus(tmp_path_factory.mktemp("fault-corpus") / "topics")
+
+
+@pytest.fixture(scope="session")
+def child_env(tmp_path_factory) -> dict:
+    """Environment of pipeline child processes: their own Prefect home (an ephemeral API per process)."""
+    return dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("fault-prefect")))
+
+
+def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
+    return dict(base_url=server.base_url, work=str(work), corpus=str(corpus), lm=str(lm), encoder=str(encoder),
+                max_workers=1, **extra)
+
+
+@pytest.fixture(scope="session")
+def reference_run(tmp_path_factory, fault_corpus, tiny_lm_dir, tiny_encoder_dir, child_env) -> dict:
+    """The undisturbed run every faulty run is compared with: its outputs and how many LLM requests it sent."""
+    work = tmp_path_factory.mktemp("reference")
+    with ScriptedServerProcess(free_port(), work / "requests.log") as server:
+        outputs = finish(pipeline_process(spec(server, work, fault_corpus, tiny_lm_dir, tiny_encoder_dir),
+                                          child_env))
+        return {"outputs": outputs, "requests": server.requests()}
+
+
+def stage_table(outputs: dict, stage: str, name: str):
+    table = pq.read_table(outputs[stage][name])
+    return table.drop([c for c in VOLATILE_COLUMNS if c in table.column_names])

@@ -1,0 +1,107 @@
+"""Processes the fault-injection tests can kill: the scripted OpenAI server on a fixed port, and the tiny
+sts-pipeline run as its own Python process.
+
+    python -m tests.faults.processes server PORT LATENCY_S LOG       # one line appended to LOG per chat request
+    python -m tests.faults.processes pipeline SPEC_JSON               # runs sts-pipeline, prints its outputs as JSON
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.conftest import PROJECT
+
+
+class ScriptedServerProcess:
+    """The scripted server in a child process, so that a test can SIGKILL it and start it again on the same port."""
+
+    def __init__(self, port: int, log: Path, latency_s: float = 0.05):
+        self.port, self.log, self.latency_s = port, log, latency_s
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> "ScriptedServerProcess":
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "server", str(self.port),
+                                      str(self.latency_s), str(self.log)], cwd=PROJECT, stdout=subprocess.PIPE)
+        assert self.proc.stdout.readline().strip() == b"ready"
+        return self
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def requests(self) -> int:
+        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+
+    def __enter__(self) -> "ScriptedServerProcess":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.kill()
+
+
+def pipeline_process(spec: dict, env: dict | None = None) -> subprocess.Popen:
+    """Start the tiny sts-pipeline (tests.test_pipeline.tiny_pipeline_kwargs(**spec)) in a child process."""
+    return subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "pipeline", json.dumps(spec)],
+                            cwd=PROJECT, env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def run_until(proc: subprocess.Popen, done, timeout_s: float = 300) -> None:
+    """SIGKILL `proc` as soon as `done()` is true (fails if the process ends first)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        assert proc.poll() is None, "finished before the fault: " + proc.stdout.read().decode()[-3000:]
+        assert time.monotonic() < deadline, "fault point never reached"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+
+
+def finish(proc: subprocess.Popen, timeout_s: float = 600) -> dict:
+    output, _ = proc.communicate(timeout=timeout_s)
+    text = output.decode()
+    assert proc.returncode == 0, text[-4000:]
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def _serve(port: int, latency_s: float, log: str) -> None:
+    from tests.scripted_openai import ScriptedOpenAI, _Server, default_responder
+
+    def responder(messages, body):
+        with open(log, "a") as fh:
+            fh.write("request\n")
+        return default_responder(messages, body)
+
+    server = ScriptedOpenAI(responder=responder, latency_s=latency_s)
+    server.httpd.server_close()
+    server.httpd = _Server(("127.0.0.1", port), server._handler())  # a fixed port: the restarted server reuses it
+    print("ready", flush=True)
+    server.httpd.serve_forever()
+
+
+def _pipeline(spec: dict) -> None:
+    from flows.sts_pipeline import sts_pipeline
+    from tests.test_pipeline import tiny_pipeline_kwargs
+
+    kwargs = tiny_pipeline_kwargs(spec.pop("base_url"), Path(spec.pop("work")), Path(spec.pop("corpus")),
+                                  Path(spec.pop("lm")), Path(spec.pop("encoder")), llm=spec.pop("llm", None))
+    kwargs.update(spec)
+    outputs = sts_pipeline(**kwargs)
+    print(json.dumps(outputs), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "server":
+        _serve(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
+    else:
+        _pipeline(json.loads(sys.argv[2]))
