@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import time
+from dataclasses import asdict
 from collections import Counter
 from pathlib import Path
 from typing import Literal
@@ -125,8 +126,13 @@ def label_pairs(
     timings["prepare_s"] = round(time.perf_counter() - t0, 3)
 
     reference = reference_sentences(units, settings.reference_sentences, settings.seed)
-    # Shards are keyed by the stage key and their units: a re-run skips the shards already written.
-    shard_dir = folder / ".shards" / score_key[:16]
+    # Shards are keyed by what they score — their units' sentences and contexts, the reference sentences, settings
+    # and models — not by input file hashes: a re-run skips the shards already written, also when an input file was
+    # rebuilt with the same content (e.g. triples regenerated from the LLM cache).
+    scorer_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "reference": reference,
+                              "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
+                              "coherence": coherence[1], "lm": lm_sha})
+    shard_dir = folder / ".shards" / scorer_key[:16]
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)]
     progress = Progress("label", len(shards), f"{len(units)} units ({sum(len(u.pairs) for u in units)} pairs) "
                                               f"in {len(shards)} shards")
@@ -136,7 +142,7 @@ def label_pairs(
         futures = [runner.submit(label_shard, parameters={
             "units": shard, "settings": settings, "reference": reference, "coherence_dir": coherence[0],
             "lm_path": lm_path and str(lm_path), "lm_sha256": lm_sha,
-            "out_path": str(shard_dir / f"{fingerprint([u.unit_id for u in shard])[:16]}.parquet")})
+            "out_path": str(shard_dir / f"{fingerprint([asdict(u) for u in shard])[:16]}.parquet")})
             for shard in shards]
         for future in futures:
             results.append(future.result())

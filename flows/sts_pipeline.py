@@ -48,6 +48,7 @@ def sts_pipeline(
     coherence: CoherenceSettings | None = None,
     label: LabelSettings | None = None,
     calibration: str | None = None,
+    label_shard_size: int = 8,
     train: bool = True,
     train_settings: TrainSettings | None = None,
     eval_sets: list[str] | None = None,
@@ -76,6 +77,7 @@ def sts_pipeline(
     # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
     labeled = label_pairs(contexts=retrieved["contexts"], triples=generated["triples"],
                           label=label or LabelSettings(seed=seed), calibration=calibration, workers=workers,
+                          shard_size=label_shard_size,
                           max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address,
                           output_dir=output_dir)
     stages = [generated, retrieved, labeled]

@@ -27,7 +27,7 @@ def child_env(tmp_path_factory) -> dict:
 
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
     return dict(base_url=server.base_url, work=str(work), corpus=str(corpus), lm=str(lm), encoder=str(encoder),
-                max_workers=1, **extra)
+                max_workers=1, label_shard_size=1, **extra)  # one unit per shard: many resume points
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,57 @@
+"""(c) The Prefect server (SQLite) is SIGKILLed and restarted while a deployment run is in flight on the local
+stack. The flow-run process keeps its work (its API calls are retried by Prefect's client), the run ends Completed
+in the restarted server, and its outputs are complete with every LLM request sent once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import time
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows import stack
+from tests.conftest import prefect_cli
+
+pytestmark = pytest.mark.slow
+
+
+def flow_run_state(settings, run_id: str) -> str:
+    inspected = prefect_cli(settings, "flow-run", "inspect", run_id, "--output", "json", timeout=60)
+    return json.loads(inspected.stdout)["state"]["type"] if inspected.returncode == 0 else "UNREACHABLE"
+
+
+def test_prefect_server_restart_during_a_deployment_run(local_stack, tiny_corpus, tmp_path):
+    settings, _, llm = local_stack
+    llm.latency_s = 1.0  # 4 sources × 3 kinds at concurrency 4: ≥ 3 s of LLM calls, spanning the outage
+    out = tmp_path / "outputs"
+    started = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4",
+                          "-p", f"corpus={tiny_corpus}", "-p", f"output_dir={out}")
+    assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
+    run_id = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout).group(1)
+
+    deadline = time.monotonic() + 240
+    while not llm.chat_requests():  # the worker picked the run up and the flow is calling the LLM
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    assert not (out / "generate-sts-triples" / "manifest.json").exists()  # still in flight
+    os.killpg(int((settings.dir / "prefect-server.pid").read_text()), signal.SIGKILL)
+    time.sleep(3)
+    stack.start_prefect_server(settings)  # same port, same SQLite database
+
+    state = "PENDING"
+    while state not in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+        assert time.monotonic() < deadline, f"run still {state}"
+        time.sleep(1)
+        state = flow_run_state(settings, run_id)
+    assert state == "COMPLETED"
+    folder = out / "generate-sts-triples"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    triples = pq.read_table(folder / "triples.parquet").to_pandas()
+    rejected = pq.read_table(folder / "rejected.parquet").to_pandas()
+    assert triples["source_id"].is_unique and len(triples) + manifest["counts"]["incomplete_sources"] == 4
+    assert rejected["reason"].ne("llm_error").all()
+    assert manifest["llm_stats"]["requests_sent"] == len(llm.chat_requests())  # nothing sent twice
