@@ -27,6 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import torch  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -96,7 +97,7 @@ def speed(lm, units, settings: LabelSettings) -> None:
             diffs.append(np.abs(ref - sums[c]).max())
     t_loop = time.perf_counter() - t
     print(f"\n## Throughput ({len(groups)} contexts, {sum(len(g.continuations) for g in groups)} (sentence, context) "
-          f"inputs, {tokens} scored tokens, torch threads {__import__('torch').get_num_threads()})")
+          f"inputs, {tokens} scored tokens, torch threads {torch.get_num_threads()})")
     print("| scorer | seconds | scored tokens/s |\n|---|---|---|")
     print(f"| plain loop: one unpadded forward pass per (sentence, context) | {t_loop:.1f} | {tokens / t_loop:.0f} |")
     print(f"| stsgen: length-bucketed batches, shared c< KV cache | {t_batched:.1f} | {tokens / t_batched:.0f} |")

@@ -12,17 +12,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-_ROOT = Path(tempfile.mkdtemp(prefix="stsgen-tests-"))
-atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # the isolated homes go with the session
-os.environ.pop("PREFECT_API_URL", None)
-os.environ.update(
-    PREFECT_HOME=str(_ROOT / "prefect"),
-    STSGEN_HOME=str(_ROOT / "stsgen"),
-    DO_NOT_TRACK="1",
-    PREFECT_SERVER_ANALYTICS_ENABLED="false",
-    PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
-    PREFECT_LOGGING_LEVEL="WARNING",
-)
+if os.environ.get("STSGEN_TEST_CHILD") != "1":  # a test's child process keeps the environment its test gave it
+    _ROOT = Path(tempfile.mkdtemp(prefix="stsgen-tests-"))
+    atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # the isolated homes go with the session
+    os.environ.pop("PREFECT_API_URL", None)
+    os.environ.update(
+        PREFECT_HOME=str(_ROOT / "prefect"),
+        STSGEN_HOME=str(_ROOT / "stsgen"),
+        DO_NOT_TRACK="1",
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
+        PREFECT_LOGGING_LEVEL="WARNING",
+    )
 
 import pytest  # noqa: E402
 

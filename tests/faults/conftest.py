@@ -27,7 +27,8 @@ def child_env(tmp_path_factory) -> dict:
 
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
     return dict(base_url=server.base_url, work=str(work), corpus=str(corpus), lm=str(lm), encoder=str(encoder),
-                max_workers=1, label_shard_size=1, **extra)  # one unit per shard: many resume points
+                max_workers=1, label_shard_size=1,  # one unit per shard: many resume points
+                train=extra.pop("train", False), **extra)  # stage 4's resume is tested in tests/test_training.py
 
 
 @pytest.fixture(scope="session")

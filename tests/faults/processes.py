@@ -52,8 +52,9 @@ class ScriptedServerProcess:
 
 def pipeline_process(spec: dict, env: dict | None = None) -> subprocess.Popen:
     """Start the tiny sts-pipeline (tests.test_pipeline.tiny_pipeline_kwargs(**spec)) in a child process."""
+    env = dict(env or os.environ, STSGEN_TEST_CHILD="1")  # keep these homes (tests.conftest would replace them)
     return subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "pipeline", json.dumps(spec)],
-                            cwd=PROJECT, env=env or dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
 def run_until(proc: subprocess.Popen, done, timeout_s: float = 300) -> None:
