@@ -39,14 +39,15 @@ class TokenBucket:
 class RateLimiter:
     """Requests-per-minute and tokens-per-minute limits (either may be None = unlimited).
 
-    Burst capacity is one second's worth (at least one request), so over any window of T seconds at most
-    rpm*T/60 + max(1, rpm/60) requests start: the limit holds when measured over any window.
+    Requests are paced evenly (burst capacity one request), so over any window of T seconds at most rpm*T/60 + 1
+    requests start: the limit holds when measured over any window, and a provider's per-second limits never see
+    a burst. Tokens keep one second's worth of burst (a request's tokens must fit in the bucket).
     """
 
     def __init__(self, requests_per_minute: float | None = None, tokens_per_minute: float | None = None):
         self._lock = threading.Lock()
         self._req = (
-            TokenBucket(requests_per_minute / 60.0, max(1.0, requests_per_minute / 60.0))
+            TokenBucket(requests_per_minute / 60.0, 1.0)
             if requests_per_minute
             else None
         )
