@@ -110,6 +110,13 @@ def _generate(args: argparse.Namespace) -> int:
         llm=llm, max_attempts=args.max_attempts, output_dir=args.output_dir))
 
 
+def add_runner_arguments(p: argparse.ArgumentParser) -> None:
+    """Where the CPU stages' shards run (retrieval and labeling)."""
+    p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads",
+                   help="shard runner of the CPU stages; dask without --dask-address starts a loopback LocalCluster")
+    p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster (tcp://host:8786)")
+
+
 def _pipeline(args: argparse.Namespace) -> int:
     from flows.presets import PRESETS
     from flows.sts_pipeline import sts_pipeline
@@ -118,7 +125,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, max_attempts=args.max_attempts, label=LabelSettings(lm=args.label_lm, seed=args.seed),
-        output_dir=args.output_dir, **PRESETS[args.preset]))
+        workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **PRESETS[args.preset]))
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -132,7 +139,8 @@ def _label(args: argparse.Namespace) -> int:
                              lambda_left=args.lambdas[2], lambda_right=args.lambdas[3])
     with _progress_bar(Console(stderr=True)):
         paths = label_pairs(contexts=args.contexts, triples=None if args.pairs else args.triples, pairs=args.pairs,
-                            label=settings, calibration=args.calibration, output_dir=args.output_dir)
+                            label=settings, calibration=args.calibration, workers=args.workers,
+                            dask_address=args.dask_address, output_dir=args.output_dir)
     _print_outputs(paths)
     return 0
 
@@ -279,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--label-lm", default="smollm2-135m-instruct", help="causal LM of the labeler")
             p.add_argument("--preset", choices=("quick", "full"), default="quick",
                            help="sizes of the CPU stages (flows/presets.py)")
+            add_runner_arguments(p)
         p.set_defaults(func=_generate if name == "generate" else _pipeline)
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")
@@ -290,8 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screener", choices=("tfidf", "bm25"), default="tfidf")
     p.add_argument("--screen-k", type=int, default=1000)
     p.add_argument("--contexts-per-sentence", type=int, default=50)
-    p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads")
-    p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster")
+    add_runner_arguments(p)
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_retrieve)
     p = sub.add_parser("label", help="run label-pairs once (stage 3)")
@@ -304,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar=("L1", "L2", "L3", "L4"))
     p.add_argument("--contexts-per-sentence", type=int, default=8)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
+    add_runner_arguments(p)
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_label)
     p = sub.add_parser("train", help="run train-surrogate once (stage 4)")

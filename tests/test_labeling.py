@@ -368,3 +368,19 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
     assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "label-pairs" / "pairs.parquet").is_file()
     assert main(args + ["--pairs", str(tmp_path / "missing.parquet")]) == 2
     assert "missing.parquet does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_flow_on_a_loopback_dask_cluster_matches_threads(stage2, tmp_path, tiny_lm_dir):
+    from distributed import LocalCluster
+
+    threads = pq.read_table(run_label(stage2, tmp_path / "t", tiny_lm_dir, shard_size=1)["pairs"]).to_pandas()
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        paths = run_label(stage2, tmp_path / "d", tiny_lm_dir, shard_size=1, dask_address=cluster.scheduler_address)
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    assert manifest["parameters"]["workers"] == "dask" and manifest["counts"]["shards_reused"] == 0
+    dask = pq.read_table(paths["pairs"]).to_pandas()
+    labels = [c for c in dask.columns if c.startswith("label")]
+    assert dask.drop(columns=labels).equals(threads.drop(columns=labels))
+    assert np.allclose(dask[labels].fillna(9), threads[labels].fillna(9), atol=1e-5)
