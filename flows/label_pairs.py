@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import base64
 import time
-from dataclasses import asdict
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Literal
 
@@ -177,7 +177,8 @@ def label_pairs(
     timings["total_s"] = round(time.perf_counter() - t0, 3)
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
-        "parameters": {"label": settings.model_dump(), "shard_size": shard_size, "workers": "dask" if dask_address else workers},
+        "parameters": {"label": settings.model_dump(), "shard_size": shard_size,
+                       "workers": "dask" if dask_address else workers},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
         "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype},

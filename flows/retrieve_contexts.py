@@ -163,7 +163,8 @@ def retrieve_contexts(
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "inputs": inputs,
         "parameters": {"window_k": window_k, "chunk_size": chunk_size, "selection": selection.model_dump(),
-                       "coherence": coherence.model_dump(), "shard_size": shard_size, "workers": "dask" if dask_address else workers},
+                       "coherence": coherence.model_dump(), "shard_size": shard_size,
+                       "workers": "dask" if dask_address else workers},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"]},
         "index": str(index_dir), "counts": counts, "timings": timings,

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import PROJECT
 from tests.faults.conftest import spec
-from tests.faults.processes import finish, pipeline_process
+from tests.faults.processes import pipeline_process
 from tests.scripted_openai import ScriptedOpenAI
 
 CANARY = "sk-canary-3b9e41d7c2f0a8"
