@@ -15,21 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="stsgen-bench-prefect-"))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-os.environ.pop("PREFECT_API_URL", None)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import openai  # noqa: E402
 
+import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples  # noqa: E402
 from tasks.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings  # noqa: E402
 from tasks.corpus import load_corpus, sample_sources  # noqa: E402

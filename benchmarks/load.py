@@ -9,22 +9,14 @@ measured from the arrival times at the server over every 1-s window.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="stsgen-bench-prefect-"))
-os.environ.setdefault("DO_NOT_TRACK", "1")
-os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
-os.environ.pop("PREFECT_API_URL", None)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import pyarrow.parquet as pq  # noqa: E402
 
+import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples  # noqa: E402
 from tasks.config import LLMSettings  # noqa: E402
 from tasks.store import read_manifest  # noqa: E402

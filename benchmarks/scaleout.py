@@ -1,0 +1,97 @@
+"""The CPU stages on a Dask cluster, measured side by side with the default thread pool in one run.
+
+A real (if local) Dask cluster is started the way one is on several machines — `dask scheduler` and `dask worker`
+processes joined over TCP — and retrieve-contexts and label-pairs run against it with `dask_address`, then with the
+thread pool, on the same inputs. Reports wall time per arm and whether the outputs agree.
+
+    .venv/bin/python -m benchmarks.scaleout --triples data/outputs/generate-sts-triples/triples.parquet \\
+        [--max-triples 40] [--dask-workers 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
+from flows.label_pairs import label_pairs  # noqa: E402
+from flows.retrieve_contexts import retrieve_contexts  # noqa: E402
+from tasks.labeling import LabelSettings  # noqa: E402
+from tasks.llm.server import free_port  # noqa: E402
+from tasks.store import write_parquet  # noqa: E402
+
+
+def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
+    port = free_port()
+    dask = str(Path(sys.executable).with_name("dask"))
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([dask, "worker", address, "--nworkers", str(workers), "--nthreads", "1",
+                               "--host", "127.0.0.1", "--no-dashboard"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
+    from distributed import Client
+
+    with Client(address, timeout=60) as client:
+        client.wait_for_workers(workers, timeout=120)
+    return address, [worker, scheduler]
+
+
+def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:
+    x, y = pq.read_table(a).to_pandas(), pq.read_table(b).to_pandas()
+    cols = [c for c in x.columns if c.startswith(floats)]
+    exact = x.drop(columns=cols).equals(y.drop(columns=cols))
+    close = np.allclose(x[cols].fillna(9).to_numpy(float), y[cols].fillna(9).to_numpy(float), atol=1e-4)
+    return f"{'identical' if exact else 'DIFFERENT'} rows; scores within 1e-4: {close}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    ap.add_argument("--max-triples", type=int, default=40)
+    ap.add_argument("--dask-workers", type=int, default=2)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="stsgen-scaleout-"))
+    triples = work / "triples.parquet"
+    write_parquet(triples, pq.read_table(args.triples).slice(0, args.max_triples))
+    label = LabelSettings()
+    # Index, sentence tables and the coherence model are built (or reused from $STSGEN_HOME) before timing.
+    retrieve_contexts(sentences=str(triples), output_dir=str(work / "warm"))
+    address, procs = start_cluster(args.dask_workers)
+    rows = []
+    try:
+        for arm, kw in (("thread pool (2 threads)", {"workers": "threads", "max_workers": 2}),
+                        (f"Dask cluster ({args.dask_workers} worker processes over TCP)", {"dask_address": address})):
+            out = work / arm.split()[0].lower()
+            t = time.perf_counter()
+            r = retrieve_contexts(sentences=str(triples), output_dir=str(out), shard_size=32, **kw)
+            t_retrieve = time.perf_counter() - t
+            t = time.perf_counter()
+            kw_label = {"max_workers": 1} if "max_workers" in kw else kw  # the LM already uses every core
+            lab = label_pairs(contexts=r["contexts"], triples=str(triples), label=label, shard_size=4,
+                              output_dir=str(out), **{k: v for k, v in kw_label.items() if k != "workers"})
+            rows.append((arm, t_retrieve, time.perf_counter() - t, r["contexts"], lab["pairs"]))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+    n = pq.read_table(triples).num_rows
+    print(f"{n} triples ({4 * n} sentences), default corpus, 2 cores\n")
+    print("| arm | retrieve-contexts s | label-pairs s |\n|---|---|---|")
+    for arm, tr, tl, _, _ in rows:
+        print(f"| {arm} | {tr:.1f} | {tl:.1f} |")
+    print(f"\ncontexts: {same(Path(rows[0][3]), Path(rows[1][3]), ('screen_score', 'coherence_score', 'rank_score'))}")
+    print(f"pairs: {same(Path(rows[0][4]), Path(rows[1][4]), ('label',))}")
+
+
+if __name__ == "__main__":
+    main()
