@@ -17,8 +17,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +27,7 @@ import openai
 from tasks.config import ConfigError, LLMSettings, stsgen_home
 from tasks.llm.cache import request_key
 from tasks.llm.client import CallResult, LLMClient, api_key, redact
+from tasks.store import atomic_write_bytes
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -85,19 +84,8 @@ def read_state(path: Path) -> dict[str, Any] | None:
 
 
 def write_state(path: Path, state: dict[str, Any]) -> None:
-    """Write atomically (temp file in the same folder, fsync, os.replace): a reader sees the old or the new state."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write atomically: a reader sees the old or the new state, never a torn one."""
+    atomic_write_bytes(path, json.dumps(state, indent=1, sort_keys=True).encode())
 
 
 def parse_lines(text: str) -> tuple[dict[str, dict[str, Any]], int]:
