@@ -19,11 +19,20 @@ from tests.faults.processes import ScriptedServerProcess, finish, pipeline_proce
 STAGE = "generate-sts-triples"
 
 
-def kill_after(server: ScriptedServerProcess, requests: int, down_s: float | None) -> threading.Thread:
-    """SIGKILL the server once it has answered `requests` chat requests; restart it after `down_s` (None: never)."""
+def cached_answers(work: Path) -> int:
+    """Answers the client has received and stored (the server's own count runs ahead of delivery)."""
+    try:
+        with sqlite3.connect(work / "llm.sqlite") as db:
+            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.Error:  # not created yet
+        return 0
+
+
+def kill_after(server: ScriptedServerProcess, ready, down_s: float | None) -> threading.Thread:
+    """SIGKILL the server once `ready()` holds; restart it after `down_s` (None: never)."""
 
     def fault():
-        while server.requests() < requests:
+        while not ready():
             time.sleep(0.005)
         server.kill()
         if down_s is not None:
@@ -42,7 +51,7 @@ def manifest(outputs: dict, stage: str = STAGE) -> dict:
 def test_restart_within_the_retry_budget_completes_unchanged(tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                                              child_env, reference_run):
     with ScriptedServerProcess(free_port(), tmp_path / "requests.log", latency_s=0.1) as server:
-        fault = kill_after(server, 5, down_s=1.5)
+        fault = kill_after(server, lambda: server.requests() >= 5, down_s=1.5)
         outputs = finish(pipeline_process(spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                                llm={"backoff_base_s": 0.5, "max_retries": 6}), child_env))
         fault.join(timeout=5)
@@ -63,10 +72,10 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
     proc = pipeline_process(run_spec(ScriptedServerProcess(port, tmp_path / "none.log")), child_env)  # not started
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode != 0 and b"unreachable" in out and not (tmp_path / "out" / STAGE).exists()
-    # Down mid-run: start the run, kill the server after 11 of its 15 requests (positives and intermediates
-    # answered, negatives not) and leave it down.
+    # Down mid-run: start the run, kill the server once the client holds 11 of its 15 answers (positives,
+    # intermediates and one negative: at least one complete triple) and leave it down.
     with ScriptedServerProcess(port, tmp_path / "requests2.log", latency_s=0.1) as server:
-        kill_after(server, 11, down_s=None)
+        kill_after(server, lambda: cached_answers(tmp_path) >= 11, down_s=None)
         partial = finish(pipeline_process(run_spec(server), child_env))
     first = manifest(partial)
     rejected = pq.read_table(partial[STAGE]["rejected"]).to_pandas()
@@ -78,9 +87,8 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
     assert set(triples["source_id"]) | set(rejected["source_id"]) == set(
         stage_table(reference_run["outputs"], STAGE, "triples").column("source_id").to_pylist())
     assert triples["source_id"].is_unique and 1 <= len(triples) < 5
-    with sqlite3.connect(tmp_path / "llm.sqlite") as db:
-        answered = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-    assert answered >= 10
+    answered = cached_answers(tmp_path)
+    assert answered >= 11
 
     with ScriptedServerProcess(port, tmp_path / "requests3.log", latency_s=0.1) as server:
         final = finish(pipeline_process(run_spec(server), child_env))
@@ -96,7 +104,7 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
 def test_outage_before_any_triple_fails_the_pipeline_clearly(tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                                              child_env):
     with ScriptedServerProcess(free_port(), tmp_path / "requests.log", latency_s=0.1) as server:
-        kill_after(server, 3, down_s=None)
+        kill_after(server, lambda: server.requests() >= 3, down_s=None)
         proc = pipeline_process(spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                      llm={"backoff_base_s": 0.05, "max_retries": 1}), child_env)
         out, _ = proc.communicate(timeout=300)
