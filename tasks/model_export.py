@@ -14,8 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from models.bellm import BeLLMEncoder
-from models.bellm_sentence_transformer import BeLLMModule, load_bellm_encoder
+from models.bellm_sentence_transformer import CONFIG_FILE, BeLLMModule, load_bellm_encoder
 from models.mean_pooling_encoder import MeanPoolingEncoder
+
+BELLM_MARKER = CONFIG_FILE  # the file that marks a BeLLM export (`stsgen eval` rebuilds those with load_bellm)
 
 
 @contextmanager

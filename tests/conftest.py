@@ -56,6 +56,7 @@ def local_stack(tmp_path, monkeypatch):
     from tasks.llm.server import free_port
 
     monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")
+    monkeypatch.setenv("STSGEN_HOME", str(tmp_path / "stsgen-home"))  # the worker's LLM cache starts empty
     with ScriptedOpenAI() as llm:
         settings = stack.StackSettings(prefect_port=free_port(), llm_base_url=llm.base_url,
                                        llm_model="scripted-model", home=tmp_path / "home")
