@@ -1,8 +1,8 @@
 """The CPU stages on a Dask cluster, measured side by side with the default thread pool in one run.
 
-A real (if local) Dask cluster is started the way one is on several machines — `dask scheduler` and `dask worker`
-processes joined over TCP — and retrieve-contexts and label-pairs run against it with `dask_address`, then with the
-thread pool, on the same inputs. Reports wall time per arm and whether the outputs agree.
+retrieve-contexts and label-pairs run with the thread pool, then on a loopback Dask LocalCluster (worker processes
+joined over TCP, started by the flow: `workers="dask"`), on the same inputs. Reports wall time per arm and whether
+the outputs agree. (Workers of an external cluster need PREFECT_API_URL of the Prefect server the flow uses.)
 
     .venv/bin/python -m benchmarks.scaleout --triples data/outputs/generate-sts-triples/triples.parquet \\
         [--max-triples 40] [--dask-workers 2]
@@ -11,9 +11,6 @@ thread pool, on the same inputs. Reports wall time per arm and whether the outpu
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -25,25 +22,7 @@ import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
 from flows.label_pairs import label_pairs  # noqa: E402
 from flows.retrieve_contexts import retrieve_contexts  # noqa: E402
 from tasks.labeling import LabelSettings  # noqa: E402
-from tasks.llm.server import free_port  # noqa: E402
 from tasks.store import write_parquet  # noqa: E402
-
-
-def start_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
-    port = free_port()
-    dask = str(Path(sys.executable).with_name("dask"))
-    address = f"tcp://127.0.0.1:{port}"
-    scheduler = subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    worker = subprocess.Popen([dask, "worker", address, "--nworkers", str(workers), "--nthreads", "1",
-                               "--host", "127.0.0.1", "--no-dashboard"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              env=dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1])))
-    from distributed import Client
-
-    with Client(address, timeout=60) as client:
-        client.wait_for_workers(workers, timeout=120)
-    return address, [worker, scheduler]
 
 
 def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:
@@ -66,24 +45,18 @@ def main() -> None:
     label = LabelSettings()
     # Index, sentence tables and the coherence model are built (or reused from $STSGEN_HOME) before timing.
     retrieve_contexts(sentences=str(triples), output_dir=str(work / "warm"))
-    address, procs = start_cluster(args.dask_workers)
     rows = []
-    try:
-        for arm, kw in (("thread pool (2 threads)", {"workers": "threads", "max_workers": 2}),
-                        (f"Dask cluster ({args.dask_workers} worker processes over TCP)", {"dask_address": address})):
-            out = work / arm.split()[0].lower()
-            t = time.perf_counter()
-            r = retrieve_contexts(sentences=str(triples), output_dir=str(out), shard_size=32, **kw)
-            t_retrieve = time.perf_counter() - t
-            t = time.perf_counter()
-            kw_label = {"max_workers": 1} if "max_workers" in kw else kw  # the LM already uses every core
-            lab = label_pairs(contexts=r["contexts"], triples=str(triples), label=label, shard_size=4,
-                              output_dir=str(out), **{k: v for k, v in kw_label.items() if k != "workers"})
-            rows.append((arm, t_retrieve, time.perf_counter() - t, r["contexts"], lab["pairs"]))
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(timeout=30)
+    for arm, kw in (("thread pool (2 threads)", {"workers": "threads", "max_workers": 2}),
+                    (f"Dask LocalCluster ({args.dask_workers} worker processes over TCP on 127.0.0.1)",
+                     {"workers": "dask", "max_workers": args.dask_workers})):
+        out = work / arm.split()[0].lower()
+        t = time.perf_counter()
+        r = retrieve_contexts(sentences=str(triples), output_dir=str(out), shard_size=32, **kw)
+        t_retrieve = time.perf_counter() - t
+        t = time.perf_counter()
+        lab = label_pairs(contexts=r["contexts"], triples=str(triples), label=label, shard_size=4,
+                          output_dir=str(out), **kw)
+        rows.append((arm, t_retrieve, time.perf_counter() - t, r["contexts"], lab["pairs"]))
     n = pq.read_table(triples).num_rows
     print(f"{n} triples ({4 * n} sentences), default corpus, 2 cores\n")
     print("| arm | retrieve-contexts s | label-pairs s |\n|---|---|---|")
