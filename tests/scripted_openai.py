@@ -67,7 +67,7 @@ class _Server(ThreadingHTTPServer):
 
 class ScriptedOpenAI:
     def __init__(self, models=("scripted-model",), responder: Callable[[list[dict], dict], str] | None = None,
-                 latency_s: float = 0.0, batch_polls: int = 2):
+                 latency_s: float = 0.0, batch_polls: int = 2, port: int = 0):
         self.models = list(models)
         self.responder = responder or default_responder
         self.latency_s = latency_s
@@ -91,7 +91,7 @@ class ScriptedOpenAI:
         self.batch_lines: list[dict] = []  # every line answered inside a batch: {"custom_id", "body"}
         self.control_requests: list[dict] = []  # files/batches calls: {"method", "path", "authorization"}
         self._ids = itertools.count(1)
-        self.httpd = _Server(("127.0.0.1", 0), self._handler())
+        self.httpd = _Server(("127.0.0.1", port), self._handler())  # a fixed port lets a restarted server reuse it
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property
@@ -355,10 +355,8 @@ def main() -> None:
     """`python -m tests.scripted_openai [port]`: serve until Ctrl-C (used by subprocess tests/benchmarks)."""
     import sys
 
-    server = ScriptedOpenAI(latency_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0)
-    if len(sys.argv) > 1 and sys.argv[1] != "0":
-        server.httpd.server_close()
-        server.httpd = _Server(("127.0.0.1", int(sys.argv[1])), server._handler())
+    server = ScriptedOpenAI(latency_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0,
+                            port=int(sys.argv[1]) if len(sys.argv) > 1 else 0)
     print(server.base_url, flush=True)
     try:
         server.httpd.serve_forever()

@@ -76,16 +76,14 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> dict:
 
 
 def _serve(port: int, latency_s: float, log: str) -> None:
-    from tests.scripted_openai import ScriptedOpenAI, _Server, default_responder
+    from tests.scripted_openai import ScriptedOpenAI, default_responder
 
     def responder(messages, body):
         with open(log, "a") as fh:
             fh.write("request\n")
         return default_responder(messages, body)
 
-    server = ScriptedOpenAI(responder=responder, latency_s=latency_s)
-    server.httpd.server_close()
-    server.httpd = _Server(("127.0.0.1", port), server._handler())  # a fixed port: the restarted server reuses it
+    server = ScriptedOpenAI(responder=responder, latency_s=latency_s, port=port)
     print("ready", flush=True)
     server.httpd.serve_forever()
 
