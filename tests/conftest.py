@@ -42,6 +42,21 @@ def prefect_harness():
         yield
 
 
+def latest_artifacts() -> dict:
+    """The newest artifact of each key. Tests run one flow at a time, so these are the last flow run's; reading all
+    artifacts unsorted would mix in an earlier test's run of the same flow (same keys)."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    with get_client(sync_client=True) as client:
+        newest_first = client.read_artifacts(sort=ArtifactSort.CREATED_DESC)
+    artifacts: dict = {}
+    for artifact in newest_first:
+        if artifact.key:
+            artifacts.setdefault(artifact.key, artifact)
+    return artifacts
+
+
 @pytest.fixture
 def scripted():
     with ScriptedOpenAI() as server:

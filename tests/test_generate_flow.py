@@ -16,7 +16,7 @@ import pytest
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.config import ConfigError, LLMSettings
 from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
-from tests.conftest import PROJECT, shared
+from tests.conftest import PROJECT, latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 
@@ -54,10 +54,7 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
         == positives
 
     # The UI artifacts: progress (finished at 100%), sample table, summary, links to the files.
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    artifacts = latest_artifacts()
     assert {"generate-progress", "generate-samples", "generate-summary", "generate-triples-parquet",
             "generate-rejected-parquet", "generate-manifest-json"} <= set(artifacts)
     assert artifacts["generate-progress"].type == "progress" and float(artifacts["generate-progress"].data) == 100.0

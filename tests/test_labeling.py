@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from tasks.config import ConfigError
+from tests.conftest import latest_artifacts
 
 
 @pytest.fixture(scope="session")
@@ -292,10 +293,7 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert set(manifest["outputs"]) == {"pairs.parquet", "rejected.parquet", "label_distribution.png"}
     assert (tmp_path / "out" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    artifacts = latest_artifacts()
     assert artifacts["label-distribution"].type == "image"
     assert artifacts["label-distribution"].data.startswith("data:image/png;base64,")
     assert "hierarchy rate" in artifacts["label-summary"].data

@@ -12,7 +12,7 @@ import torch
 
 from tasks.config import ConfigError
 from tasks.training import LossSettings, TrainSettings, evaluate, split_data, step_loss, train
-from tests.conftest import TOPICS
+from tests.conftest import TOPICS, latest_artifacts
 
 
 def synthetic_data():
@@ -147,10 +147,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
 
-    from prefect.client.orchestration import get_client
-
-    with get_client(sync_client=True) as client:
-        artifacts = {a.key: a for a in client.read_artifacts() if a.key}
+    artifacts = latest_artifacts()
     assert artifacts["train-curves"].type == "image" and artifacts["train-rfd"].type == "image"
     assert {r["set"] for r in json.loads(artifacts["train-results"].data)} == {"stsb-dev", "stsb-test"}
     stamp = Path(paths["manifest"]).stat().st_mtime_ns

@@ -33,12 +33,14 @@ def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> 
 
 @pytest.fixture(scope="session")
 def reference_run(tmp_path_factory, fault_corpus, tiny_lm_dir, tiny_encoder_dir, child_env) -> dict:
-    """The undisturbed run every faulty run is compared with: its outputs and how many LLM requests it sent."""
+    """The undisturbed run every faulty run is compared with: its outputs and the distinct LLM requests it sent
+    (their body digests; a request retried after a transient error counts once)."""
     work = tmp_path_factory.mktemp("reference")
     with ScriptedServerProcess(free_port(), work / "requests.log") as server:
         outputs = finish(pipeline_process(spec(server, work, fault_corpus, tiny_lm_dir, tiny_encoder_dir),
                                           child_env))
-        return {"outputs": outputs, "requests": server.requests()}
+        bodies = set(server.bodies())
+        return {"outputs": outputs, "bodies": bodies, "requests": len(bodies)}
 
 
 def stage_table(outputs: dict, stage: str, name: str):

@@ -1,12 +1,13 @@
 """Processes the fault-injection tests can kill: the scripted OpenAI server on a fixed port, and the tiny
 sts-pipeline run as its own Python process.
 
-    python -m tests.faults.processes server PORT LATENCY_S LOG       # one line appended to LOG per chat request
+    python -m tests.faults.processes server PORT LATENCY_S LOG       # one line per chat request: its body's digest
     python -m tests.faults.processes pipeline SPEC_JSON               # runs sts-pipeline, prints its outputs as JSON
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -39,8 +40,23 @@ class ScriptedServerProcess:
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait()
 
+    def bodies(self) -> list[str]:
+        """A digest of each chat request body received, in arrival order (a retried request appears again)."""
+        return self.log.read_text().splitlines() if self.log.exists() else []
+
     def requests(self) -> int:
-        return len(self.log.read_text().splitlines()) if self.log.exists() else 0
+        return len(self.bodies())
+
+    def settled_bodies(self, quiet_s: float = 0.5) -> list[str]:
+        """bodies() once nothing new has been logged for `quiet_s`: a request a just-killed client had sent is logged
+        when the server answers it (after its latency), so reading at once could count it in the next run."""
+        bodies, since = self.bodies(), time.monotonic()
+        while time.monotonic() - since < quiet_s:
+            time.sleep(0.05)
+            now = self.bodies()
+            if now != bodies:
+                bodies, since = now, time.monotonic()
+        return bodies
 
     def __enter__(self) -> "ScriptedServerProcess":
         return self.start()
@@ -79,8 +95,9 @@ def _serve(port: int, latency_s: float, log: str) -> None:
     from tests.scripted_openai import ScriptedOpenAI, default_responder
 
     def responder(messages, body):
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
         with open(log, "a") as fh:
-            fh.write("request\n")
+            fh.write(digest + "\n")
         return default_responder(messages, body)
 
     server = ScriptedOpenAI(responder=responder, latency_s=latency_s, port=port)

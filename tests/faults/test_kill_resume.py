@@ -34,19 +34,23 @@ def test_sigkill_mid_stage_then_rerun_redoes_nothing(stage, tmp_path, fault_corp
     with ScriptedServerProcess(free_port(), tmp_path / "requests.log", latency_s=0.05) as server:
         run_spec = spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir)
         run_until(pipeline_process(run_spec, child_env), lambda: kill_point(server))
-        sent_before = server.requests()
+        sent_before = server.settled_bodies()
         with sqlite3.connect(tmp_path / "llm.sqlite") as db:
             answered = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         scored_before = shard_scores(tmp_path)
         assert not (shards / "manifest.json").exists()  # killed before the stage committed
 
         outputs = finish(pipeline_process(run_spec, child_env))
-        resent = server.requests() - sent_before
+        resent = server.bodies()[len(sent_before):]
 
-    # LLM: only requests without a cached answer are sent again (the cache holds every answered request).
-    assert resent == reference_run["requests"] - answered
+    # LLM: only requests without a cached answer are sent again (the cache holds every answered request). A request
+    # may reach the server twice only as a retry the client counted (a slow machine can time out a connection).
+    retries = json.loads(Path(outputs["generate-sts-triples"]["manifest"]).read_text())["llm_stats"]["retries"]
+    assert len(set(resent)) == reference_run["requests"] - answered, (len(resent), retries)
+    assert len(resent) - len(set(resent)) <= retries
+    assert set(resent) | set(sent_before) == reference_run["bodies"]
     if stage == "label":
-        assert resent == 0
+        assert resent == []
     # Labeling: the shards finished before the kill are reused, not re-scored.
     counts = label_manifest(outputs)["counts"]
     total = label_manifest(reference_run["outputs"])["counts"]["sentence_context_scores"]
