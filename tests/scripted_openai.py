@@ -8,7 +8,9 @@
   `batch_fail_ids` / `batch_fail_fraction` (error file), `batch_line_fault(custom_id, body)` → "error",
   ("status", code) (non-200 output line) or "missing" (no line at all); `batch_final_status` "expired" (the first
   half of the lines done, the rest in the error file) or "failed" (no output). Counters: `files_uploaded`,
-  `batches_created`, `batch_retrievals`; `batch_create_errors` answers that many POST /batches with a 500.
+  `batches_created`, `batch_retrievals`; `batch_create_errors` answers that many POST /batches with a 500;
+  `batch_create_lost` creates that many batches but answers their POST with a 500 (a response lost on the way back).
+  GET /v1/batches lists the batches, newest first (`after`, `limit`).
 
 Actions (consumed one per chat request, in order): "ok"; ("status", code, headers); ("sleep", seconds) then ok;
 "malformed" (200 with a body that is not JSON); "no_choices" (200, JSON without choices); "drop" (close the
@@ -26,6 +28,7 @@ import json
 import socket
 import threading
 import time
+import urllib.parse
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -83,6 +86,7 @@ class ScriptedOpenAI:
         self.batch_line_fault: Callable[[str, dict], object] | None = None
         self.batch_final_status = "completed"
         self.batch_create_errors = 0  # answer this many POST /batches with a 500 first
+        self.batch_create_lost = 0  # create this many batches, but answer their POST with a 500
         self.files: dict[str, dict] = {}
         self.batches: dict[str, dict] = {}
         self.files_uploaded = 0
@@ -166,7 +170,19 @@ class ScriptedOpenAI:
                      "request_counts": {"total": 0, "completed": 0, "failed": 0},
                      "metadata": body.get("metadata"), "_polls": 0}
             self.batches[batch["id"]] = batch
+            if self.batch_create_lost > 0:
+                self.batch_create_lost -= 1
+                return 500, {"error": {"message": "scripted 500 after the batch was created", "type": "scripted"}}
             return 200, self._public(batch)
+
+    def list_batches(self, after: str | None, limit: int) -> dict:
+        with self._lock:
+            ids = list(reversed(self.batches))  # newest first, as the API lists them
+            start = ids.index(after) + 1 if after in ids else 0
+            page = ids[start:start + limit]
+            return {"object": "list", "data": [self._public(self.batches[i]) for i in page],
+                    "first_id": page[0] if page else None, "last_id": page[-1] if page else None,
+                    "has_more": start + limit < len(ids)}
 
     def retrieve_batch(self, batch_id: str) -> dict | None:
         with self._lock:
@@ -265,6 +281,11 @@ class ScriptedOpenAI:
                     data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "tests"}
                                                        for m in server.models]}
                     self._send(200, json.dumps(data).encode())
+                elif path.endswith("/batches"):
+                    self._control("GET", path)
+                    query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                    page = server.list_batches(query.get("after", [None])[0], int(query.get("limit", ["20"])[0]))
+                    self._send(200, json.dumps(page).encode())
                 elif "/files/" in path or "/batches/" in path:
                     self._batch_get(path)
                 else:

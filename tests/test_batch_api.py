@@ -15,7 +15,7 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.config import LLMSettings
-from tasks.llm.batch import BatchPending, BatchRunner
+from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
 from tasks.triples import VOLATILE_COLUMNS
@@ -140,6 +140,43 @@ def test_failed_create_keeps_the_uploaded_file_for_the_next_run(scripted, tmp_pa
     assert not any(r.ok for r in first) and all("submission failed" in r.error for r in first)
     results = BatchRunner(LLMClient(settings)).run(requests(4))
     assert all(r.ok for r in results) and scripted.files_uploaded == 1 and scripted.batches_created == 1
+
+
+def test_lost_create_answer_finds_the_batch_instead_of_creating_another(scripted, tmp_path):
+    # The endpoint makes the batch but its answer is lost (500): the retry finds that batch by its input file.
+    scripted.batch_create_lost = 1
+    runner = BatchRunner(LLMClient(llm(scripted, tmp_path, max_retries=2)))
+    results = runner.run(requests(4))
+    assert all(r.ok for r in results) and scripted.batches_created == 1 and scripted.files_uploaded == 1
+    assert runner.stats.batches_reattached == 1 and runner.stats.batches_created == 0
+    assert [c["method"] for c in scripted.control_requests if c["path"].endswith("/batches")] == ["POST", "GET"]
+
+
+def test_batch_made_but_not_stored_is_found_by_the_next_run(scripted, tmp_path):
+    # The same window as a crash between create and storing the id: the state holds the file, not the batch.
+    scripted.batch_create_lost = 1
+    settings = llm(scripted, tmp_path, max_retries=0)
+    first = BatchRunner(LLMClient(settings)).run(requests(4))
+    assert not any(r.ok for r in first) and scripted.batches_created == 1
+    again = BatchRunner(LLMClient(settings))
+    results = again.run(requests(4))
+    assert all(r.ok for r in results) and again.stats.batches_reattached == 1
+    assert scripted.batches_created == 1 and scripted.files_uploaded == 1  # nothing paid twice
+
+
+def test_find_batch_matches_the_input_file_and_skips_failed_batches(scripted):
+    import openai
+
+    with openai.OpenAI(base_url=scripted.base_url, api_key="unused") as client:
+        files = [client.files.create(file=(f"{i}.jsonl", b"{}\n", "application/jsonl"), purpose="batch").id
+                 for i in range(3)]
+        made = [client.batches.create(input_file_id=f, endpoint=ENDPOINT, completion_window="24h") for f in files]
+        scripted.batches[made[2].id]["status"] = "failed"
+        for _ in range(150):  # more than one page of the list call (100 a page)
+            client.batches.create(input_file_id=files[1], endpoint=ENDPOINT, completion_window="24h")
+        assert find_batch(client, files[0]).id == made[0].id  # found on the second page
+        assert find_batch(client, files[2]) is None  # failed: a new batch is needed
+        assert find_batch(client, "file-unknown") is None
 
 
 def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, monkeypatch):

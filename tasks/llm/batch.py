@@ -7,6 +7,8 @@ the price of latency (minutes to 24 h). What keeps it interchangeable with `LLMC
 - before the batch is created, the round's state (input file id, then batch id, request keys; never the API key) is
   written atomically to `<state_dir>/batch-<hash of the round's keys>.json`: a process that dies while polling
   re-attaches to the same batch on the next run instead of paying for it twice. The file goes once results are in;
+- a batch is never created twice for one uploaded file: when the create call's answer is lost (timeout, 5xx, a crash
+  before the id was stored), the endpoint's batch list is searched for a batch of that input file first;
 - every request that does not come back as a 200 (error-file line, non-200 line, missing line, failed or expired
   batch) is a `CallResult(ok=False, error=…)`, counted in the client's stats, never dropped. An expired batch's
   completed lines are used.
@@ -128,6 +130,19 @@ def line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | Non
         return None, "malformed", f"malformed response: {type(exc).__name__}: {str(exc)[:200]}"
 
 
+def find_batch(client: openai.OpenAI, input_file_id: str, scan: int = 1000) -> Any | None:
+    """A usable batch (not failed or cancelled) made from `input_file_id`, among the endpoint's `scan` newest."""
+    try:
+        for i, batch in enumerate(client.batches.list(limit=100)):  # newest first; the iterator follows cursors
+            if i >= scan:
+                break
+            if batch.input_file_id == input_file_id and batch.status not in ("failed", "cancelling", "cancelled"):
+                return batch
+    except openai.NotFoundError:  # an endpoint without the list call: nothing to find
+        pass
+    return None
+
+
 def _batch_errors(batch: Any) -> str:
     errors = getattr(getattr(batch, "errors", None), "data", None) or []
     return "; ".join(f"{e.code}: {e.message}" for e in errors[:3])
@@ -213,7 +228,7 @@ class BatchRunner:
         if state and state.get("input_file_id") and sorted(state.get("keys", ())) == keys:
             # Uploaded before a crash or a failed create, batch not created yet: reuse the file if it is still there.
             try:
-                return self._create(client, state, state_path)
+                return self._create(client, state, state_path, look_first=True)
             except (openai.NotFoundError, openai.BadRequestError) as exc:
                 log.warning("stored input file %s not usable (%s): uploading again", state["input_file_id"], exc)
         rid = round_id(keys)
@@ -224,15 +239,32 @@ class BatchRunner:
         state = {"version": STATE_VERSION, "round": rid, "model": self.settings.model, "endpoint": ENDPOINT,
                  "input_file_id": uploaded.id, "batch_id": None, "keys": keys, "created_at": time.time()}
         write_state(state_path, state)  # before the batch exists: a crash from here on never pays twice
-        return self._create(client, state, state_path)
+        return self._create(client, state, state_path, look_first=False)  # a new file: no batch can have it yet
 
-    def _create(self, client: openai.OpenAI, state: dict, state_path: Path) -> Any:
-        batch = client.batches.create(input_file_id=state["input_file_id"], endpoint=ENDPOINT,
-                                      completion_window="24h", metadata={"stsgen_round": state["round"][:64]})
-        self.stats.batches_created += 1
-        self.stats.batch_lines += len(state["keys"])
+    def _create(self, client: openai.OpenAI, state: dict, state_path: Path, *, look_first: bool) -> Any:
+        """The round's batch: one the endpoint already made from the stored input file, else a new one. The create
+        call is not retried blindly: its answer may be lost after the batch was made, so each retry looks first
+        (and so does the first try when the file comes from an earlier run: `look_first`)."""
+        for attempt in range(self.settings.max_retries + 1):
+            batch = find_batch(client, state["input_file_id"]) if attempt or look_first else None
+            if batch is not None:
+                self.stats.batches_reattached += 1
+                log.info("found batch %s of input file %s (%s)", batch.id, state["input_file_id"], batch.status)
+                break
+            try:
+                batch = client.with_options(max_retries=0).batches.create(
+                    input_file_id=state["input_file_id"], endpoint=ENDPOINT, completion_window="24h",
+                    metadata={"stsgen_round": state["round"][:64]})
+            except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError):
+                if attempt == self.settings.max_retries:
+                    raise
+                self.sleep(min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt))
+                continue
+            self.stats.batches_created += 1
+            self.stats.batch_lines += len(state["keys"])
+            log.info("submitted batch %s: %d requests", batch.id, len(state["keys"]))
+            break
         write_state(state_path, {**state, "batch_id": batch.id})
-        log.info("submitted batch %s: %d requests", batch.id, len(state["keys"]))
         return batch
 
     def _wait(self, client: openai.OpenAI, batch: Any) -> Any:
