@@ -258,7 +258,7 @@ class BatchRunner:
             except (openai.APIConnectionError, openai.InternalServerError, openai.RateLimitError):
                 if attempt == self.settings.max_retries:
                     raise
-                self.sleep(min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2 ** attempt))
+                self.sleep(self.llm._backoff(attempt))  # the direct calls' backoff (capped, jittered)
                 continue
             self.stats.batches_created += 1
             self.stats.batch_lines += len(state["keys"])
