@@ -19,14 +19,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import openai  # noqa: E402
+import openai
 
-import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
-from flows.generate_sts_triples import generate_sts_triples  # noqa: E402
-from tasks.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings  # noqa: E402
-from tasks.corpus import load_corpus, sample_sources  # noqa: E402
-from tasks.patterns import load_pattern_source, sample_examples  # noqa: E402
-from tasks.prompting import KINDS_BY_PATTERN, load_template  # noqa: E402
+import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
+from flows.generate_sts_triples import generate_sts_triples
+from tasks.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings
+from tasks.corpus import load_corpus, sample_sources
+from tasks.patterns import load_pattern_source, sample_examples
+from tasks.prompting import KINDS_BY_PATTERN, load_template
 
 
 def flow_arm(base_url: str, model: str, n: int, concurrency: int, out: Path) -> dict:

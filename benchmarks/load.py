@@ -14,13 +14,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq  # noqa: E402
+import pyarrow.parquet as pq
 
-import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
-from flows.generate_sts_triples import generate_sts_triples  # noqa: E402
-from tasks.config import LLMSettings  # noqa: E402
-from tasks.store import read_manifest  # noqa: E402
-from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
+import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
+from flows.generate_sts_triples import generate_sts_triples
+from tasks.config import LLMSettings
+from tasks.store import read_manifest
+from tests.scripted_openai import ScriptedOpenAI
 
 
 def max_in_window(times: list[float], window_s: float) -> int:

@@ -15,14 +15,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import numpy as np
+import pyarrow.parquet as pq
 
-import benchmarks.prefect_env  # noqa: E402,F401  (before Prefect is imported)
-from flows.label_pairs import label_pairs  # noqa: E402
-from flows.retrieve_contexts import retrieve_contexts  # noqa: E402
-from tasks.labeling import LabelSettings  # noqa: E402
-from tasks.store import write_parquet  # noqa: E402
+import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
+from flows.label_pairs import label_pairs
+from flows.retrieve_contexts import retrieve_contexts
+from tasks.labeling import LabelSettings
+from tasks.store import write_parquet
 
 
 def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:

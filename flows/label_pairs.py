@@ -36,7 +36,7 @@ from tasks.pair_units import (
     read_triples,
     triple_units,
 )
-from tasks.runners import task_runner
+from tasks.runners import runner_kind, task_runner
 from tasks.store import (
     fingerprint,
     outputs_current,
@@ -178,7 +178,7 @@ def label_pairs(
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
         "parameters": {"label": settings.model_dump(), "shard_size": shard_size,
-                       "workers": "dask" if dask_address else workers},
+                       "workers": runner_kind(workers, dask_address)},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
         "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype},

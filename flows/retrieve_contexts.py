@@ -26,7 +26,7 @@ from tasks.contexts import context_windows
 from tasks.corpus import load_corpus
 from tasks.queries import load_query_sentences
 from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
-from tasks.runners import task_runner
+from tasks.runners import runner_kind, task_runner
 from tasks.store import (
     fingerprint,
     outputs_current,
@@ -164,7 +164,7 @@ def retrieve_contexts(
         "stage": STAGE, "cache_key": key, "inputs": inputs,
         "parameters": {"window_k": window_k, "chunk_size": chunk_size, "selection": selection.model_dump(),
                        "coherence": coherence.model_dump(), "shard_size": shard_size,
-                       "workers": "dask" if dask_address else workers},
+                       "workers": runner_kind(workers, dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"]},
         "index": str(index_dir), "counts": counts, "timings": timings,

@@ -6,8 +6,13 @@ from __future__ import annotations
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
 
+def runner_kind(workers: str, dask_address: str | None) -> str:
+    """The runner actually used (an address means Dask, whatever `workers` says): recorded in manifests."""
+    return "dask" if dask_address else workers
+
+
 def task_runner(workers: str, dask_address: str | None, max_workers: int):
-    if dask_address or workers == "dask":
+    if runner_kind(workers, dask_address) == "dask":
         from prefect_dask import DaskTaskRunner
 
         return DaskTaskRunner(address=dask_address) if dask_address else DaskTaskRunner(

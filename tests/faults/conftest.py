@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -41,6 +42,15 @@ def reference_run(tmp_path_factory, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                           child_env))
         bodies = set(server.bodies())
         return {"outputs": outputs, "bodies": bodies, "requests": len(bodies)}
+
+
+def cached_answers(work: Path) -> int:
+    """Answers the client has received and stored (the server's own count runs ahead of delivery)."""
+    try:
+        with sqlite3.connect(work / "llm.sqlite") as db:
+            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+    except sqlite3.Error:  # not created yet
+        return 0
 
 
 def stage_table(outputs: dict, stage: str, name: str):

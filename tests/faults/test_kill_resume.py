@@ -5,13 +5,12 @@ counted), and ends with the undisturbed run's outputs."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tasks.llm.server import free_port
-from tests.faults.conftest import spec, stage_table
+from tests.faults.conftest import cached_answers, spec, stage_table
 from tests.faults.processes import ScriptedServerProcess, finish, pipeline_process, run_until
 
 
@@ -35,8 +34,7 @@ def test_sigkill_mid_stage_then_rerun_redoes_nothing(stage, tmp_path, fault_corp
         run_spec = spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir)
         run_until(pipeline_process(run_spec, child_env), lambda: kill_point(server))
         sent_before = server.settled_bodies()
-        with sqlite3.connect(tmp_path / "llm.sqlite") as db:
-            answered = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        answered = cached_answers(tmp_path)
         scored_before = shard_scores(tmp_path)
         assert not (shards / "manifest.json").exists()  # killed before the stage committed
 

@@ -5,7 +5,6 @@ nothing silently dropped), and a re-run after the restart sends only those calls
 from __future__ import annotations
 
 import json
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -13,19 +12,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from tasks.llm.server import free_port
-from tests.faults.conftest import spec, stage_table
+from tests.faults.conftest import cached_answers, spec, stage_table
 from tests.faults.processes import ScriptedServerProcess, finish, pipeline_process
 
 STAGE = "generate-sts-triples"
-
-
-def cached_answers(work: Path) -> int:
-    """Answers the client has received and stored (the server's own count runs ahead of delivery)."""
-    try:
-        with sqlite3.connect(work / "llm.sqlite") as db:
-            return db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
-    except sqlite3.Error:  # not created yet
-        return 0
 
 
 def kill_after(server: ScriptedServerProcess, ready, down_s: float | None) -> threading.Thread:
