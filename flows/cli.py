@@ -110,6 +110,36 @@ def _generate(args: argparse.Namespace) -> int:
         llm=llm, max_attempts=args.max_attempts, output_dir=args.output_dir))
 
 
+def add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    """The OpenAI-compatible endpoint (stage 1, and stage 3's LLM rating), or the embedded local server."""
+    p.add_argument("--local-model", default="qwen2.5-coder-1.5b-instruct",
+                   help="embedded model started on 127.0.0.1 (ignored with --base-url)")
+    p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
+    p.add_argument("--model", help="model name at --base-url")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--rpm", type=float)
+
+
+def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
+    p.add_argument(lm_flag, dest="label_lm", default=None,
+                   help="causal LM of the context labeler: registered local model, .gguf file or folder")
+    p.add_argument("--label-method", choices=("context", "llm_rating", "combined"), default=None,
+                   help="stage-3 labeler (default: the LabelSettings default, docs/labeling.md)")
+    p.add_argument("--similarity", choices=("centered_cosine", "cosine", "rank", "contrast"), default=None,
+                   help="how two sentences' context-score rows become a label")
+
+
+def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
+    """LabelSettings from the flags that were given; the rest keep the settings' defaults."""
+    from tasks.labeling import LabelSettings
+
+    given = {"lm": args.label_lm, "method": args.label_method, "similarity": args.similarity,
+             "contexts_per_sentence": getattr(args, "contexts_per_sentence", None)}
+    if getattr(args, "lambdas", None):
+        given |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
+    return LabelSettings(**{k: v for k, v in given.items() if v is not None}, **extra)
+
+
 def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     """Where the CPU stages' shards run (retrieval and labeling)."""
     p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads",
@@ -120,11 +150,10 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
 def _pipeline(args: argparse.Namespace) -> int:
     from flows.presets import PRESETS
     from flows.sts_pipeline import sts_pipeline
-    from tasks.labeling import LabelSettings
 
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, max_attempts=args.max_attempts, label=LabelSettings(lm=args.label_lm, seed=args.seed),
+        llm=llm, max_attempts=args.max_attempts, label=label_settings(args, seed=args.seed),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **PRESETS[args.preset]))
 
 
@@ -132,15 +161,19 @@ def _label(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.label_pairs import label_pairs
-    from tasks.labeling import LabelSettings
+    from tasks.labeling import uses_rating
 
-    settings = LabelSettings(lm=args.lm, contexts_per_sentence=args.contexts_per_sentence,
-                             lambda_disc=args.lambdas[0], lambda_sentence=args.lambdas[1],
-                             lambda_left=args.lambdas[2], lambda_right=args.lambdas[3])
+    settings = label_settings(args)
+
+    def job(llm=None) -> dict:
+        return label_pairs(contexts=args.contexts, triples=None if args.pairs else args.triples, pairs=args.pairs,
+                           label=settings, calibration=args.calibration, llm=llm, workers=args.workers,
+                           dask_address=args.dask_address, output_dir=args.output_dir)
+
+    if uses_rating(settings):  # the LLM rates the pairs: --base-url, or the embedded local server
+        return _with_llm(args, job)
     with _progress_bar(Console(stderr=True)):
-        paths = label_pairs(contexts=args.contexts, triples=None if args.pairs else args.triples, pairs=args.pairs,
-                            label=settings, calibration=args.calibration, workers=args.workers,
-                            dask_address=args.dask_address, output_dir=args.output_dir)
+        paths = job()
     _print_outputs(paths)
     return 0
 
@@ -272,19 +305,14 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--corpus", default="default")
         p.add_argument("--pattern-source", default="default")
         p.add_argument("--seed", type=int, default=13)
-        p.add_argument("--local-model", default="qwen2.5-coder-1.5b-instruct",
-                       help="embedded model started on 127.0.0.1 (ignored with --base-url)")
-        p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
-        p.add_argument("--model", help="model name at --base-url")
-        p.add_argument("--concurrency", type=int, default=4)
-        p.add_argument("--rpm", type=float)
+        add_llm_arguments(p)
         p.add_argument("--batch-api", action="store_true",
                        help="stage 1 through the OpenAI Batch API (half price, results within 24 h; needs --base-url "
                        "of an endpoint serving /files and /batches); an interrupted run re-attaches to its batch")
         p.add_argument("--max-attempts", type=int, default=3)
         p.add_argument("--output-dir", default="data/outputs")
         if name != "generate":
-            p.add_argument("--label-lm", default="smollm2-135m-instruct", help="causal LM of the labeler")
+            add_labeler_arguments(p, "--label-lm")
             p.add_argument("--preset", choices=("quick", "full"), default="quick",
                            help="sizes of the CPU stages (flows/presets.py)")
             add_runner_arguments(p)
@@ -307,10 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
     p.add_argument("--pairs", help="a pairs Parquet (s1/s2 or sentence1/sentence2[, relation, gold]) instead of "
                    "triples")
-    p.add_argument("--lm", default="smollm2-135m-instruct", help="registered local model, .gguf file or folder")
-    p.add_argument("--lambdas", type=float, nargs=4, default=[1.0, 1.0, 0.0, 0.0],
-                   metavar=("L1", "L2", "L3", "L4"))
-    p.add_argument("--contexts-per-sentence", type=int, default=8)
+    add_labeler_arguments(p, "--lm")
+    p.add_argument("--lambdas", type=float, nargs=4, default=None, metavar=("L1", "L2", "L3", "L4"),
+                   help="λ1 disc, λ2 log p(s|c<), λ3, λ4 (default: the labeler's defaults)")
+    p.add_argument("--contexts-per-sentence", type=int, default=None)
+    add_llm_arguments(p)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     add_runner_arguments(p)
     p.add_argument("--output-dir", default="data/outputs")

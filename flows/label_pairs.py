@@ -9,6 +9,7 @@ Shards are resumable: a re-run scores only the shards it had not finished.
 from __future__ import annotations
 
 import base64
+import os
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -21,9 +22,30 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
-from tasks.config import ConfigError
-from tasks.label_quality import fit_calibration, hierarchy_rate, per_relation_summary, plot_label_distribution
-from tasks.labeling import LabelSettings, cached_lm, label_shard, reference_sentences, resolve_lm, uses_lm
+from tasks.config import ConfigError, LLMSettings
+from tasks.label_quality import (
+    fit_calibration,
+    gold_agreement,
+    hierarchy_rate,
+    labeler_description,
+    per_relation_summary,
+    plot_label_distribution,
+)
+from tasks.labeling import (
+    LABEL_ONLY_FIELDS,
+    LabelSettings,
+    apply_ratings,
+    cached_lm,
+    label_shard,
+    reference_sentences,
+    resolve_lm,
+    unit_pair_rows,
+    uses_contexts,
+    uses_lm,
+    uses_rating,
+)
+from tasks.llm.client import check_endpoint
+from tasks.llm_rating import rate_pairs_task
 from tasks.pair_units import (
     PAIRS_SCHEMA,
     REJECTED_PAIRS_SCHEMA,
@@ -66,6 +88,21 @@ def _coherence_dir(contexts: Path, given: str | None) -> tuple[str | None, str |
     return folder, manifest["outputs"]["model.pt"]["sha256"]
 
 
+def _rater(llm: LLMSettings | None) -> dict | None:
+    """What identifies the rating model (the endpoint's URL does not change what it answers)."""
+    if llm is None:
+        return None
+    return {"model": llm.model, "sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256")}
+
+
+def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings) -> tuple[pa.Table, list[dict], dict]:
+    ratings, stats = rate_pairs_task(list(zip(table["s1"].to_pylist(), table["s2"].to_pylist())), llm,
+                                     settings.rating)
+    rated, rejected = apply_ratings(table, ratings, settings)
+    return rated, rejected, {**_rater(llm), **stats, "from_logprobs": sum(r.from_logprobs for r in ratings),
+                             "failed": len(rejected)}
+
+
 @flow(name=STAGE, log_prints=True)
 def label_pairs(
     contexts: str,
@@ -74,6 +111,7 @@ def label_pairs(
     label: LabelSettings | None = None,
     coherence_dir: str | None = None,
     calibration: str | None = None,
+    llm: LLMSettings | None = None,
     shard_size: int = 8,
     workers: Literal["threads", "processes", "dask"] = "threads",
     max_workers: int = 1,
@@ -83,7 +121,9 @@ def label_pairs(
     """Label sentence pairs by how alike their sentences fit the same contexts. Input: `contexts` (a
     contexts.parquet from retrieve-contexts) and either `triples` (a triples.parquet) or `pairs` (a Parquet with
     s1/s2 or sentence1/sentence2, optional relation and gold/score). `calibration`: a labeled pairs.parquet (label
-    and gold columns) to fit a monotone map of labels onto 0–5. Returns output paths."""
+    and gold columns) to fit a monotone map of labels onto 0–5. `llm`: the endpoint that rates pairs when
+    label.method is 'llm_rating' or 'combined' (default: LLMSettings(), i.e. STSGEN_LLM_* or the local server).
+    Returns output paths."""
     logger = get_run_logger()
     settings = label or LabelSettings()
     if (triples is None) == (pairs is None):
@@ -100,7 +140,11 @@ def label_pairs(
     else:
         frame, bad_rows = read_pairs(source)
         units = pair_units(frame, sets)
-    coherence = _coherence_dir(contexts_path, coherence_dir) if settings.lambda_disc else (None, None)
+    coherence = _coherence_dir(contexts_path, coherence_dir) if settings.lambda_disc and uses_contexts(settings) \
+        else (None, None)
+    llm = (llm or LLMSettings()) if uses_rating(settings) else None
+    if llm is not None:
+        check_endpoint(llm)  # fail before any scoring: unreachable endpoint, unknown model, bad key
     lm_path, lm_sha = resolve_lm(settings.lm) if uses_lm(settings) else (None, None)
     if lm_path is not None:
         try:  # fail before any shard; the thread-pool workers reuse this load
@@ -115,7 +159,7 @@ def label_pairs(
     # keyed without it, so adding a calibration re-scores nothing.
     score_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
                              "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
-                             "coherence": coherence[1], "lm": lm_sha})
+                             "coherence": coherence[1], "lm": lm_sha, "rater": _rater(llm)})
     key = fingerprint({"scores": score_key, "calibration": calibration_info and calibration_info["sha256"]})
     folder = Path(output_dir) / STAGE
     paths = {name: str(folder / f"{name}.parquet") for name in ("pairs", "rejected")}
@@ -130,10 +174,10 @@ def label_pairs(
     # and models — not by input file hashes: a re-run skips the shards already written, also when an input file was
     # rebuilt with the same content (e.g. triples regenerated from the LLM cache).
     scorer_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "reference": reference,
-                              "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
+                              "settings": settings.model_dump(exclude=LABEL_ONLY_FIELDS),
                               "coherence": coherence[1], "lm": lm_sha})
     shard_dir = folder / ".shards" / scorer_key[:16]
-    shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)]
+    shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)] if uses_contexts(settings) else []
     progress = Progress("label", len(shards), f"{len(units)} units ({sum(len(u.pairs) for u in units)} pairs) "
                                               f"in {len(shards)} shards")
     t1 = time.perf_counter()
@@ -152,15 +196,23 @@ def label_pairs(
     merged = pa.concat_tables([pq.read_table(r["path"], schema=SHARD_SCHEMA) for r in results]) if results \
         else SHARD_SCHEMA.empty_table()
     labeled = merged.filter(pc.is_null(merged["reason"])).select(PAIRS_SCHEMA.names)
+    rating_rows, rating_info = [], None
+    if uses_rating(settings):
+        t2 = time.perf_counter()
+        labeled, rating_rows, rating_info = _rate(labeled if uses_contexts(settings) else
+                                                  finish_rows(unit_pair_rows(units), PAIRS_SCHEMA), settings, llm)
+        timings["rate_s"] = round(time.perf_counter() - t2, 3)
     if calibrator is not None and labeled.num_rows:
         calibrated = calibrator.predict(labeled["label"].to_numpy())
         labeled = labeled.set_column(labeled.schema.get_field_index("label_calibrated"), "label_calibrated",
                                      pa.array(calibrated, pa.float64()))
-    quarantined = pa.concat_tables([finish_rows(bad_rows, REJECTED_PAIRS_SCHEMA), merged.filter(
+    quarantined = pa.concat_tables([finish_rows(bad_rows + rating_rows, REJECTED_PAIRS_SCHEMA), merged.filter(
         pc.invert(pc.is_null(merged["reason"]))).select(REJECTED_PAIRS_SCHEMA.names)])
 
     frame = labeled.to_pandas()
     hierarchy = hierarchy_rate(frame)
+    gold = gold_agreement(frame)
+    labeler = labeler_description(settings)
     relations = per_relation_summary(frame)
     folder.mkdir(parents=True, exist_ok=True)
     plot = plot_label_distribution(frame, folder / "label_distribution.png")
@@ -182,16 +234,23 @@ def label_pairs(
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
         "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype},
+        "labeler": labeler, "rating": rating_info, "quality": {"hierarchy": hierarchy, "gold": gold},
         "calibration": calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
         "timings": timings,
     }, digests)
 
     rate = "n/a" if hierarchy["rate"] is None else f"{hierarchy['rate']:.1%} of {hierarchy['triples']} triples"
+    pos_neg = "n/a" if hierarchy["pos_over_neg_rate"] is None else \
+        f"{hierarchy['pos_over_neg_rate']:.1%} of {hierarchy['pos_over_neg_triples']} triples"
     publish_markdown("label-summary", "\n".join([
         f"# label-pairs — {labeled.num_rows} labeled pairs, {quarantined.num_rows} quarantined", "",
-        f"- hierarchy rate label(a,s+) > label(a,sm) > label(a,s-): **{rate}**",
-        f"- λ = {settings.weights()}, normalize = {settings.normalize}, LM = {settings.lm}, "
-        f"top-{settings.contexts_per_sentence} contexts per sentence",
+        f"- hierarchy rate label(a,s+) > label(a,sm) > label(a,s-): **{rate}**; label(a,s+) > label(a,s-): "
+        f"**{pos_neg}**",
+        "- label–gold Spearman ×100: " + ("n/a (no gold scores)" if gold is None else
+                                          f"**{gold['spearman']:.1f}** on {gold['pairs']} pairs with gold"),
+        "- labeler: " + ", ".join(f"{k} = {v}" for k, v in labeler.items()),
+        *([f"- LLM ratings: {rating_info['requests_sent']} requests, {rating_info['cache_hits']} cached, "
+           f"{rating_info['failed']} failed (quarantined)"] if rating_info else []),
         f"- (sentence, context) scores: {counts['sentence_context_scores_this_run']} this run, "
         f"{counts['shards_reused']}/{len(shards)} shards reused",
         "- quarantined by reason: " + (", ".join(f"{k} {v}" for k, v in counts["rejected_by_reason"].items())

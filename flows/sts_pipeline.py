@@ -76,7 +76,7 @@ def sts_pipeline(
                                   dask_address=dask_address, output_dir=output_dir)
     # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
     labeled = label_pairs(contexts=retrieved["contexts"], triples=generated["triples"],
-                          label=label or LabelSettings(seed=seed), calibration=calibration, workers=workers,
+                          label=label or LabelSettings(seed=seed), calibration=calibration, llm=llm, workers=workers,
                           shard_size=label_shard_size,
                           max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address,
                           output_dir=output_dir)

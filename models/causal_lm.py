@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, DynamicCache
 
 
 @dataclass
@@ -36,6 +36,18 @@ class CausalLM:
         start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
         return [] if start is None else [int(start)]
 
+    def start_for(self, token: str = "bos") -> list[int]:
+        """The start prefix: 'bos' (start_ids), 'eos' (the tokenizer's end-of-text token), or a literal special token
+        of the vocabulary such as '<|endoftext|>' — the document separator a base model saw in pretraining."""
+        tok = self.tokenizer
+        if token == "bos":
+            return self.start_ids
+        ids = [tok.eos_token_id] if token == "eos" else [tok.convert_tokens_to_ids(token)]
+        if ids[0] is None or ids[0] == tok.unk_token_id or token not in ("eos", tok.convert_ids_to_tokens(ids[0])):
+            raise ValueError(f"start_token '{token}' is not a token of {self.path.name}'s vocabulary; use 'bos', "
+                             "'eos' or one of its special tokens")
+        return [int(ids[0])]
+
     def encode(self, texts: list[str], max_tokens: int, keep: str = "start") -> list[list[int]]:
         """Token ids without special tokens, cut to `max_tokens` keeping the start or the end of each text."""
         ids = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
@@ -49,6 +61,12 @@ def load_causal_lm(path: Path, dtype: str = "float32", threads: int | None = Non
         torch.set_num_threads(threads)
     kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
     folder = path.parent if path.suffix == ".gguf" else path
+    config = AutoConfig.from_pretrained(folder, **kwargs)
+    archs = getattr(config, "architectures", None) or []
+    # An encoder folder (e.g. BertModel) would load as a "causal LM" with a fresh, untrained head: refuse it.
+    if archs and not any(a.endswith(("ForCausalLM", "LMHeadModel")) for a in archs):
+        raise ValueError(f"{path} is not a causal LM (architectures: {', '.join(archs)}); the labeler needs a "
+                         "decoder LM such as a *ForCausalLM folder or a GGUF file")
     tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kwargs)
     model.eval()

@@ -10,6 +10,7 @@ matplotlib.use("Agg")  # files only, never a display
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
 from sklearn.isotonic import IsotonicRegression  # noqa: E402
 
 from tasks.config import ConfigError  # noqa: E402
@@ -34,6 +35,31 @@ def hierarchy_rate(pairs: pd.DataFrame) -> dict:
         both = wide[[cols[0], cols[2]]].dropna()
         out.update(pos_over_neg_triples=len(both),
                    pos_over_neg_rate=float((both[cols[0]] > both[cols[2]]).mean()) if len(both) else None)
+    return out
+
+
+def gold_agreement(pairs: pd.DataFrame) -> dict | None:
+    """Spearman ×100 of the labels against the pairs' gold scores (pairs files with gold, e.g. STS-B dev); None
+    without at least 10 gold-scored pairs."""
+    if "gold" not in pairs:
+        return None
+    both = pairs[["label", "gold"]].dropna()
+    if len(both) < 10:
+        return None
+    return {"pairs": len(both), "spearman": round(100 * float(spearmanr(both["label"], both["gold"]).statistic), 2)}
+
+
+def labeler_description(settings) -> dict:
+    """The labeler's configuration as the summary and manifest show it (what produced the labels)."""
+    out = {"method": settings.method}
+    if settings.method != "llm_rating":
+        out |= {"similarity": settings.similarity, "lambdas": settings.weights(), "lm": settings.lm,
+                "dtype": settings.dtype, "lm_prompt": settings.lm_prompt, "start_token": settings.start_token,
+                "contexts_per_sentence": settings.contexts_per_sentence}
+    if settings.method != "context":
+        out |= {"rating_prompt": settings.rating.prompt, "top_logprobs": settings.rating.top_logprobs}
+    if settings.method == "combined":
+        out["rating_weight"] = settings.rating_weight
     return out
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -34,6 +35,8 @@ from models.causal_lm import CausalLM, Group, load_causal_lm, score_groups
 from models.coherence import encode_texts
 from tasks.coherence import TrainedCoherence, load_trained_cached
 from tasks.config import ConfigError
+from tasks.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
+from tasks.llm_rating import Rating, RatingSettings
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
 from tasks.store import read_manifest, sha256_path, sha256_tree, write_json, write_parquet
@@ -41,8 +44,21 @@ from tasks.store import read_manifest, sha256_path, sha256_tree, write_json, wri
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 
 
+LabelMethod = Literal["context", "llm_rating", "combined"]
+# Settings that decide how finished context scores and ratings become a label, not the scores themselves: shards are
+# keyed without them, so changing them re-scores nothing.
+LABEL_ONLY_FIELDS = {"method", "rating", "rating_weight", "max_batch_tokens", "threads"}
+
+
 class LabelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: LabelMethod = Field(
+        "context", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
+        "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
+        "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
+    rating: RatingSettings = RatingSettings()
+    rating_weight: float = Field(0.5, ge=0, le=1, description="Weight of the LLM rating in method='combined'")
 
     lambda_disc: float = Field(1.0, description="λ1: discriminative coherence log-probability")
     lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
@@ -55,7 +71,15 @@ class LabelSettings(BaseModel):
     contexts_per_sentence: int = Field(8, ge=1, description="Top-ranked stage-2 contexts per sentence in the union")
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
     max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
-    normalize: Literal["center", "none"] = "center"
+    similarity: Similarity = Field("centered_cosine", description="How two sentences' score rows become a label: "
+                                   "centered_cosine, cosine (the paper's), rank, contrast (tasks/label_similarity.py)")
+    lm_prompt: Literal["left", "right_first"] = Field(
+        "left", description="What the LM reads before s: 'left' = c< (λ2 = log p(s | c<)); 'right_first' = c> ⏎ c< "
+        "(λ2 = log p(s | c>, c<): the text after the gap made visible; λ4 must then be 0)")
+    start_token: str = Field("bos", description="Token before every LM prefix: 'bos', 'eos' (the tokenizer's), or a "
+                             "literal token of the vocabulary, e.g. '<|endoftext|>' (a pretraining separator)")
+    lm_reference_sentences: int = Field(0, ge=0, description="λ2's per-context correction: the mean log p(r | c<) "
+                                        "of this many reference sentences is subtracted on each context")
     min_contexts: int = Field(3, ge=1, description="Pairs whose union has fewer contexts are quarantined (with "
                               "centring, 2 contexts would give labels of exactly ±1)")
     cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
@@ -70,8 +94,13 @@ class LabelSettings(BaseModel):
         if not any(self.weights().values()):
             raise ValueError("every λ is 0: set at least one of lambda_disc, lambda_sentence, lambda_left, "
                              "lambda_right")
-        if self.normalize == "center" and self.min_contexts < 3:
-            raise ValueError("min_contexts must be ≥ 3 with normalize='center' (two centred values are always ±1 "
+        if self.lm_prompt == "right_first" and (self.lambda_right or self.lambda_left):
+            raise ValueError("lm_prompt='right_first' already shows c> before s: set lambda_right and lambda_left to 0")
+        if self.lm_reference_sentences > self.reference_sentences:
+            raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
+                             f"({self.reference_sentences}): the LM's references are drawn from that sample")
+        if self.similarity == "centered_cosine" and self.min_contexts < 3:
+            raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
                              "apart: the label would be the sign of a difference)")
         return self
 
@@ -123,29 +152,46 @@ def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list
 
 
 def context_groups(lm: CausalLM, lefts: list[list[int]], sents: list[list[int]], rights: list[list[int]],
-                   with_right: bool = True, baseline: bool = False) -> list[Group]:
-    """One group per context: prefix c<, continuations s_j (+ c> when λ4 is on) for every sentence j, and with the
-    baseline one more continuation reading c> right after c< (no sentence): log p(c> | c<)."""
-    return [Group(lm.start_ids + left, [[s, right] if with_right else [s] for s in sents]
+                   with_right: bool = True, baseline: bool = False, start: list[int] | None = None,
+                   references: list[list[int]] = (), right_first: list[list[int]] | None = None) -> list[Group]:
+    """One group per context: prefix [start] c<, continuations s_j (+ c> when λ4 is on) for every sentence j, then
+    the reference sentences (λ2's per-context baseline), and with the baseline one more continuation reading c> right
+    after c< (no sentence): log p(c> | c<). With `right_first` (c> token ids + separator per context) the prefix is
+    [start] c> ⏎ c<: the LM has read what follows the gap before it reads s."""
+    start = lm.start_ids if start is None else start
+    return [Group(start + (right_first[c] if right_first is not None else []) + left,
+                  [[s, right] if with_right else [s] for s in sents]
+                  + [[r] for r in references]
                   + ([[[], right]] if baseline else []))
-            for left, right in zip(lefts, rights)]
+            for c, (left, right) in enumerate(zip(lefts, rights))]
 
 
-def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> list[dict[str, np.ndarray]]:
-    """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero."""
+def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings, references: list[str] = ()
+                 ) -> list[dict[str, np.ndarray]]:
+    """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero. `references`:
+    sentences whose mean λ2 score on a context is subtracted from every sentence's (the context's own
+    predictability; settings.lm_reference_sentences of them)."""
     w, n = settings.weights(), settings.max_segment_tokens
     out: list[dict[str, np.ndarray]] = [{} for _ in units]
+    start = lm.start_for(settings.start_token)
     lefts = [lm.encode(u.left, n, keep="end") for u in units]
     rights = [lm.encode([" " + t for t in u.right], n) for u in units]
     sents = [lm.encode([" " + s for s in u.sentences], n) for u in units]
+    chosen = list(references)[: settings.lm_reference_sentences]
+    refs = lm.encode([" " + s for s in chosen], n) if chosen else []
     if w["lm_sentence"] or w["lm_right"]:
         right_on = bool(w["lm_right"])
         baseline = right_on and settings.context_baseline
+        first = None
+        if settings.lm_prompt == "right_first":
+            sep = lm.encode(["\n\n"], 4)[0]
+            first = [[r + sep for r in lm.encode(u.right, n)] for u in units]
         groups = [g for k in range(len(units))
-                  for g in context_groups(lm, lefts[k], sents[k], rights[k], right_on, baseline)]
+                  for g in context_groups(lm, lefts[k], sents[k], rights[k], right_on, baseline, start, refs,
+                                          first[k] if first else None)]
         scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
         for k, u in enumerate(units):
-            m = len(u.sentences)
+            m, r = len(u.sentences), len(refs)
             if not u.context_ids:
                 out[k]["lm_sentence"] = np.zeros((m, 0))
                 if right_on:
@@ -153,16 +199,18 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings) -> li
                 continue
             sums, counts = zip(*(next(scored) for _ in u.context_ids))
             mean = np.stack(sums, axis=1) / np.maximum(np.stack(counts, axis=1), 1)  # (rows, contexts, segments)
-            out[k]["lm_sentence"] = mean[:m, :, 0]
+            out[k]["lm_sentence"] = mean[:m, :, 0] - (mean[m : m + r, :, 0].mean(axis=0) if r else 0.0)
+            if r:
+                out[k]["lm_sentence_baseline"] = mean[m : m + r, :, 0].mean(axis=0)
             if right_on:
-                out[k]["lm_right"] = mean[:m, :, 1] - (mean[m, :, 1] if baseline else 0.0)
+                out[k]["lm_right"] = mean[:m, :, 1] - (mean[m + r, :, 1] if baseline else 0.0)
             if baseline:
-                out[k]["lm_right_baseline"] = mean[m, :, 1]
+                out[k]["lm_right_baseline"] = mean[m + r, :, 1]
     if w["lm_left"]:
         # One group per (unit, sentence): prefix s, continuations c> + c< for every context.
         raw_sents = [lm.encode(u.sentences, n) for u in units]
         spaced_lefts = [lm.encode([" " + t for t in u.left], n, keep="end") for u in units]
-        groups = [Group(lm.start_ids + prefix, [[rights[k][c], spaced_lefts[k][c]] for c in range(len(u.context_ids))])
+        groups = [Group(start + prefix, [[rights[k][c], spaced_lefts[k][c]] for c in range(len(u.context_ids))])
                   for k, u in enumerate(units)
                   for prefix in raw_sents[k] + ([[]] if settings.context_baseline else [])]
         scored = iter(score_groups(lm, groups, settings.max_batch_tokens))
@@ -190,7 +238,7 @@ def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
     if w["lm_sentence"] or w["lm_right"] or w["lm_left"]:
         if lm is None:
             raise ConfigError("An LM term has a non-zero λ but no causal LM was given.")
-        for t, parts in zip(terms, lm_log_probs(lm, units, settings)):
+        for t, parts in zip(terms, lm_log_probs(lm, units, settings, reference)):
             t.update({k: v for k, v in parts.items() if k in w and w[k]})
     return terms
 
@@ -198,22 +246,6 @@ def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
 def combine(terms: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
     """S = Σ λ_t · term_t over the computed terms."""
     return sum(weights[name] * matrix for name, matrix in terms.items())
-
-
-def cosine_matrix(vectors: np.ndarray, normalize: str = "center") -> np.ndarray:
-    """Pairwise cosine of the rows (n, d); rows with zero norm give NaN (undefined, quarantined upstream)."""
-    v = np.asarray(vectors, dtype=np.float64)
-    if normalize == "center":
-        v = v - v.mean(axis=1, keepdims=True)
-    norms = np.linalg.norm(v, axis=1)
-    # Constant rows leave only rounding noise after centring: treat them as zero (cosine undefined).
-    flat = norms <= 1e-9 * (1.0 + np.abs(np.asarray(vectors, dtype=np.float64)).max(axis=1, initial=0.0))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        unit = v / norms[:, None]
-        out = unit @ unit.T
-    out[flat, :] = np.nan
-    out[:, flat] = np.nan
-    return np.clip(out, -1.0, 1.0)
 
 
 def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
@@ -229,14 +261,18 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
                 "reason": reason, "detail": f"{len(u.context_ids)} contexts in the union of both sentences' "
                 f"context sets (min_contexts={settings.min_contexts})"} for i, j, rel, extra in u.pairs]
     all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
+    rtol = CONSTANT_RTOL[settings.dtype]
     for u, terms in zip(scorable, all_terms):
-        label = cosine_matrix(combine(terms, weights), settings.normalize)
-        parts = {name: cosine_matrix(m, settings.normalize) for name, m in terms.items()}
+        own = u.own_mask()
+        label = similarity_matrix(combine(terms, weights), settings.similarity, own, rtol)
+        parts = {name: similarity_matrix(m, settings.similarity, own, rtol) for name, m in terms.items()}
         for i, j, rel, extra in u.pairs:
             base = _pair_fields(u, i, j, rel, extra)
             if np.isnan(label[i, j]):
-                rejected.append(base | {"reason": "degenerate_vector",
-                                        "detail": "a context vector is constant over the contexts; cosine undefined"})
+                rejected.append(base | {"reason": "degenerate_vector", "detail": (
+                    "neither sentence has contexts of its own: nothing to contrast"
+                    if settings.similarity == "contrast" else
+                    "a context vector is constant over the contexts (up to float rounding); correlation undefined")})
                 continue
             rows.append(base | {"label": float(label[i, j]), "n_contexts": len(u.context_ids)}
                         | {f"label_{name}": _finite(parts[name][i, j]) if name in parts else None for name in TERMS})
@@ -258,7 +294,56 @@ def _pair_fields(u: Unit, i: int, j: int, relation: str, extra: dict) -> dict:
 
 
 def uses_lm(settings: LabelSettings) -> bool:
-    return any(settings.weights()[t] for t in ("lm_sentence", "lm_left", "lm_right"))
+    return uses_contexts(settings) and any(settings.weights()[t] for t in ("lm_sentence", "lm_left", "lm_right"))
+
+
+def uses_contexts(settings: LabelSettings) -> bool:
+    return settings.method != "llm_rating"
+
+
+def uses_rating(settings: LabelSettings) -> bool:
+    return settings.method != "context"
+
+
+def context_label_01(label: np.ndarray, similarity: str) -> np.ndarray:
+    """A context label on 0–1: the contrast already is; correlations and cosines map [−1, 1] linearly."""
+    label = np.asarray(label, dtype=np.float64)
+    return label if similarity == "contrast" else (label + 1.0) / 2.0
+
+
+def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings: LabelSettings) -> np.ndarray:
+    """The pair's label by `settings.method`: the context label, the rating on 0–1, or their weighted mix."""
+    if settings.method == "context":
+        return np.asarray(context, dtype=np.float64)
+    scaled = np.asarray(rating, dtype=np.float64) / 5.0
+    if settings.method == "llm_rating":
+        return scaled
+    w = settings.rating_weight
+    return w * scaled + (1.0 - w) * context_label_01(context, settings.similarity)
+
+
+def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSettings) -> tuple[pa.Table, list[dict]]:
+    """Pairs + their ratings (same order) → the pairs with label_rating, label_context and the final label, and
+    quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a re-run)."""
+    kept, rejected = [], []
+    for row, rating in zip(table.to_pylist(), ratings):
+        if rating.score is None:
+            reason = (rating.error or "rating_unparsed").split(":")[0]
+            rejected.append(row | {"reason": reason, "detail": rating.error})
+            continue
+        kept.append(row | {"label_rating": rating.score,
+                           "label_context": row["label"] if uses_contexts(settings) else None})
+    if kept:
+        context = np.array([np.nan if r["label_context"] is None else r["label_context"] for r in kept])
+        for r, label in zip(kept, final_label(context, np.array([r["label_rating"] for r in kept]), settings)):
+            r["label"] = float(label)
+    return pa.Table.from_pylist(kept, schema=table.schema) if kept else table.schema.empty_table(), rejected
+
+
+def unit_pair_rows(units: list[Unit]) -> list[dict]:
+    """Every pair of every unit, unlabeled (method 'llm_rating' needs no contexts)."""
+    return [_pair_fields(u, i, j, rel, extra) | {"n_contexts": len(u.context_ids)}
+            for u in units for i, j, rel, extra in u.pairs]
 
 
 @task(name="label-shard", cache_policy=NO_CACHE, retries=1)

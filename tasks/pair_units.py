@@ -38,6 +38,14 @@ class Unit:
     left: list[str]
     right: list[str]
     pairs: list[tuple[int, int, str, dict]] = field(default_factory=list)
+    own_sets: list[list[int]] = field(default_factory=list)  # per sentence: indices of its own contexts
+
+    def own_mask(self) -> np.ndarray:
+        """(n_sentences, n_contexts) bool: context c was retrieved for sentence i itself."""
+        mask = np.zeros((len(self.sentences), len(self.context_ids)), dtype=bool)
+        for i, idx in enumerate(self.own_sets):
+            mask[i, idx] = True
+        return mask
 
 
 TRIPLE_SLOTS = ("anchor", "positive", "intermediate", "negative")
@@ -49,7 +57,7 @@ PAIRS_SCHEMA = pa.schema([
     ("relation", pa.string()), ("label", pa.float64()), ("label_calibrated", pa.float64()), ("gold", pa.float64()),
     ("n_contexts", pa.int32()), ("n_contexts_s1", pa.int32()), ("n_contexts_s2", pa.int32()),
     ("label_disc", pa.float64()), ("label_lm_sentence", pa.float64()), ("label_lm_left", pa.float64()),
-    ("label_lm_right", pa.float64()),
+    ("label_lm_right", pa.float64()), ("label_context", pa.float64()), ("label_rating", pa.float64()),
 ])
 REJECTED_PAIRS_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("unit_id", pa.string()), ("triple_id", pa.string()), ("other_triple_id", pa.string()),
@@ -80,9 +88,11 @@ def make_unit(texts: list[str], sets: dict[str, pd.DataFrame], pairs: list[tuple
     union = pd.concat(frames).drop_duplicates("context_id") if frames else pd.DataFrame(
         {"context_id": [], "left": [], "right": []})
     context_ids = [int(c) for c in union["context_id"]]
+    position = {c: n for n, c in enumerate(context_ids)}
+    own_sets = [[] if f is None else [position[int(c)] for c in f["context_id"]] for f in own]
     return Unit(unit_id=fingerprint({"s": ids, "c": context_ids})[:16], sentence_ids=ids, sentences=list(texts),
                 own_contexts=[0 if f is None else len(f) for f in own], context_ids=context_ids,
-                left=union["left"].tolist(), right=union["right"].tolist(), pairs=pairs)
+                left=union["left"].tolist(), right=union["right"].tolist(), pairs=pairs, own_sets=own_sets)
 
 
 def triple_units(triples: pd.DataFrame, sets: dict[str, pd.DataFrame], cross_per_triple: int, seed: int

@@ -14,7 +14,8 @@
 
 Actions (consumed one per chat request, in order): "ok"; ("status", code, headers); ("sleep", seconds) then ok;
 "malformed" (200 with a body that is not JSON); "no_choices" (200, JSON without choices); "drop" (close the
-connection without answering). The default responder returns pseudo-sentences that pass validation and depend only
+connection without answering). `logprobs(messages, body)` (optional) gives the first answer token's top alternatives
+[(token, logprob), …], returned when a request asks for `logprobs`. The default responder returns pseudo-sentences that pass validation and depend only
 on (kind of prompt, user text, seed), so runs are reproducible.
 """
 
@@ -70,9 +71,11 @@ class _Server(ThreadingHTTPServer):
 
 class ScriptedOpenAI:
     def __init__(self, models=("scripted-model",), responder: Callable[[list[dict], dict], str] | None = None,
-                 latency_s: float = 0.0, batch_polls: int = 2, port: int = 0):
+                 latency_s: float = 0.0, batch_polls: int = 2, port: int = 0,
+                 logprobs: Callable[[list[dict], dict], list[tuple[str, float]]] | None = None):
         self.models = list(models)
         self.responder = responder or default_responder
+        self.logprobs = logprobs  # (messages, body) → the first answer token's top alternatives, when asked for
         self.latency_s = latency_s
         self.script: deque = deque()
         self.requests: list[dict] = []  # every chat request: {"t": monotonic, "body": …, "action": …}
@@ -130,10 +133,16 @@ class ScriptedOpenAI:
                                    "type": "invalid_request_error", "code": "model_not_found"}}
         text = self.responder(body.get("messages", []), body)
         prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        if body.get("logprobs") and self.logprobs is not None:
+            top = [{"token": t, "logprob": lp, "bytes": None} for t, lp in
+                   self.logprobs(body.get("messages", []), body)[: body.get("top_logprobs") or 1]]
+            choice["logprobs"] = {"content": [{"token": text[:1], "logprob": top[0]["logprob"] if top else 0.0,
+                                               "bytes": None, "top_logprobs": top}]}
         return 200, {
             "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model"),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [choice],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                       "total_tokens": prompt_tokens + len(text.split())},
         }

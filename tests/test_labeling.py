@@ -75,6 +75,31 @@ def test_lm_terms_match_a_direct_computation(tiny_lm):
                 assert terms["lm_left"][j, c] == pytest.approx(expect_l, abs=1e-3)
 
 
+def test_right_first_prompt_start_token_and_reference_correction_match_a_direct_computation(tiny_lm):
+    """lm_prompt='right_first': [start] c> ⏎ c< then s; λ2 minus the mean over reference sentences per context."""
+    from tasks.labeling import LabelSettings, lm_log_probs
+
+    sentences, lefts, rights = UNIT_TEXTS
+    units = [_unit(sentences, lefts, rights)]
+    refs = ["prices rose in markets", "the council opened a school"]
+    settings = LabelSettings(lm_prompt="right_first", start_token="</s>", lm_reference_sentences=2,
+                             reference_sentences=2, max_batch_tokens=64, lm="unused")
+    enc = lambda texts, keep="start": tiny_lm.encode(texts, settings.max_segment_tokens, keep)  # noqa: E731
+    start = [tiny_lm.tokenizer.convert_tokens_to_ids("</s>")]
+    assert start != tiny_lm.start_ids  # a different token than the BOS default
+    terms = lm_log_probs(tiny_lm, units, settings, refs)[0]
+    sep = enc(["\n\n"])[0]
+    for c in range(len(lefts)):
+        prefix = start + enc([rights[c]])[0] + sep + enc([lefts[c]], "end")[0]
+        ref_mean = np.mean([_direct_mean_logprob(tiny_lm, prefix, [enc([" " + r])[0]], 0) for r in refs])
+        for j, s in enumerate(sentences):
+            expect = _direct_mean_logprob(tiny_lm, prefix, [enc([" " + s])[0]], 0) - ref_mean
+            assert terms["lm_sentence"][j, c] == pytest.approx(expect, abs=1e-3)
+    assert set(terms) == {"lm_sentence", "lm_sentence_baseline"}
+    with pytest.raises(ValueError, match="start_token 'nope' is not a token"):
+        tiny_lm.start_for("nope")
+
+
 def test_reference_scorer_matches_a_direct_computation_and_positions_matter(tiny_lm):
     from models.causal_lm import Group, score_groups, score_one
 
@@ -132,13 +157,14 @@ def test_disc_term_is_the_log_sigmoid_of_the_coherence_model_minus_the_reference
 
 
 def test_cosine_labels_on_hand_made_vectors():
-    from tasks.labeling import combine, cosine_matrix
+    from tasks.label_similarity import similarity_matrix
+    from tasks.labeling import combine
 
     v = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 2.0, 1.0], [5.0, 5.0, 5.0], [1.0, 0.0, 0.0]])
-    raw = cosine_matrix(v, "none")
+    raw = similarity_matrix(v, "cosine")
     assert raw[0, 1] == pytest.approx(1.0) and raw[0, 2] == pytest.approx(10 / 14)
     assert raw[0, 4] == pytest.approx(1 / np.sqrt(14))
-    centred = cosine_matrix(v, "center")
+    centred = similarity_matrix(v, "centered_cosine")
     assert centred[0, 1] == pytest.approx(1.0) and centred[0, 2] == pytest.approx(-1.0)
     assert np.isnan(centred[3]).all() and np.isnan(centred[:, 3]).all()  # constant row: undefined, not 0
     assert centred[0, 4] == pytest.approx(np.corrcoef(v[0], v[4])[0, 1])
@@ -206,8 +232,8 @@ def test_label_settings_reject_unusable_combinations():
     with pytest.raises(ValidationError, match="every λ is 0"):
         LabelSettings(lambda_disc=0, lambda_sentence=0)
     with pytest.raises(ValidationError, match="min_contexts must be ≥ 3"):
-        LabelSettings(min_contexts=2)
-    assert LabelSettings(min_contexts=2, normalize="none").min_contexts == 2
+        LabelSettings(min_contexts=2, similarity="centered_cosine")
+    assert LabelSettings(min_contexts=2, similarity="contrast").min_contexts == 2
 
 
 def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
@@ -382,3 +408,101 @@ def test_flow_on_a_loopback_dask_cluster_matches_threads(stage2, tmp_path, tiny_
     labels = [c for c in dask.columns if c.startswith("label")]
     assert dask.drop(columns=labels).equals(threads.drop(columns=labels))
     assert np.allclose(dask[labels].fillna(9), threads[labels].fillna(9), atol=1e-5)
+
+
+# --- the LLM rating labeler (real HTTP against the scripted OpenAI-compatible server) -------------------------------
+
+def _overlap_rating(messages, body):
+    """Top log-probs of a rater that likes shared words: P(digit) peaks at round(5 · word overlap)."""
+    user = messages[-1]["content"]
+    s1, s2 = (line.split(": ", 1)[1] for line in user.splitlines())
+    w1, w2 = set(s1.lower().strip(".").split()), set(s2.lower().strip(".").split())
+    target = 5 * len(w1 & w2) / max(len(w1 | w2), 1)
+    weights = {d: np.exp(-((d - target) ** 2)) for d in range(6)}
+    total = sum(weights.values())
+    return sorted(((str(d), float(np.log(w / total))) for d, w in weights.items()), key=lambda x: -x[1])
+
+
+@pytest.fixture
+def rater():
+    from tests.scripted_openai import ScriptedOpenAI
+
+    with ScriptedOpenAI(models=("rater",), responder=lambda m, b: "3", logprobs=_overlap_rating) as server:
+        yield server
+
+
+def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_calls(
+        stage2, tmp_path, tiny_lm_dir, rater):
+    from tasks.config import LLMSettings
+    from tasks.labeling import LabelSettings
+
+    llm = LLMSettings(base_url=rater.base_url, model="rater", max_retries=0, max_concurrency=1,
+                      cache_path=str(tmp_path / "cache.sqlite"))
+    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
+                             method="combined", rating_weight=0.75, similarity="contrast")
+    rater.push(("status", 400, {}), "ok", ("status", 400, {}))  # two calls fail for good (a 400 is not retried)
+    first = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+    pairs = pq.read_table(first["pairs"]).to_pandas()
+    rejected = pq.read_table(first["rejected"]).to_pandas()
+    failed = rejected[rejected["reason"] == "llm_error"]
+    assert len(failed) == 2 and failed["detail"].str.contains("http_400").all()
+    expected = [_expected_rating(s1, s2) for s1, s2 in zip(pairs["s1"], pairs["s2"])]
+    assert pairs["label_rating"].to_numpy() == pytest.approx(expected, abs=1e-9)
+    assert pairs["label"].to_numpy() == pytest.approx(
+        0.75 * pairs["label_rating"] / 5 + 0.25 * pairs["label_context"], abs=1e-12)
+    assert pairs["label_context"].between(0, 1).all()  # the contrast label is on 0–1 already
+    manifest = json.loads(Path(first["manifest"]).read_text())
+    assert manifest["labeler"]["method"] == "combined" and manifest["labeler"]["rating_weight"] == 0.75
+    assert manifest["rating"]["model"] == "rater" and manifest["rating"]["failed"] == 2
+    assert manifest["rating"]["from_logprobs"] == len(pairs)  # every answered call came with log-probs
+    assert manifest["counts"]["rejected_by_reason"] == {"llm_error": 2}
+    assert "labeler: method = combined" in latest_artifacts()["label-summary"].data
+
+    # The re-run sends exactly the two failed requests again; every answered one comes from the cache.
+    sent = len(rater.chat_requests())
+    second = run_label(stage2, tmp_path, tiny_lm_dir, label=settings.model_copy(update={"rating_weight": 0.5}),
+                       llm=llm)
+    assert len(rater.chat_requests()) - sent == 2
+    again = pq.read_table(second["pairs"]).to_pandas()
+    assert len(again) == len(pairs) + 2 and json.loads(Path(second["manifest"]).read_text())["counts"][
+        "shards_reused"] == json.loads(Path(second["manifest"]).read_text())["counts"]["shards"]
+
+
+def _expected_rating(s1, s2):
+    lp = _overlap_rating([{"content": f"Sentence 1: {s1}\nSentence 2: {s2}"}], {})
+    return sum(int(d) * np.exp(p) for d, p in lp) / sum(np.exp(p) for _, p in lp)
+
+
+def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(stage2, tmp_path, tiny_lm_dir,
+                                                                               rater):
+    from tasks.config import LLMSettings
+    from tasks.labeling import LabelSettings
+
+    llm = LLMSettings(base_url=rater.base_url, model="rater", cache_path="off")
+    settings = LabelSettings(lm="not-a-model", method="llm_rating")  # the LM is never loaded
+    paths = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+    pairs = pq.read_table(paths["pairs"]).to_pandas()
+    assert len(pairs) == 21 and pairs["label_context"].isna().all()  # every pair, with or without contexts
+    assert pairs["label"].to_numpy() == pytest.approx(pairs["label_rating"].to_numpy() / 5)
+    assert json.loads(Path(paths["manifest"]).read_text())["counts"]["sentence_context_scores"] == 0
+    with pytest.raises(ConfigError, match="does not serve the model 'other'|model 'other'"):
+        run_label(stage2, tmp_path / "bad", tiny_lm_dir, label=settings, llm=llm.model_copy(update={"model": "other"}))
+    assert not (tmp_path / "bad" / "out" / "label-pairs").exists()
+
+
+def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, tiny_lm_dir, tiny_encoder_dir):
+    from pydantic import ValidationError
+
+    from tasks.labeling import LabelSettings
+
+    with pytest.raises(ValidationError, match="contexts_per_sentence"):
+        LabelSettings(contexts_per_sentence=0)
+    with pytest.raises(ValidationError, match="similarity"):
+        LabelSettings(similarity="dot")
+    with pytest.raises(ValidationError, match="right_first"):
+        LabelSettings(lm_prompt="right_first", lambda_right=1.0)
+    # A folder that holds a model, but not a causal LM (an encoder): one clear error, nothing written.
+    encoder = LabelSettings(lm=str(tiny_encoder_dir), contexts_per_sentence=3)
+    with pytest.raises(ConfigError, match="cannot be loaded as a causal LM.*not a causal LM .*BertModel"):
+        run_label(stage2, tmp_path, tiny_lm_dir, label=encoder)
+    assert not (tmp_path / "out" / "label-pairs").exists()

@@ -46,6 +46,8 @@ class CallResult:
     cached: bool = False
     http_attempts: int = 0
     key: str = ""
+    # [(token, logprob), …] of the first generated token, when the request asked for `logprobs` (LLM ratings).
+    top_logprobs: list[list] | None = None
 
 
 @dataclass
@@ -135,6 +137,14 @@ def retry_after_seconds(headers: Any) -> float | None:
         return min(max(parsed.timestamp() - time.time(), 0.0), MAX_RETRY_AFTER_S)
 
 
+def first_token_top_logprobs(choice: Any) -> list[list] | None:
+    """[(token, logprob), …] of the first generated token's alternatives, or None when not asked for."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    return [[t.token, float(t.logprob)] for t in (content[0].top_logprobs or [])]
+
+
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
     """Rough pre-call token count for the TPM limiter (4 chars/token), corrected after the call."""
     return sum(len(m.get("content", "")) for m in messages) // 4 + 8 * len(messages) + max_tokens
@@ -203,6 +213,7 @@ class LLMClient:
                     usage = response.usage
                     result = dict(
                         text=text,
+                        top_logprobs=first_token_top_logprobs(choice),
                         finish_reason=choice.finish_reason,
                         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
