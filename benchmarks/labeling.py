@@ -40,7 +40,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.corpora import CORPORA  # noqa: E402
 from tasks.coherence import CoherenceSettings, load_trained_cached  # noqa: E402
 from tasks.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
-from tasks.labeling import LabelSettings, cached_lm, disc_log_probs, lm_log_probs, reference_sentences, resolve_lm  # noqa: E402,E501
+from models.causal_lm import score_groups, score_one  # noqa: E402
+from tasks.labeling import (  # noqa: E402
+    LabelSettings,
+    cached_lm,
+    context_groups,
+    disc_log_probs,
+    lm_log_probs,
+    reference_sentences,
+    resolve_lm,
+)
 from tasks.pair_units import Unit, context_sets, pair_units, read_contexts  # noqa: E402
 from tasks.retrieval import SelectionSettings  # noqa: E402
 from tasks.store import read_manifest  # noqa: E402
@@ -64,14 +73,19 @@ class Config:
 
 
 CONFIGS = {c.name: c for c in (
-    Config("smollm2", right=True),
-    Config("smollm2-bos", start_token="bos"),
-    Config("smollm2-rightfirst", lm_prompt="right_first"),
-    Config("smollm2-k64", kmax=64, limit=60),
-    Config("smollm2-bf16", dtype="bfloat16", limit=60),
-    Config("smollm2-bm25", screener="bm25"),
-    Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=60),
-    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=30),
+    # The main pass: λ2 and λ1 on all of sample A, every similarity × nested k × λ1 weight from it.
+    Config("smollm2"),
+    # The rest on the first pairs of A (LM scoring runs at ~150 tokens/s on these 2 cores), each compared with the
+    # main pass on the same pairs: today's start token, the right context, λ4 and λ2's per-context correction,
+    # larger k, bfloat16, BM25 screening, larger LMs.
+    Config("smollm2-bos", start_token="bos", kmax=8, limit=40),
+    Config("smollm2-rightfirst", lm_prompt="right_first", kmax=8, limit=25),
+    Config("smollm2-right", right=True, kmax=8, limit=20),
+    Config("smollm2-bf16", dtype="bfloat16", kmax=8, limit=10),
+    Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=12),
+    Config("smollm2-k64", kmax=64, limit=10),
+    Config("smollm2-bm25", screener="bm25", kmax=8, limit=25),
+    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=6),
 )}
 
 
@@ -113,7 +127,7 @@ def score_pass(cfg: Config, units: list[Unit], reference: list[str], trained, fo
     t = time.perf_counter()
     terms = lm_log_probs(lm, units, settings, reference)
     seconds = time.perf_counter() - t
-    if cfg.right:  # the disc term rides on the main pass (it costs ~1% of it)
+    if cfg.name == "smollm2" or cfg.right:  # the disc term (~1% of an LM pass)
         for unit_terms, d, raw in zip(terms, disc_log_probs(trained, units, reference),
                                       disc_log_probs(trained, units, [])):
             unit_terms["disc"], unit_terms["disc_raw"] = d, raw
@@ -214,36 +228,69 @@ def ratings(frame: pd.DataFrame, base_url: str, model: str, prompt: str) -> tupl
     return score, digit, (time.perf_counter() - t) / sent
 
 
+# ---------------------------------------------------------------- throughput
+def speed(units: list[Unit], n: int) -> None:
+    """The batched scorer (c< once per context, its KV cache shared by the sentences, length-bucketed batches)
+    against a plain unbatched loop of full forward passes over the same (sentence, context) inputs."""
+    settings = LabelSettings(start_token="<|endoftext|>", threads=2)
+    lm_path, lm_sha = resolve_lm(settings.lm)
+    lm = cached_lm(str(lm_path), lm_sha, settings.dtype, 2)
+    m = settings.max_segment_tokens
+    groups = [g for u in units[:n] for g in context_groups(
+        lm, lm.encode(u.left, m, keep="end"), lm.encode([" " + s for s in u.sentences], m),
+        lm.encode([" " + t for t in u.right], m), with_right=False, start=lm.start_for(settings.start_token))]
+    tokens = sum(len(t) for g in groups for cont in g.continuations for t in cont)
+    t = time.perf_counter()
+    batched = score_groups(lm, groups, settings.max_batch_tokens)
+    t_batched = time.perf_counter() - t
+    t = time.perf_counter()
+    diffs = [np.abs(score_one(lm, g.prefix, cont)[0] - sums[c]).max()
+             for g, (sums, _) in zip(groups, batched) for c, cont in enumerate(g.continuations)]
+    t_loop = time.perf_counter() - t
+    print(f"\n## Throughput ({len(groups)} contexts, {sum(len(g.continuations) for g in groups)} (sentence, context) "
+          f"inputs, {tokens} scored tokens)\n\n| scorer | seconds | scored tokens/s |\n|---|---|---|")
+    print(f"| plain loop: one unpadded forward pass per (sentence, context) | {t_loop:.1f} | {tokens / t_loop:.0f} |")
+    print(f"| stsgen: length-bucketed batches, shared c< KV cache | {t_batched:.1f} | {tokens / t_batched:.0f} |")
+    print(f"speed-up {t_loop / t_batched:.2f}x; max |Δ summed log-prob| between the two: {max(diffs):.2e}")
+
+
 # ---------------------------------------------------------------- main
-def main_variants(units: list[Unit], base: dict, ks: list[int], bos: dict | None = None) -> dict[str, np.ndarray]:
-    """Every context-label variant from the main pass: similarity × k × terms × weights; today's default from the
-    BOS pass (`bos`) when it was run."""
+def main_variants(units: list[Unit], base: dict, ks: list[int]) -> dict[str, np.ndarray]:
+    """Every context-label variant of the main pass (λ2 and λ1): similarity × k × λ1 weight."""
     values = {}
     terms = base["terms"]
-    disc, disc_raw = [t["disc"] for t in terms], [t["disc_raw"] for t in terms]
-    s2 = [t["lm_sentence"] + t["lm_sentence_baseline"][None, :] for t in terms]  # raw log p(s | c<)
-    s2c = [t["lm_sentence"] for t in terms]  # minus the references' mean per context
-    r4 = [t["lm_right"] for t in terms]  # log p(c> | c<, s) − log p(c> | c<)
+    disc, disc_raw, s2 = ([t[k] for t in terms] for k in ("disc", "disc_raw", "lm_sentence"))
     units = units[: base["units"]]
 
     def add(name: str, mats: list[np.ndarray], k: int, method: str) -> None:
         values[f"{name}, {method}, k={k}"] = labels(units, mats, k, method)
 
-    if bos is not None:
-        add(TODAY, [d + t["lm_sentence"] for d, t in zip(disc, bos["terms"])], 8, "centered_cosine")
     for method in SIMILARITIES:
         for k in ks:
             add("λ2", s2, k, method)
-    for k in ks:
-        for method in ("centered_cosine", "rank", "cosine"):
-            add("λ2 per-context corrected", s2c, k, method)
-    k = max(ks)
     for method in ("centered_cosine", "contrast"):
-        add("λ1 only", disc, k, method)
-        add("λ1 only (no reference baseline)", disc_raw, k, method)
-        add("λ4 only", r4, k, method)
-        for w1, w4 in ((1, 0), (0.5, 0), (0.25, 0), (0, 1), (0, 0.5), (0, 0.25), (0.25, 0.25)):
-            add(f"λ2 + {w1}·λ1 + {w4}·λ4", [s + w1 * d + w4 * r for s, d, r in zip(s2, disc, r4)], k, method)
+        for k in ks:
+            add("λ1 only", disc, k, method)
+        add("λ1 only (no reference baseline)", disc_raw, max(ks), method)
+        for w1 in (1.0, 0.5, 0.25):
+            for k in ks:
+                add(f"λ2 + {w1}·λ1", [s + w1 * d for s, d in zip(s2, disc)], k, method)
+    return values
+
+
+def right_variants(units: list[Unit], p: dict, k: int) -> dict[str, np.ndarray]:
+    """λ4 (c> after s, minus log p(c> | c<)) at several weights, and λ2's per-context correction."""
+    values = {}
+    s2c = [t["lm_sentence"] for t in p["terms"]]  # minus the reference sentences' mean on each context
+    s2 = [m + t["lm_sentence_baseline"][None, :] for m, t in zip(s2c, p["terms"])]
+    r4 = [t["lm_right"] for t in p["terms"]]
+    units = units[: p["units"]]
+    for method in ("centered_cosine", "contrast"):
+        values[f"λ2 [right pass], {method}, k={k}"] = labels(units, s2, k, method)
+        values[f"λ2 per-context corrected, {method}, k={k}"] = labels(units, s2c, k, method)
+        values[f"λ4 only, {method}, k={k}"] = labels(units, r4, k, method)
+        for w4 in (1.0, 0.5, 0.25):
+            values[f"λ2 + {w4}·λ4, {method}, k={k}"] = labels(units, [a + w4 * b for a, b in zip(s2, r4)], k, method)
     return values
 
 
@@ -259,47 +306,74 @@ def main() -> None:
     ap.add_argument("--rating", default="", help="LLM rating prompts to run (comma-separated: guidelines,plain)")
     ap.add_argument("--sample", default="A", choices=("A", "B"), help="B: the confirmation sample")
     ap.add_argument("--confirm", default="", help="B only: variants to report (names as printed, ';'-separated)")
+    ap.add_argument("--rating-url", help="an endpoint serving the 1.5B model (default: start a local server); with "
+                    "every answer already in the response cache any URL will do")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N pairs of the sample (every row)")
+    ap.add_argument("--combine", default="", help="'RATING+CONTEXT' variant names (';'-separated) to mix at "
+                    "rating weights 0.5–0.9")
+    ap.add_argument("--speed", type=int, default=0, help="also time the batched scorer against a plain loop on N pairs")
     ap.add_argument("--out", default="data/outputs/benchmarks/labeling")
     args = ap.parse_args()
     out = Path(args.out)
     ks = [int(k) for k in args.ks.split(",")]
     a, b = samples(args.pairs)
-    frame = {"A": a, "B": b}[args.sample]
+    frame = {"A": a, "B": b}[args.sample].iloc[: args.limit].reset_index(drop=True)
     configs = [CONFIGS[c] for c in args.configs.split(",") if c]
     screeners = sorted({"tfidf"} | {c.screener for c in configs})
     contexts = {s: retrieve(pd.concat([a, b], ignore_index=True), out, s, args.kmax) for s in screeners}
     coherence_folder = read_manifest(contexts["tfidf"].parent)["coherence_model"]["folder"]
     trained = load_trained_cached(coherence_folder,
                                   read_manifest(Path(coherence_folder))["outputs"]["model.pt"]["sha256"])
-    units = {s: pair_units(frame, context_sets(read_contexts(p), args.kmax)) for s, p in contexts.items()}
+    tables = {s: read_contexts(p) for s, p in contexts.items()}
+    units = {s: pair_units(frame, context_sets(t, args.kmax)) for s, t in tables.items()}
     reference = reference_sentences(units["tfidf"], 32, 13)
-    folder = out / f"sample-{args.sample}-{args.pairs}"
-    passes = {c.name: score_pass(c, units[c.screener], reference, trained, folder) for c in configs}
+    folder = out / f"sample-{args.sample}-{args.pairs}" / (f"first-{args.limit}" if args.limit else "")
+    # Each pass scores its pairs' union at its own largest k ("smollm2" at --kmax).
+    units_at = {c.name: units[c.screener] if c.name == "smollm2" else
+                pair_units(frame, context_sets(tables[c.screener], c.kmax)) for c in configs}
+    passes = {c.name: score_pass(c, units_at[c.name], reference, trained, folder) for c in configs}
     gold = frame["gold"].to_numpy()
     groups: dict[int, dict[str, np.ndarray]] = {len(frame): {}}
     if "smollm2" in passes:
-        groups[len(frame)] |= main_variants(units["tfidf"], passes["smollm2"], ks, passes.get("smollm2-bos"))
+        groups[len(frame)] |= main_variants(units["tfidf"], passes["smollm2"], ks)
     for name, p in passes.items():
         if name == "smollm2":
             continue
         cfg, n = CONFIGS[name], p["units"]
         group = groups.setdefault(n, {})
         if "smollm2" in passes and n != len(frame):  # the main pass's best candidates on the same pairs
-            for key, v in main_variants(units["tfidf"], passes["smollm2"], ks, passes.get("smollm2-bos")).items():
+            for key, v in main_variants(units["tfidf"], passes["smollm2"], ks).items():
                 if key.startswith((TODAY, "λ2, ")):
                     group[key] = v[:n]
+        if cfg.right:
+            group |= right_variants(units_at[name], p, cfg.kmax)
+            continue
         mats = [t["lm_sentence"] for t in p["terms"]]
+        if name == "smollm2-bos":  # today's default: λ1 + λ2 with the BOS start, centred cosine, k = 8
+            disc = disc_log_probs(trained, units_at[name][:n], reference)
+            group[f"{TODAY}, centered_cosine, k=8"] = labels(units_at[name][:n], [d + m for d, m in zip(disc, mats)],
+                                                             8, "centered_cosine")
         for k in sorted({k for k in (*ks, cfg.kmax) if k <= cfg.kmax}):
             for method in ("centered_cosine", "contrast"):
-                group[f"λ2 [{name}], {method}, k={k}"] = labels(units[cfg.screener][:n], mats, k, method)
+                group[f"λ2 [{name}], {method}, k={k}"] = labels(units_at[name][:n], mats, k, method)
     for prompt in [p for p in args.rating.split(",") if p]:
-        score, digit, sec = ratings(frame, *server(), prompt)
+        endpoint = (args.rating_url, "qwen2.5-coder-1.5b-instruct") if args.rating_url else server()
+        score, digit, sec = ratings(frame, *endpoint, prompt)
         groups[len(frame)][f"LLM rating [{prompt}], probability-weighted"] = score
         groups[len(frame)][f"LLM rating [{prompt}], answered digit"] = digit
         print(f"LLM rating [{prompt}]: {sec:.2f} s per uncached pair", flush=True)
+    for key in [k for k in args.combine.split(";") if k]:  # rating + a context variant, rating weight w
+        rating_key, context_key = key.split("+", 1)
+        r, c = groups[len(frame)][rating_key], groups[len(frame)][context_key]
+        c01 = c if ", contrast," in context_key else (c + 1) / 2
+        for w in (0.5, 0.6, 0.7, 0.8, 0.9):
+            groups[len(frame)][f"combined: {w}·[{rating_key}]/5 + {1 - w:.1f}·[{context_key}]"] = \
+                w * r / 5 + (1 - w) * c01
     base = baselines(frame)
     for n, values in groups.items():
         values |= {k: v[:n] for k, v in base.items()}
+        today = f"{TODAY}, centered_cosine, k=8"
+        values = ({today: values.pop(today)} if today in values else {}) | values
         if args.confirm:
             keep = set(args.confirm.split(";"))
             values = {k: v for k, v in values.items() if k in keep or k.startswith(("today", "baseline"))}
@@ -309,6 +383,8 @@ def main() -> None:
             reference_name = TODAY + ", centered_cosine, k=8"
         timing = ", ".join(f"{name}: {p['seconds'] / p['units']:.2f} s/pair" for name, p in passes.items())
         table(values, gold[:n], reference_name, f"Sample {args.sample}: {n} STS-B dev pairs ({timing})")
+    if args.speed:
+        speed(units["tfidf"], args.speed)
 
 
 _SERVER: dict = {}

@@ -161,12 +161,13 @@ def _label(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.label_pairs import label_pairs
-    from tasks.labeling import uses_rating
+    from tasks.labeling import uses_contexts, uses_rating
 
     settings = label_settings(args)
 
     def job(llm=None) -> dict:
-        return label_pairs(contexts=args.contexts, triples=None if args.pairs else args.triples, pairs=args.pairs,
+        return label_pairs(contexts=args.contexts if uses_contexts(settings) else None,
+                           triples=None if args.pairs else args.triples, pairs=args.pairs,
                            label=settings, calibration=args.calibration, llm=llm, workers=args.workers,
                            dask_address=args.dask_address, output_dir=args.output_dir)
 

@@ -105,7 +105,7 @@ def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings) -> tuple[p
 
 @flow(name=STAGE, log_prints=True)
 def label_pairs(
-    contexts: str,
+    contexts: str | None = None,
     triples: str | None = None,
     pairs: str | None = None,
     label: LabelSettings | None = None,
@@ -118,8 +118,8 @@ def label_pairs(
     dask_address: str | None = None,
     output_dir: str = "data/outputs",
 ) -> dict[str, str]:
-    """Label sentence pairs by how alike their sentences fit the same contexts. Input: `contexts` (a
-    contexts.parquet from retrieve-contexts) and either `triples` (a triples.parquet) or `pairs` (a Parquet with
+    """Label sentence pairs (label.method: context-vector labels, the LLM's rating, or both). Input: `contexts` (a
+    contexts.parquet from retrieve-contexts; not needed by label.method = 'llm_rating') and either `triples` (a triples.parquet) or `pairs` (a Parquet with
     s1/s2 or sentence1/sentence2, optional relation and gold/score). `calibration`: a labeled pairs.parquet (label
     and gold columns) to fit a monotone map of labels onto 0–5. `llm`: the endpoint that rates pairs when
     label.method is 'llm_rating' or 'combined' (default: LLMSettings(), i.e. STSGEN_LLM_* or the local server).
@@ -130,10 +130,12 @@ def label_pairs(
         raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
-    contexts_path = Path(contexts)
     source = Path(triples or pairs)
-    table = read_contexts(contexts_path)
-    sets = context_sets(table, settings.contexts_per_sentence)
+    contexts_path = Path(contexts) if contexts and uses_contexts(settings) else None
+    if uses_contexts(settings) and contexts_path is None:
+        raise ConfigError(f"label.method = {settings.method} scores contexts: pass contexts= (a contexts.parquet from "
+                          "retrieve-contexts), or use label.method = llm_rating.")
+    sets = context_sets(read_contexts(contexts_path), settings.contexts_per_sentence) if contexts_path else {}
     bad_rows: list[dict] = []
     if triples:
         units, bad_rows = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
@@ -153,8 +155,9 @@ def label_pairs(
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
     calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
-    inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"},
-              {"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}]
+    inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"}] + (
+        [{"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}] if contexts_path
+        else [])
     # The scores depend on everything but the calibration (applied after the shards are merged): shards are
     # keyed without it, so adding a calibration re-scores nothing.
     score_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],

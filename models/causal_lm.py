@@ -43,7 +43,8 @@ class CausalLM:
         if token == "bos":
             return self.start_ids
         ids = [tok.eos_token_id] if token == "eos" else [tok.convert_tokens_to_ids(token)]
-        if ids[0] is None or ids[0] == tok.unk_token_id or token not in ("eos", tok.convert_ids_to_tokens(ids[0])):
+        # Unknown tokens map to the unk id, whose own text differs (SmolLM2's unk is <|endoftext|> itself).
+        if ids[0] is None or token not in ("eos", tok.convert_ids_to_tokens(ids[0])):
             raise ValueError(f"start_token '{token}' is not a token of {self.path.name}'s vocabulary; use 'bos', "
                              "'eos' or one of its special tokens")
         return [int(ids[0])]

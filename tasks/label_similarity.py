@@ -29,8 +29,9 @@ Similarity = Literal["centered_cosine", "cosine", "rank", "contrast"]
 SIMILARITIES: tuple[str, ...] = ("centered_cosine", "cosine", "rank", "contrast")
 
 # Scores are float32 (or bfloat16) forward passes summed in float64. The same input scored at another batch position
-# differs by kernel rounding: measured up to ~1e-6 relative in float32 on this CPU and ~1e-3 in bfloat16, while two
-# different contexts differ by ≥ 1e-2 relative. A row whose spread is within `rtol` × its magnitude is constant.
+# differs by kernel rounding, ~1e-7–1e-6 relative in float32; two different contexts differ by ≥ 1e-2 relative. A row
+# whose spread is within `rtol` × its magnitude is constant. The bfloat16 value scales float32's margin by the
+# formats' epsilons (2^-8 vs 2^-23, capped well below real differences); it is not a measurement.
 CONSTANT_RTOL = {"float32": 1e-5, "bfloat16": 2e-3}
 
 

@@ -54,13 +54,14 @@ class LabelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     method: LabelMethod = Field(
-        "context", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
+        "llm_rating", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
         "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
         "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
     rating: RatingSettings = RatingSettings()
     rating_weight: float = Field(0.5, ge=0, le=1, description="Weight of the LLM rating in method='combined'")
 
-    lambda_disc: float = Field(1.0, description="λ1: discriminative coherence log-probability")
+    lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
+                               "was best on STS-B dev, docs/labeling.md)")
     lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
     lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
     lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "

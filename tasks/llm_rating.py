@@ -30,9 +30,9 @@ _DIGIT = re.compile(r"^\s*([0-5])(?:\.\d+)?\b")
 class RatingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    prompt: Literal["guidelines", "plain"] = Field(
-        "guidelines", description="prompts/templates/rating-<prompt>.v1.j2: 'guidelines' gives the STS annotation "
-        "scale (0 = different topics … 5 = same meaning), 'plain' only asks for a number")
+    prompt: Literal["plain", "guidelines"] = Field(
+        "plain", description="prompts/templates/rating-<prompt>.v1.j2: 'plain' asks for one number from 0 (unrelated) "
+        "to 5 (same meaning); 'guidelines' gives the STS annotation scale (lower on STS-B dev: docs/labeling.md)")
     top_logprobs: int = Field(20, ge=0, le=20, description="Alternatives of the answer token used for the expected "
                               "rating (0: the answered digit only)")
     seed: int = 13

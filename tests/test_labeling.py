@@ -210,7 +210,7 @@ def test_units_without_enough_contexts_are_quarantined(tiny_lm):
     from tasks.labeling import LabelSettings, label_units
     from tasks.pair_units import make_unit
 
-    settings = LabelSettings(lambda_disc=0.0)
+    settings = LabelSettings(lambda_disc=0.0, similarity="centered_cosine")
     two = {sentence_id("a b"): pd.DataFrame({"context_id": [1, 2], "left": ["the river", "the town"],
                                              "right": ["rain", "hills"]})}
     # Three contexts with identical text: each sentence's vector is constant, so its cosine is undefined.
@@ -287,7 +287,8 @@ def run_label(stage2, tmp_path, tiny_lm_dir, **kw):
     from tasks.labeling import LabelSettings
 
     triples, contexts = stage2
-    kw.setdefault("label", LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4))
+    kw.setdefault("label", LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3,
+                                         reference_sentences=4))
     return label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(tmp_path / "out"), **kw)
 
 
@@ -311,7 +312,7 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert frame[["label_lm_left", "label_lm_right"]].isna().all().all()  # λ3 = λ4 = 0: not computed
     assert set(frame["relation"]) >= {"anchor-positive", "anchor-negative", "cross"}
     manifest = json.loads(Path(paths["manifest"]).read_text())
-    assert manifest["lambdas"] == {"disc": 1.0, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
+    assert manifest["lambdas"] == {"disc": 0.25, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
     assert len(manifest["lm"]["sha256"]) == 64 and len(manifest["coherence_model"]["sha256"]) == 64
     assert manifest["counts"]["pairs"] == pairs.num_rows
     assert manifest["counts"]["sentence_context_scores_this_run"] == manifest["counts"]["sentence_context_scores"] > 0
@@ -357,7 +358,7 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
                           "score": [4.5, 4.8, 4.2, 0.5, 1.0, 0.2, 3.0, 2.5, 3.2, 0.8, 5.0, 0.4]})
     pairs_path = tmp_path / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), pairs_path)
-    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4)
+    settings = LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4)
     first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings,
                         output_dir=str(tmp_path / "dev"))
     labeled = pq.read_table(first["pairs"]).to_pandas()
@@ -386,7 +387,8 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
     from flows.cli import main
 
     triples, contexts = stage2
-    args = ["label", "--contexts", str(contexts), "--lm", str(tiny_lm_dir), "--contexts-per-sentence", "3",
+    args = ["label", "--label-method", "context", "--contexts", str(contexts), "--lm", str(tiny_lm_dir),
+            "--contexts-per-sentence", "3",
             "--output-dir", str(tmp_path / "cli")]
     assert main(args + ["--triples", str(triples)]) == 0
     assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "label-pairs" / "pairs.parquet").is_file()
@@ -484,7 +486,9 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
     pairs = pq.read_table(paths["pairs"]).to_pandas()
     assert len(pairs) == 21 and pairs["label_context"].isna().all()  # every pair, with or without contexts
     assert pairs["label"].to_numpy() == pytest.approx(pairs["label_rating"].to_numpy() / 5)
-    assert json.loads(Path(paths["manifest"]).read_text())["counts"]["sentence_context_scores"] == 0
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    assert manifest["counts"]["sentence_context_scores"] == 0
+    assert [i["role"] for i in manifest["inputs"]] == ["triples"]  # contexts are not an input of the rating
     with pytest.raises(ConfigError, match="does not serve the model 'other'|model 'other'"):
         run_label(stage2, tmp_path / "bad", tiny_lm_dir, label=settings, llm=llm.model_copy(update={"model": "other"}))
     assert not (tmp_path / "bad" / "out" / "label-pairs").exists()
@@ -502,7 +506,7 @@ def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, 
     with pytest.raises(ValidationError, match="right_first"):
         LabelSettings(lm_prompt="right_first", lambda_right=1.0)
     # A folder that holds a model, but not a causal LM (an encoder): one clear error, nothing written.
-    encoder = LabelSettings(lm=str(tiny_encoder_dir), contexts_per_sentence=3)
+    encoder = LabelSettings(method="context", lm=str(tiny_encoder_dir), contexts_per_sentence=3)
     with pytest.raises(ConfigError, match="cannot be loaded as a causal LM.*not a causal LM .*BertModel"):
         run_label(stage2, tmp_path, tiny_lm_dir, label=encoder)
     assert not (tmp_path / "out" / "label-pairs").exists()

@@ -26,7 +26,9 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
         context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
-        label=LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, **label_kw),
+        # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
+        label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
+                            **label_kw),
         train_settings=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
                                      batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
         output_dir=str(work / "out"))
