@@ -1,9 +1,11 @@
-"""Flow `label-pairs`: stage 3, context-vector similarity labels (seed 003, Eq. 3–4).
+"""Flow `label-pairs`: stage 3, a similarity label for every pair (label.method).
 
-triples.parquet (or any pairs Parquet) + contexts.parquet → scoring units (a triple's sentences, or a pair, over the
-union of their top-k contexts) → shards → S(s, c) terms (coherence model + causal LM) → cosine labels
-→ `<output_dir>/label-pairs/pairs.parquet`, rejected.parquet, label_distribution.png, manifest.json.
-Shards are resumable: a re-run scores only the shards it had not finished.
+triples.parquet (or any pairs Parquet) → scoring units (a triple's sentences, or a pair) →
+- context labels (seed 003, Eq. 3–4): + contexts.parquet → shards → S(s, c) terms (coherence model + causal LM)
+  → similarity of the score rows;
+- the LLM rating: one cached chat request per pair through the OpenAI-compatible endpoint;
+- or both, mixed → `<output_dir>/label-pairs/pairs.parquet`, rejected.parquet, label_distribution.png, manifest.json.
+Shards are resumable and LLM answers cached: a re-run scores only unfinished shards and re-sends only failed calls.
 """
 
 from __future__ import annotations

@@ -222,7 +222,8 @@ def test_ui_shows_stage_artifacts(local_stack, tiny_corpus, tiny_lm_dir, tmp_pat
     # λ1 = 0: no coherence model needed; the LM terms come from the tiny causal LM.
     label_id = run_deployment(settings, "label-pairs/label-adhoc", {
         "triples": str(triples_path), "contexts": str(contexts), "output_dir": str(out),
-        "label": {"lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3, "reference_sentences": 0}})
+        "label": {"method": "context", "lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3,
+                  "reference_sentences": 0}})
     assert (out / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
     shots = check_ui(info["ui"], generate_id, label_id, triples.column("anchor").to_pylist())
