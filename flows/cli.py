@@ -18,9 +18,11 @@ import os
 import sys
 from pathlib import Path
 
-# No outbound traffic from Prefect (must be set before prefect is imported).
+# No outbound traffic from Prefect (must be set before prefect is imported). The ephemeral API's 20 s start-up limit
+# is too short on a busy 2-core machine (a fresh SQLite database is migrated first): 120 s.
 for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-                     ("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false")):
+                     ("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false"),
+                     ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
     os.environ.setdefault(_key, _value)
 
 from tasks.config import ConfigError  # noqa: E402
@@ -64,10 +66,12 @@ def _print_outputs(outputs: dict) -> None:
     if isinstance(trained, dict) and Path(trained["eval"]).is_file():
         import json
 
-        results = json.loads(Path(trained["eval"]).read_text())["results"]
-        print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):\n| set | pairs | Spearman |\n|---|---|---|")
-        for name, r in results.items():
-            print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")
+        from tasks.surrogate_selection import comparison_markdown, comparison_rows, verdict
+
+        report = json.loads(Path(trained["eval"]).read_text())
+        print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):")
+        print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
+        print(verdict(report["shipped_step"]))
     if os.environ.get("PREFECT_API_URL"):
         ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
         print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")

@@ -3,6 +3,9 @@
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
 → train-surrogate (triples + pairs) → model/ + eval.json
 
+retrieve-contexts runs only for the labelers that read contexts (label.method = context or combined); the default
+LLM-rating labeler rates the pairs directly.
+
 Every stage is a subflow that computes its cache key from its inputs' content hashes and its parameters and returns
 at once when its committed outputs already match (the manifest verifies): a re-run with nothing changed redoes
 nothing, and a change reruns only the stages downstream of it.
@@ -23,12 +26,10 @@ from flows.train_surrogate import train_surrogate
 from tasks.artifacts import publish_table
 from tasks.coherence import CoherenceSettings
 from tasks.config import ConfigError, CorpusSettings, LLMSettings, SamplingSettings, ValidationSettings
-from tasks.labeling import LabelSettings
+from tasks.labeling import LabelSettings, uses_contexts
 from tasks.retrieval import SelectionSettings
 from tasks.store import read_manifest
 from tasks.training import TrainSettings
-
-STAGES = ("generate-sts-triples", "retrieve-contexts", "label-pairs", "train-surrogate")
 
 
 @flow(name="sts-pipeline", log_prints=True)
@@ -70,23 +71,24 @@ def sts_pipeline(
                           f"{made.get('rejected_by_reason')}; see {generated['rejected']}), so there is nothing to "
                           "retrieve contexts for. Re-run to retry failed LLM calls (answered ones are cached), or "
                           "check the endpoint, model and validation settings.")
-    corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
-    retrieved = retrieve_contexts(sentences=generated["triples"], corpora=corpora, window_k=window_k,
-                                  selection=selection, coherence=coherence, workers=workers, max_workers=max_workers,
-                                  dask_address=dask_address, output_dir=output_dir)
+    label = label or LabelSettings(seed=seed)
+    outputs = {"generate-sts-triples": generated}
+    if uses_contexts(label):  # the LLM-rating labeler reads no contexts: stage 2 is skipped, not run for nothing
+        corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
+        outputs["retrieve-contexts"] = retrieve_contexts(
+            sentences=generated["triples"], corpora=corpora, window_k=window_k, selection=selection,
+            coherence=coherence, workers=workers, max_workers=max_workers, dask_address=dask_address,
+            output_dir=output_dir)
     # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
-    labeled = label_pairs(contexts=retrieved["contexts"], triples=generated["triples"],
-                          label=label or LabelSettings(seed=seed), calibration=calibration, llm=llm, workers=workers,
-                          shard_size=label_shard_size,
-                          max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address,
-                          output_dir=output_dir)
-    stages = [generated, retrieved, labeled]
+    outputs["label-pairs"] = label_pairs(
+        contexts=outputs.get("retrieve-contexts", {}).get("contexts"), triples=generated["triples"], label=label,
+        calibration=calibration, llm=llm, workers=workers, shard_size=label_shard_size,
+        max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address, output_dir=output_dir)
     if train:
-        stages.append(train_surrogate(triples=generated["triples"], pairs=labeled["pairs"],
-                                      train_settings=(train_settings or TrainSettings()).model_copy(
-                                          update={"seed": seed}), eval_sets=eval_sets,
-                                      output_dir=output_dir))
-    outputs = dict(zip(STAGES, stages))
+        outputs["train-surrogate"] = train_surrogate(
+            triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"],
+            train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
+            eval_sets=eval_sets, output_dir=output_dir)
     rows = []
     for stage, paths in outputs.items():
         manifest_path = Path(paths["manifest"])

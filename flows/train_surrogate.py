@@ -10,6 +10,7 @@ manifest. Checkpoints make an interrupted training resume where it stopped.
 from __future__ import annotations
 
 import base64
+import json
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from tasks.store import (
 )
 from tasks.sts_data import read_stsb
 from tasks.sts_evaluation import evaluate_sources
+from tasks.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
 from tasks.training import TrainSettings, encode, split_data, train
 from tasks.training_report import plot_curves, plot_rfd
 
@@ -57,18 +59,17 @@ def _data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
-def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], results: dict, best_step: int | None) -> str:
-    rows = "\n".join(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |" for name, r in results.items())
+def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], comparison: list[dict],
+                shipped_step: int | None) -> str:
     sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256'][:16]}…`)" for i in inputs)
     return (f"# stsgen surrogate ({info['kind']}, from {info['source']})\n\n"
             "Trained by the stsgen `train-surrogate` flow on sentence pairs and triples the pipeline generated from "
             "a corpus (LLM pattern simulation + context-vector labels); no human similarity labels were used in "
             f"training.\n\n## Data\n{sources}\n\n## Training\n- losses: {settings.losses.model_dump()}\n"
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
-            f"best STS-B dev at step {best_step}\n- trainable parameters: {info['trainable_parameters']} of "
+            f"shipped: step {shipped_step}\n- trainable parameters: {info['trainable_parameters']} of "
             f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n"
-            "| set | pairs | Spearman |\n|---|---|---|\n"
-            f"{rows}\n\n## Use\n" + (
+            f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step)}\n\n## Use\n" + (
                 "```python\nfrom sentence_transformers import SentenceTransformer\n"
                 "model = SentenceTransformer('path/to/this/folder')\n```\n" if info["kind"] == "encoder" else
                 "A BeLLM decoder with a custom sentence-transformers module (stsgen must be installed):\n"
@@ -123,17 +124,28 @@ def train_surrogate(
 
     def on_eval(state, record):
         progress.advance(state.step - progress.done)
-        print(f"step {state.step}: loss {record['loss']:.4f}, STS-B dev {record['dev_spearman']:.2f}")
+        loss = f"loss {record['loss']:.4f}" if "loss" in record else "backbone"
+        print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
 
     workdir = folder / ".work" / train_key[:16]
+    backbone_results = _backbone_results(module, eval_sources, settings, workdir)
     t1 = time.perf_counter()
     state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
     train_s = time.perf_counter() - t1
-    if state.best_step is not None:
+    shipped_step = state.best_step
+    if shipped_step is not None:
         module.load_state_dict(torch.load(workdir / "best.pt", weights_only=False)["model"])
-
-    results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), eval_sources)
-    evals = [r for r in state.history if "align_heldout" in r]
+    if shipped_step == 0:
+        results = backbone_results  # best.pt holds the backbone's own weights
+    else:
+        results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), eval_sources)
+        if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
+            logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
+                           "shipping the backbone", shipped_step)
+            module, info = load_backbone(settings.backbone)
+            shipped_step, results = 0, backbone_results
+    comparison = comparison_rows(backbone_results, results)
+    evals = [r for r in state.history if "align_heldout" in r and r["step"] > 0]  # RFD: over trained checkpoints
     rfd_values = {"rfd_a": rfd([r["align_heldout"] for r in evals], [r["align_dev"] for r in evals]),
                   "rfd_u": rfd([r["uniform_heldout"] for r in evals], [r["uniform_dev"] for r in evals])} \
         if evals else {}
@@ -144,10 +156,11 @@ def train_surrogate(
         export_encoder(module, model_dir)
     else:
         export_bellm(module, model_dir)
-    atomic_write_bytes(model_dir / "README.md", _model_card(info, settings, inputs, results, state.best_step).encode())
+    atomic_write_bytes(model_dir / "README.md", _model_card(info, settings, inputs, comparison, shipped_step).encode())
     curves = plot_curves(state.history, folder / "training_curves.png")
     rfd_plot = plot_rfd(state.history, folder / "rfd.png")
-    report = {"results": results, "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,
+    report = {"results": results, "backbone_results": backbone_results, "shipped_step": shipped_step,
+              "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,
               **rfd_values, "history": [r for r in state.history if "dev_spearman" in r]}
     digests = {"eval.json": write_json(folder / "eval.json", report),
                "training_curves.png": sha256_path(curves), "rfd.png": sha256_path(rfd_plot),
@@ -158,15 +171,17 @@ def train_surrogate(
         "parameters": settings.model_dump(), "backbone": info, "eval_sets": eval_sources,
         "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
                    "train_pairs": len(data.pairs), "steps": state.step},
+        "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
+                      "backbone": {k: r["spearman"] for k, r in backbone_results.items()},
+                      "surrogate": {k: r["spearman"] for k, r in results.items()}},
         "timings": {"train_s": round(train_s, 2), "total_s": round(time.perf_counter() - t0, 2)},
     }, digests)
 
-    table = [{"set": name, "pairs": r["pairs"], "spearman": r["spearman"]} for name, r in results.items()]
-    publish_table("train-results", table, "Surrogate evaluation (Spearman ×100)")
+    publish_table("train-results", comparison, "Backbone vs surrogate (Spearman ×100)")
     publish_markdown("train-summary", "\n".join([
-        f"# train-surrogate — {info['kind']} from {info['source']}", "",
-        *(f"- {row['set']}: **{row['spearman']:.2f}** ({row['pairs']} pairs)" for row in table),
-        f"- best STS-B dev during training at step {state.best_step}; "
+        f"# train-surrogate — {info['kind']} from {info['source']}", "", comparison_markdown(comparison), "",
+        f"**{verdict(shipped_step)}**", "",
+        f"- best dev during training (training-time split) at step {state.best_step}; "
         + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
         f"- {state.step} steps in {train_s:.0f} s; model: `{model_dir}`",
     ]), "Stage 4 summary")
@@ -174,5 +189,20 @@ def train_surrogate(
     publish_image("train-rfd", _data_uri(rfd_plot), "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": model_dir, "eval.json": folder / "eval.json",
                             "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
-    print("\n".join(f"{row['set']:>12s}  {row['spearman']:6.2f}  ({row['pairs']} pairs)" for row in table))
+    print(comparison_markdown(comparison) + "\n" + verdict(shipped_step))
     return paths
+
+
+def _backbone_results(module: torch.nn.Module, sources: list[str], settings: TrainSettings, workdir: Path) -> dict:
+    """The untrained backbone on every evaluation set, computed once per training key and evaluation sets (a resumed
+    run reads it back instead of encoding again)."""
+    cache = workdir / "backbone_eval.json"
+    key = [_eval_hash(s) for s in sources]
+    if cache.is_file():
+        saved = json.loads(cache.read_text())
+        if saved.get("eval") == key:
+            return saved["results"]
+    results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), sources)
+    workdir.mkdir(parents=True, exist_ok=True)
+    write_json(cache, {"eval": key, "results": results})
+    return results

@@ -130,6 +130,27 @@ class PatternSettings(_Settings):
         return v
 
 
+class VerifierSettings(_Settings):
+    """Checks of each generation after the rules (tasks/verification.py): an LLM judge per kind, and optionally an
+    encoder ordering check per triple. Rejections are quarantined with their reason and retried like any other."""
+
+    judge: bool = Field(True, description="Ask an LLM judge one yes/no question per generation.")
+    llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
+    template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
+                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}); None = the "
+                                     "built-in prompts/templates/judge-<kind>.v1.j2.")
+    threshold: float = Field(0.5, ge=0, le=1, description="P(yes) at or above which the judge accepts.")
+    top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(yes) "
+                              "(0: the answered word only).")
+    attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")
+    seed: int = 13
+    ordering_margin: float | None = Field(
+        None, ge=0, le=2, description="Encoder ordering check: cos(a, s+) − cos(a, s−) must be at least this; "
+        "None = off. A triple that fails is quarantined as ordering.")
+    ordering_model: str = Field("all-minilm-l6-v2", description="Encoder of the ordering check (a name or a "
+                                "sentence-transformers folder).")
+
+
 class GenerateConfig(_Settings):
     """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
 
@@ -140,6 +161,7 @@ class GenerateConfig(_Settings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     sampling: SamplingSettings = SamplingSettings()
     validation: ValidationSettings = ValidationSettings()
+    verifier: VerifierSettings = VerifierSettings()
     max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
     batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
     output_dir: str = "data/outputs"

@@ -156,11 +156,17 @@ def _save(obj: dict, path: Path) -> None:
     os.replace(tmp, path)  # a checkpoint is either the old one or the new one, never half of each
 
 
+def _keep_if_best(state: TrainState, record: dict, module: torch.nn.Module, workdir: Path) -> None:
+    if record["dev_spearman"] > state.best_dev:  # NaN never counts as best; a tie keeps the earlier (simpler) model
+        state.best_dev, state.best_step = record["dev_spearman"], record["step"]
+        _save({"model": module.state_dict(), "step": record["step"]}, workdir / "best.pt")
+
+
 def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings, workdir: Path,
           key: str, on_eval: Callable[[TrainState, dict], None] | None = None, stop_after: int | None = None
           ) -> TrainState:
     """Train for settings.steps (resuming from workdir/checkpoint.pt when its key matches); keep the best-on-dev
-    weights in workdir/best.pt. `stop_after` ends early after that many steps of this call (tests, interruptions)."""
+    weights in workdir/best.pt, the untrained backbone (step 0) included. `stop_after` ends early after that many steps of this call (tests, interruptions)."""
     workdir.mkdir(parents=True, exist_ok=True)
     params = [p for p in module.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.lr)
@@ -177,6 +183,14 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
             scheduler.load_state_dict(saved["scheduler"])
             state = saved["state"]
     started, done_here = time.perf_counter(), 0
+    if state.step == 0 and not state.history:
+        # Step 0 (the backbone itself) is a selection candidate like every checkpoint: when training only hurts dev,
+        # the backbone is what best.pt holds and what ships.
+        record = {"step": 0, **evaluate(module, data, dev, settings.encode_batch), "seconds": 0.0}
+        _keep_if_best(state, record, module, workdir)
+        state.history.append(record)
+        if on_eval:
+            on_eval(state, record)
     while state.step < settings.steps and (stop_after is None or done_here < stop_after):
         module.train()
         torch.manual_seed(settings.seed * 1_000_003 + state.step)  # dropout masks depend on the step only
@@ -192,9 +206,7 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
             record |= evaluate(module, data, dev, settings.encode_batch)
             record["seconds"] = round(time.perf_counter() - started, 2)
-            if record["dev_spearman"] > state.best_dev:  # NaN never counts as best
-                state.best_dev, state.best_step = record["dev_spearman"], state.step
-                _save({"model": module.state_dict(), "step": state.step}, workdir / "best.pt")
+            _keep_if_best(state, record, module, workdir)
             state.history.append(record)
             _save({"key": key, "model": module.state_dict(), "optimizer": optimizer.state_dict(),
                    "scheduler": scheduler.state_dict(), "state": state}, checkpoint)

@@ -24,7 +24,8 @@ def _save(fig, path: Path) -> Path:
 def plot_curves(history: list[dict], path: Path) -> Path:
     """Loss (every step) and dev Spearman (every evaluation), side by side."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), dpi=90)
-    left.plot([r["step"] for r in history], [r["loss"] for r in history], lw=1)
+    losses = [r for r in history if "loss" in r]  # step 0 (the backbone) is evaluated, not trained
+    left.plot([r["step"] for r in losses], [r["loss"] for r in losses], lw=1)
     left.set(xlabel="step", ylabel="training loss", title="Loss")
     evals = [r for r in history if "dev_spearman" in r]
     right.plot([r["step"] for r in evals], [r["dev_spearman"] for r in evals], marker="o")

@@ -23,6 +23,9 @@ if os.environ.get("STSGEN_TEST_CHILD") != "1":  # a test's child process keeps t
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT="false",
         PREFECT_LOGGING_LEVEL="WARNING",
+        # Child processes (flows, CLI) start their own ephemeral API; Prefect's 20 s start-up limit fails them on a
+        # busy 2-core CI machine while a fresh SQLite database is migrated.
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
     )
 
 import pytest  # noqa: E402

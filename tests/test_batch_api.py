@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
 from tasks.triples import VOLATILE_COLUMNS
 from tests.conftest import PROJECT
+from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 CANARY = "sk-canary-batch-4d1e9b"
@@ -215,13 +215,13 @@ def test_flow_killed_while_polling_reattaches_on_rerun(prefect_harness, tiny_cor
     with ScriptedOpenAI(batch_polls=10**9) as server:  # the first batch never finishes while the process lives
         proc = subprocess.Popen([sys.executable, "-c", RUNNER, server.base_url, str(tmp_path / "llm.sqlite"),
                                  str(tmp_path / "out"), str(tiny_corpus)],
-                                cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                                cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
         deadline = time.monotonic() + 300
         while server.batch_retrievals < 2 and time.monotonic() < deadline:  # created, state written, polling
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
             time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         assert server.batches_created == 1 and server.files_uploaded == 1
         assert len(list((tmp_path / "llm-batches").glob("*.json"))) == 1
         assert not (tmp_path / "out" / "generate-sts-triples" / "manifest.json").exists()

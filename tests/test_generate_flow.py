@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.config import ConfigError, LLMSettings
 from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tests.conftest import PROJECT, latest_artifacts, shared
+from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 
@@ -135,7 +135,8 @@ generate_sts_triples(n=10, corpus=corpus, batch_size=4, output_dir=out,
 
 def _run_flow(base_url, cache, out, corpus, env, kill_after_requests=None, server=None):
     proc = subprocess.Popen([sys.executable, "-c", RUNNER, base_url, str(cache), str(out), str(corpus)],
-                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     if kill_after_requests is None:
         output, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, output.decode()[-3000:]
@@ -144,8 +145,7 @@ def _run_flow(base_url, cache, out, corpus, env, kill_after_requests=None, serve
     while len(server.chat_requests()) < kill_after_requests and time.monotonic() < deadline:
         assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
         time.sleep(0.02)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_group(proc)
 
 
 def test_resume_after_kill_redoes_nothing_and_matches_uninterrupted(tiny_corpus, tmp_path):

@@ -74,3 +74,27 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert after["label-pairs"] != before["label-pairs"]
     assert after["train-surrogate"] != before["train-surrogate"]  # trained on the new labels
     assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5
+
+
+def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness, topic_corpus, tmp_path,
+                                                                 tiny_lm_dir, tiny_encoder_dir):
+    """The default label.method (llm_rating) reads no contexts: the pipeline runs generate → label only, and every
+    pair's label is the rater's expected digit / 5."""
+    from flows.sts_pipeline import sts_pipeline
+    from tests.scripted_openai import ScriptedOpenAI, default_responder
+    from tests.test_labeling import _overlap_rating
+
+    def responder(messages, body):  # rating requests ask for log-probs; generation requests do not
+        return "3" if body.get("logprobs") else default_responder(messages, body)
+
+    with ScriptedOpenAI(responder=responder, logprobs=_overlap_rating) as server:
+        kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
+        outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "train": False})
+        rated = [r for r in server.requests if r["body"].get("logprobs")]
+    assert list(outputs) == ["generate-sts-triples", "label-pairs"]
+    assert not (tmp_path / "out" / "retrieve-contexts").exists()
+    pairs = pq.read_table(outputs["label-pairs"]["pairs"]).to_pandas()
+    assert len(pairs) and len(rated) >= len(pairs) and pairs["label_context"].isna().all()
+    assert (pairs["label"] - pairs["label_rating"] / 5).abs().max() < 1e-9
+    manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
+    assert manifest["labeler"]["method"] == "llm_rating" and "hierarchy" in manifest["quality"]

@@ -57,9 +57,9 @@ def test_resumed_training_equals_uninterrupted(tiny_encoder, tmp_path):
     data = split_data(triples, pairs, SETTINGS.heldout_fraction, SETTINGS.seed)
     full = tiny_encoder()
     state = train(full, data, dev, SETTINGS, tmp_path / "a", key="k")
-    assert state.step == 6 and [r["step"] for r in state.history if "dev_spearman" in r] == [3, 6]
+    assert state.step == 6 and [r["step"] for r in state.history if "dev_spearman" in r] == [0, 3, 6]
     assert {"align_heldout", "uniform_heldout", "align_dev", "uniform_dev"} <= set(state.history[-1])
-    assert (tmp_path / "a" / "best.pt").is_file() and state.best_step in (3, 6)
+    assert (tmp_path / "a" / "best.pt").is_file() and state.best_step in (0, 3, 6)
 
     first = tiny_encoder()
     # "Killed" after step 4, between checkpoints (written at step 3): the resume redoes step 4 from the checkpoint.
@@ -68,12 +68,46 @@ def test_resumed_training_equals_uninterrupted(tiny_encoder, tmp_path):
     resumed_module = tiny_encoder()  # a fresh process: weights come from the checkpoint
     resumed = train(resumed_module, data, dev, SETTINGS, tmp_path / "b", key="k")
     assert resumed.step == 6 and (resumed.best_step, resumed.best_dev) == (state.best_step, state.best_dev)
-    assert [r["loss"] for r in resumed.history] == pytest.approx([r["loss"] for r in state.history], abs=1e-6)
+    assert [r.get("loss", 0) for r in resumed.history] == pytest.approx([r.get("loss", 0) for r in state.history],
+                                                                         abs=1e-6)
     for (name, p), q in zip(full.state_dict().items(), resumed_module.state_dict().values()):
         assert torch.allclose(p, q, atol=1e-6), name
     # A different key (changed inputs or parameters) starts over instead of resuming.
     again = train(tiny_encoder(), data, dev, SETTINGS, tmp_path / "b", key="other", stop_after=1)
     assert again.step == 1
+
+
+def _selection_run(tiny_encoder, workdir: Path, dev_agrees: bool):
+    """Regression that pulls each anchor towards its negative (which shares fewer words than its positive). A dev set
+    whose gold agrees with that (negatives close) is helped by training; one whose gold follows word overlap (where
+    the untrained mean-pooled model already scores high) is only hurt."""
+    triples, _, _ = synthetic_data()
+    s2 = list(triples["positive"]) + list(triples["negative"])
+    negative = np.r_[np.zeros(len(triples)), np.ones(len(triples))]
+    pairs = pd.DataFrame({"s1": list(triples["anchor"]) * 2, "s2": s2, "label": negative})
+    dev = pd.DataFrame({"s1": pairs["s1"], "s2": s2, "gold": 4.5 * (negative if dev_agrees else 1 - negative)})
+    data = split_data(triples, pairs, 0.0, 0)
+    module = tiny_encoder()
+    before = {k: v.clone() for k, v in module.state_dict().items()}
+    settings = TrainSettings(steps=24, batch_size=12, lr=5e-3, warmup_steps=1, eval_every=8, heldout_fraction=0.0,
+                             losses=LossSettings(infonce=0.0, hierarchical_triplet=0.0, regression=1.0))
+    state = train(module, data, dev, settings, workdir, key="k")
+    best = torch.load(workdir / "best.pt", weights_only=False)["model"]
+    return state, before, best
+
+
+def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_encoder, tmp_path):
+    hurt, before, best = _selection_run(tiny_encoder, tmp_path / "hurt", dev_agrees=False)
+    scores = {r["step"]: r["dev_spearman"] for r in hurt.history if "dev_spearman" in r}
+    assert list(scores) == [0, 8, 16, 24] and max(scores[8], scores[16], scores[24]) < scores[0]
+    assert hurt.best_step == 0 and hurt.best_dev == scores[0]
+    for name, value in before.items():  # best.pt holds the untrained weights
+        assert torch.equal(best[name], value), name
+
+    helped, _, best = _selection_run(tiny_encoder, tmp_path / "help", dev_agrees=True)
+    scores = {r["step"]: r["dev_spearman"] for r in helped.history if "dev_spearman" in r}
+    assert helped.best_step > 0 and helped.best_dev == max(scores.values()) > scores[0]
+    assert any(not torch.equal(best[name], value) for name, value in before.items())
 
 
 def test_held_out_triples_never_reach_training():
@@ -140,7 +174,10 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     report = json.loads(Path(paths["eval"]).read_text())
     assert set(report["results"]) == {"stsb-dev", "stsb-test"}
     assert report["results"]["stsb-dev"]["pairs"] == 1500 and report["results"]["stsb-test"]["pairs"] == 1379
-    assert {"rfd_a", "rfd_u"} <= set(report) and [h["step"] for h in report["history"]] == [3, 6]
+    assert {"rfd_a", "rfd_u"} <= set(report) and [h["step"] for h in report["history"]] == [0, 3, 6]
+    # The backbone is evaluated on the same sets, and the shipped model is never below it on STS-B dev.
+    assert set(report["backbone_results"]) == {"stsb-dev", "stsb-test"} and report["shipped_step"] in (0, 3, 6)
+    assert report["results"]["stsb-dev"]["spearman"] >= report["backbone_results"]["stsb-dev"]["spearman"]
     model = SentenceTransformer(paths["model"], device="cpu")
     assert model.encode(["the river flooded ."]).shape == (1, 32)
     assert "no human similarity labels" in (Path(paths["model"]) / "README.md").read_text()
@@ -149,7 +186,13 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
 
     artifacts = latest_artifacts()
     assert artifacts["train-curves"].type == "image" and artifacts["train-rfd"].type == "image"
-    assert {r["set"] for r in json.loads(artifacts["train-results"].data)} == {"stsb-dev", "stsb-test"}
+    rows = json.loads(artifacts["train-results"].data)
+    assert {r["set"] for r in rows} == {"stsb-dev", "stsb-test"}
+    for row in rows:
+        assert row["backbone"] == pytest.approx(report["backbone_results"][row["set"]]["spearman"])
+        assert row["spearman"] == pytest.approx(report["results"][row["set"]]["spearman"])
+    assert manifest["selection"]["shipped_step"] == report["shipped_step"]
+    assert ("the shipped model is the backbone" in artifacts["train-summary"].data) == (report["shipped_step"] == 0)
     stamp = Path(paths["manifest"]).stat().st_mtime_ns
     run()  # unchanged: reused
     assert Path(paths["manifest"]).stat().st_mtime_ns == stamp

@@ -70,7 +70,19 @@ def pipeline_process(spec: dict, env: dict | None = None) -> subprocess.Popen:
     """Start the tiny sts-pipeline (tests.test_pipeline.tiny_pipeline_kwargs(**spec)) in a child process."""
     env = dict(env or os.environ, STSGEN_TEST_CHILD="1")  # keep these homes (tests.conftest would replace them)
     return subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "pipeline", json.dumps(spec)],
-                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)  # its own process group: see kill_group
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL a child started with start_new_session=True together with its own children: the ephemeral Prefect
+    API server a flow process starts would otherwise outlive it (an orphan that keeps a core busy for the rest of
+    the session, until later children time out starting their own)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # already gone
+        pass
+    proc.wait()
 
 
 def run_until(proc: subprocess.Popen, done, timeout_s: float = 300) -> None:
@@ -80,8 +92,7 @@ def run_until(proc: subprocess.Popen, done, timeout_s: float = 300) -> None:
         assert proc.poll() is None, "finished before the fault: " + proc.stdout.read().decode()[-3000:]
         assert time.monotonic() < deadline, "fault point never reached"
         time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_group(proc)
 
 
 def finish(proc: subprocess.Popen, timeout_s: float = 600) -> dict:
