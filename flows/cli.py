@@ -111,7 +111,29 @@ def _generate(args: argparse.Namespace) -> int:
 
     return _with_llm(args, lambda llm: generate_sts_triples(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, max_attempts=args.max_attempts, output_dir=args.output_dir))
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, output_dir=args.output_dir))
+
+
+def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
+    """Stage 1's verifier (tasks/verification.py): the LLM judge and the encoder ordering check."""
+    p.add_argument("--no-judge", action="store_true", help="skip the LLM judge of each generation")
+    p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge (default: the generator's)")
+    p.add_argument("--judge-model", help="judge model at --judge-base-url")
+    p.add_argument("--judge-threshold", type=float, default=None, help="P(yes) the judge must give (default 0.5)")
+    p.add_argument("--judge-templates", help="folder with judge-positive.j2, judge-intermediate.j2, judge-negative.j2")
+    p.add_argument("--ordering-margin", type=float, default=None,
+                   help="also require cos(a,s+) − cos(a,s−) ≥ this (encoder check; default off)")
+
+
+def verifier_settings(args: argparse.Namespace) -> "VerifierSettings":
+    from tasks.config import ConfigError, LLMSettings, VerifierSettings
+
+    if bool(args.judge_base_url) != bool(args.judge_model):
+        raise ConfigError("--judge-base-url and --judge-model go together (the judge's endpoint and its model).")
+    given = {"judge": not args.no_judge, "threshold": args.judge_threshold, "template_dir": args.judge_templates,
+             "ordering_margin": args.ordering_margin,
+             "llm": LLMSettings(base_url=args.judge_base_url, model=args.judge_model) if args.judge_base_url else None}
+    return VerifierSettings(**{k: v for k, v in given.items() if v is not None})
 
 
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
@@ -157,7 +179,8 @@ def _pipeline(args: argparse.Namespace) -> int:
 
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, max_attempts=args.max_attempts, label=label_settings(args, seed=args.seed),
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,
+        label=label_settings(args, seed=args.seed),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **PRESETS[args.preset]))
 
 
@@ -315,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="stage 1 through the OpenAI Batch API (half price, results within 24 h; needs --base-url "
                        "of an endpoint serving /files and /batches); an interrupted run re-attaches to its batch")
         p.add_argument("--max-attempts", type=int, default=3)
+        add_verifier_arguments(p)
         p.add_argument("--output-dir", default="data/outputs")
         if name != "generate":
             add_labeler_arguments(p, "--label-lm")

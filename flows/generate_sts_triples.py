@@ -24,15 +24,17 @@ from tasks.config import (
     PatternSettings,
     SamplingSettings,
     ValidationSettings,
+    VerifierSettings,
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
-from tasks.generation import Slot, generate_batch
+from tasks.generation import Judge, Slot, generate_batch
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
 from tasks.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
 from tasks.triples import rejected_table, triples_table
+from tasks.verification import load_judge_template, ordering_gaps
 
 STAGE = "generate-sts-triples"
 # LLM settings that change how requests are sent, not what they return: not part of the cache key.
@@ -42,7 +44,8 @@ _TRANSPORT = {"max_concurrency", "requests_per_minute", "tokens_per_minute", "ti
 
 
 def stage_key(cfg: GenerateConfig, input_hashes: list[str], prompt_hashes: dict[str, str]) -> str:
-    params = cfg.model_dump(exclude={"output_dir": True, "batch_size": True, "llm": _TRANSPORT})
+    params = cfg.model_dump(exclude={"output_dir": True, "batch_size": True, "llm": _TRANSPORT,
+                                     "verifier": {"llm": _TRANSPORT}})
     return fingerprint({"stage": STAGE, "params": params, "inputs": input_hashes, "prompts": prompt_hashes})
 
 
@@ -86,6 +89,7 @@ def generate_sts_triples(
     llm: LLMSettings | None = None,
     sampling: SamplingSettings | None = None,
     validation: ValidationSettings | None = None,
+    verifier: VerifierSettings | None = None,
     max_attempts: int = 3,
     batch_size: int = 32,
     output_dir: str = "data/outputs",
@@ -99,7 +103,7 @@ def generate_sts_triples(
         n=n, seed=seed, corpus=CorpusSettings(source=corpus),
         pattern=PatternSettings(kind=pattern, source=pattern_source),
         llm=llm or LLMSettings(), sampling=sampling or SamplingSettings(), validation=validation or ValidationSettings(),
-        max_attempts=max_attempts, batch_size=batch_size, output_dir=output_dir,
+        verifier=verifier or VerifierSettings(), max_attempts=max_attempts, batch_size=batch_size, output_dir=output_dir,
     )
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -107,6 +111,9 @@ def generate_sts_triples(
     # Validate every input before spending anything on the LLM: bad files and endpoints fail here, nothing written.
     kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
     templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier) for k in kinds} \
+        if cfg.verifier.judge else {}
+    judge_llm = (cfg.verifier.llm or cfg.llm) if judges else None
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus_data = load_corpus_task(cfg.corpus)
@@ -114,7 +121,8 @@ def generate_sts_triples(
     timings["prepare_s"] = round(time.perf_counter() - t0, 3)
 
     inputs = corpus_data.inputs + patterns.inputs()
-    key = stage_key(cfg, [i["sha256"] for i in inputs], {k: t.sha256 for k, t in templates.items()})
+    key = stage_key(cfg, [i["sha256"] for i in inputs], {k: t.sha256 for k, t in templates.items()}
+                    | {f"judge-{k}": j.template.sha256 for k, j in judges.items()})
     folder = Path(cfg.output_dir) / STAGE
     paths = {"triples": str(folder / "triples.parquet"), "rejected": str(folder / "rejected.parquet"),
              "manifest": str(folder / "manifest.json")}
@@ -122,6 +130,8 @@ def generate_sts_triples(
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
     served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint
+    if judges and cfg.verifier.llm:
+        check_llm_endpoint(cfg.verifier.llm)  # a separate judge endpoint must be reachable before any spending
 
     systems = {k: templates[k].system_message([vars(e) for e in examples[k]]) for k in kinds}
     example_ids = {k: [e.example_id for e in examples[k]] for k in kinds}
@@ -151,7 +161,7 @@ def generate_sts_triples(
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
             gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
-                                                   cfg.validation, cfg.max_attempts, cfg.seed)
+                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind))
             accepted[kind].update({g["source_id"]: g for g in gens})
             # Every generation received is either accepted or a quarantine row (failed calls are not attempts).
             counts_per_kind[kind]["attempts"] += len(gens) + sum(r["reason"] != "llm_error" for r in rejected)
@@ -166,7 +176,11 @@ def generate_sts_triples(
                                    kinds.index(r["kind"]) if r.get("kind") in kinds else -1, r.get("attempt") or 0))
     triples = triples_table(sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=cfg.llm.model,
                             prompts={k: t.name for k, t in templates.items()}, example_ids=example_ids,
-                            bases={k: BASE_OF_KIND[k] for k in kinds})
+                            bases={k: BASE_OF_KIND[k] for k in kinds},
+                            judge_model=judge_llm.model if judge_llm else None)
+    if cfg.verifier.ordering_margin is not None and triples.num_rows and cfg.pattern.kind == "sts":
+        triples, failed = ordering_check_task(triples, cfg.verifier)
+        quarantine.extend(failed)
     reasons = dict(Counter(row["reason"] for row in quarantine))
     counts = {"sources": cfg.n, "triples": triples.num_rows, "incomplete_sources": cfg.n - triples.num_rows,
               "rejected_rows": len(quarantine), "rejected_by_reason": reasons, "per_kind": counts_per_kind,
@@ -188,6 +202,11 @@ def generate_sts_triples(
         "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
         "examples": {k: [vars(e) for e in examples[k]] for k in kinds},
         "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
+        "verifier": {"judge_model": judge_llm.model if judge_llm else None,
+                     "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
+                                       for k, j in judges.items()},
+                     "threshold": cfg.verifier.threshold if judges else None,
+                     "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
                 "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"), "endpoint_kind": _endpoint_kind(cfg.llm.base_url)},
         "llm_stats": stats_total, "counts": counts, "timings": timings,
@@ -210,7 +229,33 @@ def failed_llm_calls(folder: Path) -> int:
     """LLM calls that failed after retries in the committed run (a transient outage, not a verdict on the data): a
     stage with any is not reused as is, so a re-run retries them (the cache answers everything that succeeded)."""
     manifest = read_manifest(folder) or {}
-    return int(manifest.get("counts", {}).get("rejected_by_reason", {}).get("llm_error", 0))
+    reasons = manifest.get("counts", {}).get("rejected_by_reason", {})
+    return int(reasons.get("llm_error", 0)) + int(reasons.get("judge_llm_error", 0))
+
+
+@task(name="ordering-check", cache_policy=NO_CACHE)
+def ordering_check_task(triples, verifier: VerifierSettings):
+    """Triples whose negative is not at least `ordering_margin` farther from the anchor than the positive (encoder
+    cosine) move to the quarantine as `ordering`; the rest get their gap in `ordering_gap`. Not retried: the check
+    needs the whole triple, and a new negative would need a new round of generation."""
+    import pyarrow as pa
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.backbones import encoder_folder
+
+    model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)), device="cpu")
+    col = {name: triples.column(name).to_pylist() for name in ("source_id", "anchor", "positive", "negative")}
+    gaps = ordering_gaps(col["anchor"], col["positive"], col["negative"],
+                         lambda s: model.encode(s, batch_size=64, convert_to_numpy=True))
+    keep = gaps >= verifier.ordering_margin
+    failed = [{"stage": "verification", "source_id": sid, "kind": "negative", "anchor": a, "base_text": p,
+               "text": n, "reason": "ordering",
+               "detail": f"cos(a,s+) − cos(a,s−) = {g:.3f} < margin {verifier.ordering_margin}"}
+              for sid, a, p, n, g, k in zip(col["source_id"], col["anchor"], col["positive"], col["negative"], gaps,
+                                            keep) if not k]
+    triples = triples.set_column(triples.schema.get_field_index("ordering_gap"), "ordering_gap",
+                                 pa.array(gaps.astype(float)))
+    return triples.filter(pa.array(keep)), failed
 
 
 def _endpoint_kind(base_url: str) -> str:

@@ -25,7 +25,14 @@ from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
 from tasks.artifacts import publish_table
 from tasks.coherence import CoherenceSettings
-from tasks.config import ConfigError, CorpusSettings, LLMSettings, SamplingSettings, ValidationSettings
+from tasks.config import (
+    ConfigError,
+    CorpusSettings,
+    LLMSettings,
+    SamplingSettings,
+    ValidationSettings,
+    VerifierSettings,
+)
 from tasks.labeling import LabelSettings, uses_contexts
 from tasks.retrieval import SelectionSettings
 from tasks.store import read_manifest
@@ -42,6 +49,7 @@ def sts_pipeline(
     llm: LLMSettings | None = None,
     sampling: SamplingSettings | None = None,
     validation: ValidationSettings | None = None,
+    verifier: VerifierSettings | None = None,
     max_attempts: int = 3,
     context_corpora: list[CorpusSettings] | None = None,
     window_k: int = 1,
@@ -63,13 +71,14 @@ def sts_pipeline(
     Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
     generated = generate_sts_triples(n=n, pattern=pattern, corpus=corpus, pattern_source=pattern_source, seed=seed,
-                                     llm=llm, sampling=sampling, validation=validation, max_attempts=max_attempts,
+                                     llm=llm, sampling=sampling, validation=validation, verifier=verifier,
+                                     max_attempts=max_attempts,
                                      output_dir=output_dir)
     made = (read_manifest(Path(generated["manifest"]).parent) or {}).get("counts", {})
     if not made.get("triples"):
         raise ConfigError(f"Stage 1 produced no complete triple (quarantined rows by reason: "
-                          f"{made.get('rejected_by_reason')}; see {generated['rejected']}), so there is nothing to "
-                          "retrieve contexts for. Re-run to retry failed LLM calls (answered ones are cached), or "
+                          f"{made.get('rejected_by_reason')}; see {generated['rejected']}), so there is nothing for "
+                          "the later stages. Re-run to retry failed LLM calls (answered ones are cached), or "
                           "check the endpoint, model and validation settings.")
     label = label or LabelSettings(seed=seed)
     outputs = {"generate-sts-triples": generated}

@@ -17,11 +17,20 @@ from dataclasses import asdict, dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.config import LLMSettings, SamplingSettings, ValidationSettings
+from tasks.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.llm.batch import BatchRunner
-from tasks.llm.client import CallResult, LLMClient
+from tasks.llm.client import CallResult, LLMClient, merge_stats
 from tasks.prompting import PromptTemplate
 from tasks.validation import validate
+from tasks.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The verifier of one prompt kind: its question and settings (the endpoint is the caller's business)."""
+
+    template: JudgeTemplate
+    settings: VerifierSettings
 
 
 @dataclass(frozen=True)
@@ -47,6 +56,7 @@ class Generation:
     latency_s: float
     cached: bool
     rules_passed: list[str]
+    judge_p_yes: float | None = None  # the verifier's P(yes); None when the judge is off
 
 
 def request_seed(run_seed: int, source_id: str, kind: str, attempt: int) -> int:
@@ -90,6 +100,15 @@ def _judge(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult
     return None, _rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail)
 
 
+def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict
+                   ) -> tuple[Generation | None, dict | None]:
+    """A rule-passing generation after the judge: accepted with its P(yes), or quarantined with the judge's reason."""
+    if verdict.reason is None:
+        generation.judge_p_yes = verdict.p_yes
+        return generation, None
+    return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail)
+
+
 async def generate_slots(
     slots: list[Slot],
     *,
@@ -100,10 +119,13 @@ async def generate_slots(
     validation: ValidationSettings,
     max_attempts: int,
     run_seed: int,
+    judge: Judge | None = None,
+    judge_client: LLMClient | None = None,
 ) -> tuple[list[Generation], list[dict]]:
-    """Generate one kind for a batch of slots. Returns (accepted generations, quarantine rows)."""
+    """Generate one kind for a batch of slots. Returns (accepted generations, quarantine rows). With `judge`, each
+    rule-passing generation is verified (through `judge_client`, default: `client`) before it counts."""
 
-    async def one(call, slot: Slot) -> tuple[Generation | None, list[dict]]:
+    async def one(call, judge_call, slot: Slot) -> tuple[Generation | None, list[dict]]:
         rejected = []
         messages = template.messages(system, slot.base_text)
         tokens = [0, 0, 0.0]
@@ -111,16 +133,23 @@ async def generate_slots(
             seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
             params = attempt_params(sampling, seed, attempt)
             generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
+            if generation is not None and judge is not None:
+                verdict = await judge_one(judge_call, judge.template, slot.anchor, generation.text, judge.settings)
+                generation, row = _apply_verdict(slot, attempt, generation, verdict)
             if generation is not None:
                 return generation, rejected
             rejected.append(row)
-            if row["reason"] == "llm_error":
+            if row["reason"] in ("llm_error", "judge_llm_error"):
                 # The client already retried transport errors; another attempt would hit the same failure.
                 return None, rejected
         return None, rejected
 
     async with client.open() as call:
-        outcomes = await asyncio.gather(*(one(call, s) for s in slots))
+        if judge_client is None or judge_client is client:
+            outcomes = await asyncio.gather(*(one(call, call, s) for s in slots))
+        else:
+            async with judge_client.open() as judge_call:
+                outcomes = await asyncio.gather(*(one(call, judge_call, s) for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
     return accepted, rejected
@@ -136,10 +165,12 @@ def generate_slots_batched(
     validation: ValidationSettings,
     max_attempts: int,
     run_seed: int,
+    judge: Judge | None = None,
+    judge_runner: BatchRunner | None = None,
 ) -> tuple[list[Generation], list[dict]]:
     """`generate_slots` in rounds for the Batch API: round a is one batch with attempt a of every slot still open
-    (a batch takes minutes to hours, so slots cannot each wait for their own retry). Same requests, seeds, verdicts
-    and rows as the direct loop, in the same order."""
+    (a batch takes minutes to hours, so slots cannot each wait for their own retry), then the judge's batches for
+    that round's rule-passing generations. Same requests, seeds, verdicts and rows as the direct loop."""
     messages = [template.messages(system, slot.base_text) for slot in slots]
     tokens = [[0, 0, 0.0] for _ in slots]
     accepted: list[Generation | None] = [None] * len(slots)
@@ -151,12 +182,20 @@ def generate_slots_batched(
         seeds = {i: request_seed(run_seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
         params = {i: attempt_params(sampling, seeds[i], attempt) for i in open_slots}
         results = runner.run([(messages[i], params[i]) for i in open_slots])
+        outcomes = {i: _judge(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation)
+                    for i, result in zip(open_slots, results)}
+        if judge is not None:
+            passing = [i for i in open_slots if outcomes[i][0] is not None]
+            verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, outcomes[i][0].text)
+                                                             for i in passing], judge.settings)
+            for i, verdict in zip(passing, verdicts):
+                outcomes[i] = _apply_verdict(slots[i], attempt, outcomes[i][0], verdict)
         still_open = []
-        for i, result in zip(open_slots, results):
-            accepted[i], row = _judge(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation)
+        for i in open_slots:
+            accepted[i], row = outcomes[i]
             if row is not None:
                 rejected[i].append(row)
-                if row["reason"] != "llm_error":  # a failed call ends the slot, as in the direct loop
+                if row["reason"] not in ("llm_error", "judge_llm_error"):  # a failed call ends the slot
                     still_open.append(i)
         open_slots = still_open
     return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
@@ -172,20 +211,28 @@ def generate_batch(
     validation: ValidationSettings,
     max_attempts: int,
     run_seed: int,
+    judge: Judge | None = None,
 ) -> tuple[list[dict], list[dict], dict]:
     """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
-    its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch).
+    its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
+    verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
 
     No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
     client = LLMClient(llm)
+    judge_client = LLMClient(judge.settings.llm) if judge is not None and judge.settings.llm else client
     if llm.batch_api:
         runner = BatchRunner(client)
+        judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
         accepted, rejected = generate_slots_batched(
             slots, template=template, system=system, runner=runner, sampling=sampling, validation=validation,
-            max_attempts=max_attempts, run_seed=run_seed)
-        return [asdict(g) for g in accepted], rejected, {**asdict(client.stats), **asdict(runner.stats)}
-    accepted, rejected = asyncio.run(
-        generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
-                       validation=validation, max_attempts=max_attempts, run_seed=run_seed)
-    )
-    return [asdict(g) for g in accepted], rejected, asdict(client.stats)
+            max_attempts=max_attempts, run_seed=run_seed, judge=judge, judge_runner=judge_runner)
+        stats = {**asdict(client.stats), **asdict(runner.stats)}
+    else:
+        accepted, rejected = asyncio.run(
+            generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
+                           validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge,
+                           judge_client=judge_client))
+        stats = asdict(client.stats)
+    if judge_client is not client:
+        stats = merge_stats(stats, asdict(judge_client.stats))
+    return [asdict(g) for g in accepted], rejected, stats

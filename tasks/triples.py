@@ -23,6 +23,7 @@ _PER_KIND = [
     ("latency_s", pa.float64()),
     ("cached", pa.bool_()),
     ("rules_passed", pa.list_(pa.string())),
+    ("judge_p_yes", pa.float64()),  # the verifier's P(yes) (null: judge off)
 ]
 TRIPLES_SCHEMA = pa.schema(
     [
@@ -31,6 +32,8 @@ TRIPLES_SCHEMA = pa.schema(
         ("position", pa.int32()),
         ("pattern", pa.string()),
         ("model", pa.string()),
+        ("judge_model", pa.string()),  # the verifier's model (null: judge off)
+        ("ordering_gap", pa.float64()),  # cos(a, s+) − cos(a, s−) of the ordering check (null: off)
         ("anchor", pa.string()),
         ("positive", pa.string()),
         ("intermediate", pa.string()),
@@ -66,6 +69,7 @@ def triples_table(
     prompts: dict[str, str],
     example_ids: dict[str, list[str]],
     bases: dict[str, str],
+    judge_model: str | None = None,
 ) -> pa.Table:
     """One row per source sentence whose every kind was accepted, in sample order."""
     rows = []
@@ -74,14 +78,15 @@ def triples_table(
         if any(g is None for g in gens.values()):
             continue
         row = {"source_id": src.source_id, "doc_id": src.doc_id, "position": int(src.position),
-               "pattern": pattern, "model": model, "anchor": src.text}
+               "pattern": pattern, "model": model, "judge_model": judge_model, "anchor": src.text}
         for kind in ALL_KINDS:
             g = gens.get(kind)
             row[kind] = g["text"] if g else None
             meta = {name: None for name, _ in _PER_KIND}
             if g:
                 meta.update({k: g[k] for k in ("attempts", "seed", "temperature", "top_p", "prompt_tokens",
-                                                "completion_tokens", "latency_s", "cached", "rules_passed")})
+                                                "completion_tokens", "latency_s", "cached", "rules_passed",
+                                                "judge_p_yes")})
                 meta.update(base=bases[kind], prompt=prompts[kind], example_ids=example_ids[kind])
             row.update({f"{kind}_{name}": value for name, value in meta.items()})
         rows.append(row)

@@ -25,9 +25,11 @@ from importlib import resources
 from pathlib import Path
 
 import jinja2
+import numpy as np
 from jinja2 import meta
 
 from tasks.config import ConfigError, VerifierSettings
+from tasks.embedding_metrics import cosine_scores
 from tasks.llm.client import CallResult
 
 JUDGE_VERSION = "v1"
@@ -151,3 +153,12 @@ def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: 
                 still.append(i)
         open_items = still
     return [v for v in verdicts if v is not None]
+
+
+def ordering_gaps(anchors: list[str], positives: list[str], negatives: list[str], encode) -> np.ndarray:
+    """cos(a, s⁺) − cos(a, s⁻) per triple, with `encode(list[str]) → (N, D)` embeddings: the ordering check that
+    needs no LLM (a negative that paraphrases the anchor sits as close as the positive, gap ≈ 0 or below)."""
+    n = len(anchors)
+    e = np.asarray(encode([*anchors, *positives, *negatives]))
+    a, p, neg = e[:n], e[n : 2 * n], e[2 * n :]
+    return cosine_scores(a, p) - cosine_scores(a, neg)

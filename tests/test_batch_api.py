@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import LLMSettings
+from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
+from tasks.config import LLMSettings, VerifierSettings
 from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
@@ -21,6 +22,9 @@ from tasks.triples import VOLATILE_COLUMNS
 from tests.conftest import PROJECT
 from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
+
+# These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
+generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
 
 CANARY = "sk-canary-batch-4d1e9b"
 SYSTEM = "Your task is to generate a new sentence that is semantically similar."
@@ -203,9 +207,10 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
 RUNNER = """
 import sys
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import LLMSettings
+from tasks.config import LLMSettings, VerifierSettings
 base_url, cache, out, corpus = sys.argv[1:5]
-generate_sts_triples(n=5, corpus=corpus, output_dir=out, llm=LLMSettings(
+no_judge = VerifierSettings(judge=False)
+generate_sts_triples(n=5, corpus=corpus, output_dir=out, verifier=no_judge, llm=LLMSettings(
     base_url=base_url, model="scripted-model", cache_path=cache, batch_api=True, batch_poll_s=0.05))
 """
 

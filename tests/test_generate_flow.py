@@ -8,16 +8,20 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import ConfigError, LLMSettings
+from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
+from tasks.config import ConfigError, LLMSettings, VerifierSettings
 from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tests.conftest import PROJECT, latest_artifacts, shared
 from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
+
+# These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
+generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
 
 
 def llm(server, tmp_path, **kw) -> LLMSettings:
@@ -31,8 +35,8 @@ def read(paths):
 
 
 def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, tiny_corpus, tmp_path):
-    paths = generate_sts_triples(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), batch_size=3,
-                                 output_dir=str(tmp_path / "out"))
+    paths = generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), batch_size=3,
+                                output_dir=str(tmp_path / "out"))
     triples, rejected, manifest = read(paths)
     assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)
     assert triples.num_rows == 8 and rejected.num_rows == 0
@@ -41,8 +45,10 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
     assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v1"
     assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
-    # 8 sentences x 3 kinds, one HTTP request each.
-    assert len(scripted.chat_requests()) == 24 and manifest["llm_stats"]["requests_sent"] == 24
+    # 8 sentences x 3 kinds, one generation and one judge request each (the judge says yes: P(yes) 1 from the text).
+    assert len(scripted.chat_requests()) == 48 and manifest["llm_stats"]["requests_sent"] == 48
+    assert {r["judge_model"] for r in rows} == {"scripted-model"} and {r["negative_judge_p_yes"] for r in rows} == {1.0}
+    assert manifest["verifier"]["judge_prompts"]["negative"]["name"] == "judge-negative.v1"
     assert manifest["counts"]["triples"] == 8 and manifest["seed"] == 13
     assert set(manifest["outputs"]) == {"triples.parquet", "rejected.parquet"}
     assert manifest["prompts"]["positive"]["version"] == "v1" and "prefect" in manifest["packages"]
@@ -59,13 +65,13 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
             "generate-rejected-parquet", "generate-manifest-json"} <= set(artifacts)
     assert artifacts["generate-progress"].type == "progress" and float(artifacts["generate-progress"].data) == 100.0
     assert artifacts["generate-samples"].type == "table"
-    assert "acceptance" in artifacts["generate-summary"].data and "24" in artifacts["generate-summary"].data
+    assert "acceptance" in artifacts["generate-summary"].data and "48" in artifacts["generate-summary"].data
 
     # Same inputs and parameters: nothing is requested again, outputs untouched.
     mtime = os.stat(paths["triples"]).st_mtime_ns
-    generate_sts_triples(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
-                         batch_size=5, output_dir=str(tmp_path / "out"))
-    assert len(scripted.chat_requests()) == 24 and os.stat(paths["triples"]).st_mtime_ns == mtime
+    generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
+                        batch_size=5, output_dir=str(tmp_path / "out"))
+    assert len(scripted.chat_requests()) == 48 and os.stat(paths["triples"]).st_mtime_ns == mtime
 
 
 def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, tmp_path):
@@ -126,9 +132,10 @@ def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, ti
 RUNNER = """
 import sys
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import LLMSettings
+from tasks.config import LLMSettings, VerifierSettings
 base_url, cache, out, corpus = sys.argv[1:5]
-generate_sts_triples(n=10, corpus=corpus, batch_size=4, output_dir=out,
+no_judge = VerifierSettings(judge=False)
+generate_sts_triples(n=10, corpus=corpus, batch_size=4, output_dir=out, verifier=no_judge,
                      llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=cache, max_concurrency=1))
 """
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from tasks.config import CorpusSettings, LLMSettings
+from tasks.config import CorpusSettings, LLMSettings, VerifierSettings
 from tasks.labeling import LabelSettings
 from tasks.retrieval import SelectionSettings
 from tests.test_retrieval import SMALL_MODEL
@@ -24,6 +24,8 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     return dict(
         n=5, corpus=str(topic_corpus),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
+        # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below.
+        verifier=VerifierSettings(judge=False),
         context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
         # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
@@ -78,20 +80,26 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
 
 def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness, topic_corpus, tmp_path,
                                                                  tiny_lm_dir, tiny_encoder_dir):
-    """The default label.method (llm_rating) reads no contexts: the pipeline runs generate → label only, and every
-    pair's label is the rater's expected digit / 5."""
+    """The defaults (judge on, label.method = llm_rating) end to end: every triple carries the judge's verdicts, the
+    pipeline runs generate → label only (the rating reads no contexts), and every pair's label is the rater's
+    expected digit / 5."""
     from flows.sts_pipeline import sts_pipeline
-    from tests.scripted_openai import ScriptedOpenAI, default_responder
+    from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
     from tests.test_labeling import _overlap_rating
 
-    def responder(messages, body):  # rating requests ask for log-probs; generation requests do not
-        return "3" if body.get("logprobs") else default_responder(messages, body)
+    def responder(messages, body):  # rating requests: a digit; generation and judge requests: the defaults
+        return "3" if body.get("logprobs") and not is_judge_request(messages) else default_responder(messages, body)
 
-    with ScriptedOpenAI(responder=responder, logprobs=_overlap_rating) as server:
+    def logprobs(messages, body):
+        return [("yes", 0.0)] if is_judge_request(messages) else _overlap_rating(messages, body)
+
+    with ScriptedOpenAI(responder=responder, logprobs=logprobs) as server:
         kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
-        outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "train": False})
-        rated = [r for r in server.requests if r["body"].get("logprobs")]
+        outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "verifier": VerifierSettings(), "train": False})
+        rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
     assert list(outputs) == ["generate-sts-triples", "label-pairs"]
+    triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()
+    assert len(triples) and (triples["positive_judge_p_yes"] == 1.0).all() and (triples["judge_model"] != "").all()
     assert not (tmp_path / "out" / "retrieve-contexts").exists()
     pairs = pq.read_table(outputs["label-pairs"]["pairs"]).to_pandas()
     assert len(pairs) and len(rated) >= len(pairs) and pairs["label_context"].isna().all()
