@@ -137,10 +137,11 @@ class VerifierSettings(_Settings):
     judge: bool = Field(True, description="Ask an LLM judge one yes/no question per generation.")
     llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
     template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
-                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}); None = the "
-                                     "built-in prompts/templates/judge-<kind>.v1.j2.")
-    threshold: float = Field(0.5, ge=0, le=1, description="P(yes) at or above which the judge accepts.")
-    top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(yes) "
+                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}; a {# passes: no #} "
+                                     "comment when 'no' is the passing answer); None = the built-in "
+                                     "prompts/templates/judge-<kind>.v1.j2.")
+    threshold: float = Field(0.5, ge=0, le=1, description="P(pass) at or above which the judge accepts.")
+    top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "
                               "(0: the answered word only).")
     attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")
     seed: int = 13

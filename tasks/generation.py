@@ -56,7 +56,7 @@ class Generation:
     latency_s: float
     cached: bool
     rules_passed: list[str]
-    judge_p_yes: float | None = None  # the verifier's P(yes); None when the judge is off
+    judge_p_pass: float | None = None  # the verifier's P(pass); None when the judge is off
 
 
 def request_seed(run_seed: int, source_id: str, kind: str, attempt: int) -> int:
@@ -102,9 +102,9 @@ def _judge(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult
 
 def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict
                    ) -> tuple[Generation | None, dict | None]:
-    """A rule-passing generation after the judge: accepted with its P(yes), or quarantined with the judge's reason."""
+    """A rule-passing generation after the judge: accepted with its P(pass), or quarantined with the judge's reason."""
     if verdict.reason is None:
-        generation.judge_p_yes = verdict.p_yes
+        generation.judge_p_pass = verdict.p_pass
         return generation, None
     return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail)
 

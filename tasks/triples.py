@@ -23,7 +23,7 @@ _PER_KIND = [
     ("latency_s", pa.float64()),
     ("cached", pa.bool_()),
     ("rules_passed", pa.list_(pa.string())),
-    ("judge_p_yes", pa.float64()),  # the verifier's P(yes) (null: judge off)
+    ("judge_p_pass", pa.float64()),  # the verifier's P(pass) (null: judge off)
 ]
 TRIPLES_SCHEMA = pa.schema(
     [
@@ -86,7 +86,7 @@ def triples_table(
             if g:
                 meta.update({k: g[k] for k in ("attempts", "seed", "temperature", "top_p", "prompt_tokens",
                                                 "completion_tokens", "latency_s", "cached", "rules_passed",
-                                                "judge_p_yes")})
+                                                "judge_p_pass")})
                 meta.update(base=bases[kind], prompt=prompts[kind], example_ids=example_ids[kind])
             row.update({f"{kind}_{name}": value for name, value in meta.items()})
         rows.append(row)

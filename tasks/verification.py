@@ -1,15 +1,17 @@
 """Stage 1 verifier: an LLM judge asked one yes/no question per generated sentence, after the rule checks.
 
-- positive: does the sentence keep every fact of the anchor (nothing dropped, added or changed)?
-- intermediate: does it keep the anchor's main point while leaving out details (nothing changed or added)?
-- negative: does it state something different from, or contradicting, the anchor (not a paraphrase)?
+- positive: is it a paraphrase of the anchor (passes on yes)?
+- intermediate: is everything it says also said by the anchor (passes on yes)?
+- negative: do anchor and sentence mean the same thing (passes on no: a paraphrase is not a negative)?
 
 The question is a versioned template (prompts/templates/judge-<kind>.v1.j2, or `<template_dir>/judge-<kind>.j2`) with
-the placeholders {{ anchor }} and {{ candidate }}. The judge answers at temperature 0 with one token; its verdict is
-P(yes) from the answer token's top log-probs (yes / no token mass), so a threshold can trade precision for recall;
-an endpoint without log-probs gives P(yes) ∈ {0, 1} from the answer text. An answer that is neither yes nor no is
-asked again (new seed, some temperature) up to `attempts` times, then quarantined as `judge_unparsed`; a "no" is
-quarantined as `judge_no`; a failed call as `judge_llm_error`. Each rejection is retried like any rejected
+the placeholders {{ anchor }} and {{ candidate }}, and a `{# passes: yes|no #}` comment naming the answer that passes
+(default yes): a small judge answers "same meaning?" far better than "different meaning?", so the negative's question
+is asked that way round (docs/benchmarks.md, verifier). The judge answers at temperature 0 with one token; its
+verdict is P(pass), the passing answer's share of the yes / no mass among the answer token's top log-probs, so a
+threshold can trade precision for recall; an endpoint without log-probs gives 0 or 1 from the answer text. An answer
+that is neither yes nor no is asked again (new seed, some temperature) up to `attempts` times, then quarantined as
+`judge_unparsed`; a failing verdict as `judge_rejected`; a failed call as `judge_llm_error`. Each rejection is retried like any rejected
 generation (tasks/generation.py). Answers go through the response cache like every LLM call.
 
 The judge is asked against the anchor, not the sentence the generation was derived from: the triple trains
@@ -35,6 +37,7 @@ from tasks.llm.client import CallResult
 JUDGE_VERSION = "v1"
 PLACEHOLDERS = ("anchor", "candidate")
 _YES, _NO = re.compile(r"^\W*yes\b", re.IGNORECASE), re.compile(r"^\W*no\b", re.IGNORECASE)
+_PASSES = re.compile(r"\{#\s*passes:\s*(yes|no)\b", re.IGNORECASE)
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 
 
@@ -43,6 +46,12 @@ class JudgeTemplate:
     kind: str
     name: str  # e.g. judge-negative.v1 (built in) or the custom file's path
     source: str
+
+    @property
+    def passes(self) -> str:
+        """The answer that passes the generation: the template's `{# passes: … #}`, else yes."""
+        found = _PASSES.search(self.source)
+        return found.group(1).lower() if found else "yes"
 
     @property
     def sha256(self) -> str:
@@ -57,9 +66,9 @@ class JudgeTemplate:
 
 @dataclass(frozen=True)
 class JudgeVerdict:
-    p_yes: float | None  # None: no usable answer (see reason)
+    p_pass: float | None  # P(the passing answer); None: no usable answer (see reason)
     answer: str | None
-    reason: str | None  # None (accepted), judge_no, judge_unparsed, judge_llm_error
+    reason: str | None  # None (accepted), judge_rejected, judge_unparsed, judge_llm_error
     detail: str
     calls: int
 
@@ -110,7 +119,7 @@ def p_yes(top_logprobs: list | None, text: str | None) -> tuple[float | None, st
     return (None if answer is None else float(answer == "yes")), answer
 
 
-def verdict_of(results: list[CallResult], settings: VerifierSettings) -> JudgeVerdict | None:
+def verdict_of(results: list[CallResult], settings: VerifierSettings, passes: str = "yes") -> JudgeVerdict | None:
     """The verdict after the calls made so far, or None when the last answer was garbled and attempts remain."""
     last = results[-1]
     if not last.ok:
@@ -121,8 +130,10 @@ def verdict_of(results: list[CallResult], settings: VerifierSettings) -> JudgeVe
             return None
         return JudgeVerdict(None, (last.text or "")[:80], "judge_unparsed",
                             f"{len(results)} answers without yes/no, last {last.text!r}", len(results))
+    prob = prob if passes == "yes" else 1.0 - prob
     ok = prob >= settings.threshold
-    return JudgeVerdict(prob, answer, None if ok else "judge_no", f"P(yes) = {prob:.3f}", len(results))
+    return JudgeVerdict(prob, answer, None if ok else "judge_rejected",
+                        f"answered {answer}, P(pass) = {prob:.3f}", len(results))
 
 
 async def judge_one(call, template: JudgeTemplate, anchor: str, candidate: str,
@@ -131,7 +142,7 @@ async def judge_one(call, template: JudgeTemplate, anchor: str, candidate: str,
     messages, results = template.messages(anchor, candidate), []
     while True:
         results.append(await call(messages, judge_params(settings, len(results))))
-        verdict = verdict_of(results, settings)
+        verdict = verdict_of(results, settings, template.passes)
         if verdict is not None:
             return verdict
 
@@ -148,7 +159,7 @@ def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: 
         still = []
         for i, result in zip(open_items, answers):
             results[i].append(result)
-            verdicts[i] = verdict_of(results[i], settings)
+            verdicts[i] = verdict_of(results[i], settings, items[i][0].passes)
             if verdicts[i] is None:
                 still.append(i)
         open_items = still

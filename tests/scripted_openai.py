@@ -63,8 +63,8 @@ def pseudo_sentence(*parts: object, words: int) -> str:
 def default_responder(messages: list[dict], body: dict) -> str:
     system = next((m["content"] for m in messages if m["role"] == "system"), "")
     user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    if is_judge_request(messages):
-        return "yes"  # the stage-1 verifier's question: every generation passes
+    if is_judge_request(messages):  # the stage-1 verifier's question: every generation passes
+        return "no" if "mean the same thing?" in user else "yes"
     kind = prompt_kind(system)
     n_words = {"positive": 10, "intermediate": 5, "negative": 8}[kind]
     return pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), words=n_words)

@@ -45,9 +45,10 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
     assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v1"
     assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
-    # 8 sentences x 3 kinds, one generation and one judge request each (the judge says yes: P(yes) 1 from the text).
+    # 8 sentences x 3 kinds, one generation and one judge request each (every verdict passes: P(pass) 1, from the
+    # answer text).
     assert len(scripted.chat_requests()) == 48 and manifest["llm_stats"]["requests_sent"] == 48
-    assert {r["judge_model"] for r in rows} == {"scripted-model"} and {r["negative_judge_p_yes"] for r in rows} == {1.0}
+    assert {r["judge_model"] for r in rows} == {"scripted-model"} and {r["negative_judge_p_pass"] for r in rows} == {1.0}
     assert manifest["verifier"]["judge_prompts"]["negative"]["name"] == "judge-negative.v1"
     assert manifest["counts"]["triples"] == 8 and manifest["seed"] == 13
     assert set(manifest["outputs"]) == {"triples.parquet", "rejected.parquet"}

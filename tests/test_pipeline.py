@@ -91,7 +91,7 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
         return "3" if body.get("logprobs") and not is_judge_request(messages) else default_responder(messages, body)
 
     def logprobs(messages, body):
-        return [("yes", 0.0)] if is_judge_request(messages) else _overlap_rating(messages, body)
+        return [] if is_judge_request(messages) else _overlap_rating(messages, body)  # judge: from the text
 
     with ScriptedOpenAI(responder=responder, logprobs=logprobs) as server:
         kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
@@ -99,7 +99,7 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
         rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
     assert list(outputs) == ["generate-sts-triples", "label-pairs"]
     triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()
-    assert len(triples) and (triples["positive_judge_p_yes"] == 1.0).all() and (triples["judge_model"] != "").all()
+    assert len(triples) and (triples["negative_judge_p_pass"] == 1.0).all() and (triples["judge_model"] != "").all()
     assert not (tmp_path / "out" / "retrieve-contexts").exists()
     pairs = pq.read_table(outputs["label-pairs"]["pairs"]).to_pandas()
     assert len(pairs) and len(rated) >= len(pairs) and pairs["label_context"].isna().all()

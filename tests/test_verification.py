@@ -16,7 +16,7 @@ from tasks.config import ConfigError, LLMSettings, VerifierSettings
 from tasks.verification import load_judge_template, ordering_gaps, p_yes
 from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 
-QUESTION_KIND = {"say the same thing": "positive", "shorter version": "intermediate", "differ in meaning": "negative"}
+QUESTION_KIND = {"a paraphrase of": "positive", "also said by": "intermediate", "mean the same thing": "negative"}
 
 
 def judged(messages) -> tuple[str, str, str]:
@@ -41,7 +41,8 @@ def test_p_yes_reads_the_answer_tokens_mass_or_the_text():
 
 
 def test_judge_answers_accept_quarantine_and_retry(prefect_harness, tiny_corpus, tmp_path):
-    """Every first negative is judged a paraphrase ("no"): quarantined as judge_no and generated again. The first
+    """Every first negative is judged a paraphrase ("yes, same meaning"): quarantined as judge_rejected and generated
+    again (the second passes: "no"). The first
     judge answer about each intermediate is garbled: asked again (sampled), then accepted. One anchor's positives
     are always garbled: judge_unparsed on every attempt, the slot and its dependants quarantined."""
     seen_negatives: Counter = Counter()
@@ -57,7 +58,7 @@ def test_judge_answers_accept_quarantine_and_retry(prefect_harness, tiny_corpus,
         if kind == "intermediate":
             return "I think so" if body["temperature"] == 0 else "Yes"
         seen_negatives[anchor] += 1
-        return "No" if seen_negatives[anchor] == 1 else "yes"
+        return "Yes" if seen_negatives[anchor] == 1 else "no"
 
     with ScriptedOpenAI(responder=responder) as server:
         paths = generate_sts_triples(n=6, corpus=str(tiny_corpus), llm=llm(server, tmp_path), max_attempts=3,
@@ -68,12 +69,12 @@ def test_judge_answers_accept_quarantine_and_retry(prefect_harness, tiny_corpus,
     doomed = garbled_anchor[0]
     assert len(triples) == 5 and doomed not in set(triples["anchor"])
     assert (triples["negative_attempts"] == 2).all() and (triples["intermediate_attempts"] == 1).all()
-    assert (triples["negative_judge_p_yes"] == 1.0).all() and set(triples["judge_model"]) == {"scripted-model"}
+    assert (triples["negative_judge_p_pass"] == 1.0).all() and set(triples["judge_model"]) == {"scripted-model"}
     by_reason = rejected.groupby("reason")
-    assert set(by_reason.groups) == {"judge_no", "judge_unparsed", "base_rejected"}
-    no = by_reason.get_group("judge_no")
+    assert set(by_reason.groups) == {"judge_rejected", "judge_unparsed", "base_rejected"}
+    no = by_reason.get_group("judge_rejected")
     assert len(no) == 5 and set(no["kind"]) == {"negative"} and (no["attempt"] == 0).all()
-    assert no["text"].notna().all() and no["detail"].str.contains("P(yes) = 0.000", regex=False).all()
+    assert no["text"].notna().all() and no["detail"].str.contains("answered yes, P(pass) = 0.000", regex=False).all()
     unparsed = by_reason.get_group("judge_unparsed")
     assert list(unparsed["attempt"]) == [0, 1, 2] and set(unparsed["anchor"]) == {doomed}
     assert unparsed["detail"].str.contains("2 answers without yes/no").all()
@@ -83,10 +84,11 @@ def test_judge_answers_accept_quarantine_and_retry(prefect_harness, tiny_corpus,
 
 
 def test_judge_with_log_probs_and_its_own_endpoint(prefect_harness, tiny_corpus, tmp_path):
-    """A separate judge endpoint: P(yes) comes from the answer token's alternatives and the threshold decides."""
+    """A separate judge endpoint: P(pass) comes from the answer token's alternatives and the threshold decides (the
+    negative's question passes on "no": P(pass) = 1 − P(yes))."""
     def judge_logprobs(messages, body):
         kind, _, _ = judged(messages)
-        p = {"positive": 0.9, "intermediate": 0.7, "negative": 0.4}[kind]
+        p = {"positive": 0.9, "intermediate": 0.7, "negative": 0.6}[kind]
         return [("yes", math.log(p)), ("no", math.log(1 - p))]
 
     with ScriptedOpenAI() as generator, ScriptedOpenAI(models=("judge-model",), responder=lambda m, b: "yes",
@@ -99,10 +101,10 @@ def test_judge_with_log_probs_and_its_own_endpoint(prefect_harness, tiny_corpus,
         assert len(judge.chat_requests()) == 3 + 3 + 3 * 2
     triples = pq.read_table(paths["triples"]).to_pandas()
     rejected = pq.read_table(paths["rejected"]).to_pandas()
-    assert len(triples) == 0 and set(triples.columns) >= {"judge_model", "positive_judge_p_yes"}
+    assert len(triples) == 0 and set(triples.columns) >= {"judge_model", "positive_judge_p_pass"}
     negatives = rejected[rejected["kind"] == "negative"]
-    assert len(negatives) == 6 and set(negatives["reason"]) == {"judge_no"}
-    assert negatives["detail"].str.contains("P(yes) = 0.400", regex=False).all()
+    assert len(negatives) == 6 and set(negatives["reason"]) == {"judge_rejected"}
+    assert negatives["detail"].str.contains("P(pass) = 0.400", regex=False).all()
 
 
 def test_bad_judge_template_and_unreachable_judge_fail_before_any_work(prefect_harness, scripted, tiny_corpus,
