@@ -72,6 +72,13 @@ def _print_outputs(outputs: dict) -> None:
         print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):")
         print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
         print(verdict(report["shipped_step"]))
+    if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
+        from tasks.run_quality import quality_markdown, quality_rows
+        from tasks.store import read_manifest
+
+        manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
+                     if isinstance(paths, dict) and "manifest" in paths}
+        print("\nRun quality:\n" + quality_markdown(quality_rows(manifests)))
     if os.environ.get("PREFECT_API_URL"):
         ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
         print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")

@@ -182,8 +182,13 @@ def generate_sts_triples(
         triples, failed = ordering_check_task(triples, cfg.verifier)
         quarantine.extend(failed)
     reasons = dict(Counter(row["reason"] for row in quarantine))
+    by_kind: dict[str, dict[str, int]] = {}
+    for row in quarantine:
+        if row.get("kind"):
+            by_kind.setdefault(row["kind"], Counter())[row["reason"]] += 1
     counts = {"sources": cfg.n, "triples": triples.num_rows, "incomplete_sources": cfg.n - triples.num_rows,
-              "rejected_rows": len(quarantine), "rejected_by_reason": reasons, "per_kind": counts_per_kind,
+              "rejected_rows": len(quarantine), "rejected_by_reason": reasons,
+              "rejected_by_kind": {k: dict(v) for k, v in by_kind.items()}, "per_kind": counts_per_kind,
               "corpus": corpus_data.stats, "duplicate_corpus_texts_skipped": duplicate_texts,
               "pattern_bad_rows": len(patterns.bad_rows)}
     stats_total = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats_total.items()}

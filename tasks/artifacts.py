@@ -61,8 +61,12 @@ def publish_markdown(key: str, markdown: str, description: str) -> None:
     create_markdown_artifact(markdown=markdown, key=key, description=description)
 
 
-def publish_image(key: str, image_url: str, description: str) -> None:
-    """An image artifact; a data: URL keeps the plot inside Prefect's database, viewable without file access."""
+def publish_image(key: str, png: Path, description: str) -> None:
+    """An image artifact of a PNG file; as a data: URL the plot lives inside Prefect's database, viewable without
+    access to the run's files."""
+    import base64
+
+    image_url = "data:image/png;base64," + base64.b64encode(Path(png).read_bytes()).decode()
     create_image_artifact(image_url=image_url, key=key, description=description)
 
 

@@ -7,10 +7,13 @@ import json
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from tasks.config import CorpusSettings, LLMSettings, VerifierSettings
 from tasks.labeling import LabelSettings
+from tasks.pattern_report import match_error_rates
 from tasks.retrieval import SelectionSettings
+from tests.conftest import latest_artifacts
 from tests.test_retrieval import SMALL_MODEL
 
 
@@ -50,7 +53,8 @@ def stamps(outputs: dict) -> dict[str, int]:
 def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, topic_corpus, tmp_path,
                                                           tiny_lm_dir, tiny_encoder_dir):
     first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
-    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs", "train-surrogate"}
+    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs", "report-patterns",
+                          "train-surrogate"}
     triples = pq.read_table(first["generate-sts-triples"]["triples"])
     pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
     assert triples.num_rows == 5
@@ -64,6 +68,19 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     train = json.loads(Path(first["train-surrogate"]["manifest"]).read_text())
     assert {i["role"]: i["path"] for i in train["inputs"]} == {
         "triples": first["generate-sts-triples"]["triples"], "pairs": first["label-pairs"]["pairs"]}
+    # The pattern report measured every relation of the 5 triples with the run's backbone (the tiny encoder).
+    report = json.loads(Path(first["report-patterns"]["report"]).read_text())
+    assert {r: d["pairs"] for r, d in report["distances"].items()} == dict.fromkeys(
+        ("positive", "intermediate", "negative"), 5)
+    assert report["values"]["negative"]["generated"]["mer"] == pytest.approx(match_error_rates(
+        triples.column("anchor").to_pylist(), triples.column("negative").to_pylist()), abs=1e-4)
+    patterns = json.loads(Path(first["report-patterns"]["manifest"]).read_text())
+    assert patterns["distances"] == report["distances"] and patterns["inputs"][1]["path"] == str(tiny_encoder_dir)
+    # The run's quality table, in the UI: the hierarchy and the surrogate-vs-backbone rows from the manifests.
+    quality = latest_artifacts()["pipeline-quality"].data
+    hierarchy = label["quality"]["hierarchy"]
+    assert f"{hierarchy['pos_over_neg_rate']:.1%} of {hierarchy['pos_over_neg_triples']} triples" in quality
+    assert "stsb-dev: backbone → surrogate" in quality and "(a, negative) vs STS-B dev" in quality
     requests, before = len(scripted.chat_requests()), stamps(first)
 
     again = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
@@ -97,7 +114,7 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
         kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
         outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "verifier": VerifierSettings(), "train": False})
         rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
-    assert list(outputs) == ["generate-sts-triples", "label-pairs"]
+    assert list(outputs) == ["generate-sts-triples", "label-pairs", "report-patterns"]
     triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()
     assert len(triples) and (triples["negative_judge_p_pass"] == 1.0).all() and (triples["judge_model"] != "").all()
     assert not (tmp_path / "out" / "retrieve-contexts").exists()
@@ -106,3 +123,10 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
     assert (pairs["label"] - pairs["label_rating"] / 5).abs().max() < 1e-9
     manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
     assert manifest["labeler"]["method"] == "llm_rating" and "hierarchy" in manifest["quality"]
+
+
+def test_match_error_rate_on_hand_computed_pairs():
+    # "the cat sat on the mat" → "a cat sat on mat": 1 substitution (the→a), 1 deletion (the), 4 hits: 2 / 6.
+    mer = match_error_rates(["The cat sat on the mat.", "A man is running.", "Birds fly."],
+                            ["a cat sat on mat", "A man is running", "Fish swim."])
+    assert mer == pytest.approx([2 / 6, 0.0, 1.0])

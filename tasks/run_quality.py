@@ -1,0 +1,67 @@
+"""One quality table per pipeline run, read from the stages' manifests: what a user checks before using the data or
+the model — stage-1 acceptance and verifier rejections, stage-3 label quality, pattern distances to STS-B, and the
+surrogate against its backbone."""
+
+from __future__ import annotations
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def quality_rows(manifests: dict[str, dict]) -> list[dict]:
+    """[{"stage", "measure", "value"}] from the manifests of a run's stages (missing stages are skipped)."""
+    rows: list[dict] = []
+
+    def add(stage: str, measure: str, value) -> None:
+        rows.append({"stage": stage, "measure": measure, "value": value})
+
+    gen = manifests.get("generate-sts-triples")
+    if gen:
+        counts, stats = gen.get("counts", {}), gen.get("llm_stats", {})
+        triples, sources = counts.get("triples", 0), counts.get("sources", 0)
+        add("generate", "complete triples / source sentences", f"{triples} / {sources} ({_pct(triples / sources if sources else None)})")
+        for kind, c in counts.get("per_kind", {}).items():
+            add("generate", f"{kind}: accepted / generations tried",
+                f"{c['accepted']} / {c['attempts']} ({_pct(c['accepted'] / c['attempts'] if c['attempts'] else None)})")
+        requests = stats.get("requests_sent", 0)
+        add("generate", "LLM requests per complete triple (generation + judge)",
+            f"{requests / triples:.2f}" if triples else "n/a")
+        for kind, reasons in sorted(counts.get("rejected_by_kind", {}).items()):
+            verifier = {r: n for r, n in reasons.items() if r.startswith(("judge_", "ordering"))}
+            if verifier:
+                add("generate", f"{kind}: verifier rejections", ", ".join(f"{r} {n}" for r, n in sorted(verifier.items())))
+    label = manifests.get("label-pairs")
+    if label:
+        quality = label.get("quality", {})
+        hierarchy = quality.get("hierarchy") or {}
+        add("label", "hierarchy label(a,s+) > label(a,sm) > label(a,s-)",
+            f"{_pct(hierarchy.get('rate'))} of {hierarchy.get('triples', 0)} triples")
+        add("label", "label(a,s+) > label(a,s-)",
+            f"{_pct(hierarchy.get('pos_over_neg_rate'))} of {hierarchy.get('pos_over_neg_triples', 0)} triples")
+        gold = quality.get("gold")
+        if gold:
+            add("label", "label–gold Spearman ×100", f"{gold['spearman']:.1f} on {gold['pairs']} pairs")
+        add("label", "labeler", (label.get("labeler") or {}).get("method", "n/a"))
+    patterns = manifests.get("report-patterns")
+    if patterns:
+        for relation, d in patterns.get("distances", {}).items():
+            add("patterns", f"(a, {relation}) vs STS-B dev: Wasserstein MER / cosine",
+                f"{d['mer_wasserstein']:.3f} / {d['cosine_wasserstein']:.3f}"
+                if d.get("mer_wasserstein") is not None else "n/a")
+    train = manifests.get("train-surrogate")
+    if train and train.get("selection"):
+        sel = train["selection"]
+        for name, after in sel.get("surrogate", {}).items():
+            before = sel.get("backbone", {}).get(name)
+            if before is not None:
+                add("train", f"{name}: backbone → surrogate (Spearman ×100)",
+                    f"{before:.2f} → {after:.2f} ({after - before:+.2f})")
+        add("train", "shipped model", "backbone (training did not help)" if sel.get("shipped_step") == 0 else
+            f"checkpoint of step {sel.get('shipped_step')}")
+    return rows
+
+
+def quality_markdown(rows: list[dict]) -> str:
+    return "\n".join(["| stage | measure | value |", "|---|---|---|",
+                      *(f"| {r['stage']} | {r['measure']} | {r['value']} |" for r in rows)])
