@@ -27,7 +27,7 @@ from tasks.config import (
     VerifierSettings,
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
-from tasks.generation import Judge, Slot, generate_batch
+from tasks.generation import FAILED_CALL_REASONS, Judge, Slot, generate_batch
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
@@ -235,7 +235,7 @@ def failed_llm_calls(folder: Path) -> int:
     stage with any is not reused as is, so a re-run retries them (the cache answers everything that succeeded)."""
     manifest = read_manifest(folder) or {}
     reasons = manifest.get("counts", {}).get("rejected_by_reason", {})
-    return int(reasons.get("llm_error", 0)) + int(reasons.get("judge_llm_error", 0))
+    return sum(int(reasons.get(reason, 0)) for reason in FAILED_CALL_REASONS)
 
 
 @task(name="ordering-check", cache_policy=NO_CACHE)

@@ -25,6 +25,11 @@ from tasks.validation import validate
 from tasks.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 
 
+# Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
+# and a re-run of the stage retries it.
+FAILED_CALL_REASONS = ("llm_error", "judge_llm_error")
+
+
 @dataclass(frozen=True)
 class Judge:
     """The verifier of one prompt kind: its question and settings (the endpoint is the caller's business)."""
@@ -139,7 +144,7 @@ async def generate_slots(
             if generation is not None:
                 return generation, rejected
             rejected.append(row)
-            if row["reason"] in ("llm_error", "judge_llm_error"):
+            if row["reason"] in FAILED_CALL_REASONS:
                 # The client already retried transport errors; another attempt would hit the same failure.
                 return None, rejected
         return None, rejected
@@ -195,7 +200,7 @@ def generate_slots_batched(
             accepted[i], row = outcomes[i]
             if row is not None:
                 rejected[i].append(row)
-                if row["reason"] not in ("llm_error", "judge_llm_error"):  # a failed call ends the slot
+                if row["reason"] not in FAILED_CALL_REASONS:  # a failed call ends the slot
                     still_open.append(i)
         open_slots = still_open
     return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]

@@ -36,6 +36,7 @@ from tasks.llm.client import CallResult
 
 JUDGE_VERSION = "v1"
 PLACEHOLDERS = ("anchor", "candidate")
+REASONS = ("judge_rejected", "judge_unparsed", "judge_llm_error")  # the verifier's quarantine reasons
 _YES, _NO = re.compile(r"^\W*yes\b", re.IGNORECASE), re.compile(r"^\W*no\b", re.IGNORECASE)
 _PASSES = re.compile(r"\{#\s*passes:\s*(yes|no)\b", re.IGNORECASE)
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)

@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.conftest import prefect_cli
+from tests.scripted_openai import is_judge_request
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +33,7 @@ def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "Completed" in run.stdout
     triples = pq.read_table(out / "generate-sts-triples" / "triples.parquet")
-    assert triples.num_rows == 4 and len(llm.chat_requests()) == 12
+    judged = sum(is_judge_request(r["body"]["messages"]) for r in llm.chat_requests())
+    assert triples.num_rows == 4 and (len(llm.chat_requests()) - judged, judged) == (12, 12)  # each one judged
     manifest = json.loads((out / "generate-sts-triples" / "manifest.json").read_text())
     assert manifest["parameters"]["llm"]["model"] == "scripted-model"

@@ -21,9 +21,13 @@ def fault_corpus(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def child_env(tmp_path_factory) -> dict:
-    """Environment of pipeline child processes: their own Prefect home (an ephemeral API per process)."""
-    return dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("fault-prefect")))
+def child_env(tmp_path_factory, prefect_harness) -> dict:
+    """Environment of pipeline child processes: their own Prefect home, and the session's test API server (one
+    server for every child: starting an ephemeral one per child costs ~10 s each on 2 cores)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("fault-prefect")),
+                PREFECT_API_URL=PREFECT_API_URL.value())
 
 
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:

@@ -67,6 +67,7 @@ def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scri
                                                            small_disk):
     from flows.generate_sts_triples import generate_sts_triples
     from tasks.store import OutputWriteError
+    from tests.scripted_openai import is_judge_request
     from tests.test_generate_flow import llm
 
     fill(small_disk, leave_bytes=2048)  # room for the folder, not for the outputs
@@ -77,7 +78,8 @@ def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scri
     stage = small_disk / "out" / "generate-sts-triples"
     assert not stage.exists() or not any(stage.iterdir())  # nothing half-written, no temp file
     sent = len(scripted.chat_requests())
-    assert sent == 15
+    judged = sum(is_judge_request(r["body"]["messages"]) for r in scripted.chat_requests())
+    assert (sent - judged, judged) == (15, 15)  # 5 triples: 15 generations, each judged once
 
     (small_disk / "filler").unlink()
     paths = generate_sts_triples(n=5, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),

@@ -1,0 +1,162 @@
+"""Stage-1 verifier on hand-labeled generations: precision and recall of the LLM judge and of the encoder ordering
+check, and acceptance / requests per accepted triple of a run.
+
+    # 1. draw the set to label: first-attempt, rule-passing generations of a run (accepted or judged), 30 per kind
+    .venv/bin/python -m benchmarks.verifier sample data/outputs/run-100/generate-sts-triples \
+        --out benchmarks/data/verifier_generations.csv
+    # 2. label it by reading (column `human`: good / bad), see benchmarks/data/README.md
+    # 3. score the judge's recorded verdicts (P(pass) at the run's threshold) and the ordering check
+    .venv/bin/python -m benchmarks.verifier score benchmarks/data/verifier_generations.csv
+    # the reading check of accepted triples (sources not in the labeled set), then its score after labeling
+    .venv/bin/python -m benchmarks.verifier triples data/outputs/run-100/generate-sts-triples
+    .venv/bin/python -m benchmarks.verifier triples-score benchmarks/data/triples_reading_check.csv
+
+"Bad" is the class a verifier should catch: precision = share of truly bad among the rejected, recall = share of the
+bad that are rejected. The threshold was fixed (0.5) before labeling; the sweep printed below is for reading only,
+not for choosing on this set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+KINDS = ("positive", "intermediate", "negative")
+_P_PASS = re.compile(r"P\(pass\) = ([0-9.]+)")
+
+
+def first_attempts(folder: Path) -> pd.DataFrame:
+    """Every first-attempt generation that passed the rules and met the judge: kind, anchor, positive (the s⁺ the
+    triple has, for the ordering check), candidate, judge P(pass), accepted."""
+    triples = pq.read_table(folder / "triples.parquet").to_pandas()
+    rejected = pq.read_table(folder / "rejected.parquet").to_pandas()
+    rows = []
+    for kind in KINDS:
+        ok = triples[triples[f"{kind}_attempts"] == 1]
+        rows += [{"kind": kind, "source_id": r.source_id, "anchor": r.anchor, "positive": r.positive,
+                  "candidate": getattr(r, kind), "p_pass": getattr(r, f"{kind}_judge_p_pass"), "accepted": True}
+                 for r in ok.itertuples()]
+        judged = rejected[(rejected["kind"] == kind) & (rejected["attempt"] == 0)
+                          & rejected["reason"].isin(["judge_rejected", "judge_unparsed"])]
+        positives = dict(zip(triples["source_id"], triples["positive"]))
+        rows += [{"kind": kind, "source_id": r.source_id, "anchor": r.anchor,
+                  "positive": positives.get(r.source_id, r.base_text if kind != "positive" else None),
+                  "candidate": r.text, "p_pass": float(m.group(1)) if (m := _P_PASS.search(r.detail or "")) else 0.0,
+                  "accepted": False} for r in judged.itertuples()]
+    return pd.DataFrame(rows)
+
+
+def sample(args) -> None:
+    pool = first_attempts(args.folder)
+    parts = [g.sample(n=min(args.k, len(g)), random_state=args.seed) for _, g in pool.groupby("kind", sort=False)]
+    out = pd.concat(parts).sample(frac=1.0, random_state=args.seed)  # shuffled: the reader does not see the verdict
+    out["human"] = ""
+    out["note"] = ""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    out.to_csv(args.out, index=False)
+    print(f"{len(out)} generations ({out['kind'].value_counts().to_dict()}) → {args.out}")
+
+
+def _pr(bad: np.ndarray, rejected: np.ndarray) -> dict:
+    tp = int((bad & rejected).sum())
+    return {"n": len(bad), "bad": int(bad.sum()), "rejected": int(rejected.sum()),
+            "precision": tp / rejected.sum() if rejected.sum() else float("nan"),
+            "recall": tp / bad.sum() if bad.sum() else float("nan"),
+            "good_among_accepted": float((~bad & ~rejected).sum() / (~rejected).sum()) if (~rejected).sum() else
+            float("nan")}
+
+
+def score(args) -> None:
+    data = pd.read_csv(args.labels)
+    if not data["human"].isin(["good", "bad"]).all():
+        raise SystemExit(f"{args.labels}: every row needs human = good or bad")
+    bad = (data["human"] == "bad").to_numpy()
+    print(f"| verifier | kind | n | bad | rejected | precision | recall | good among accepted |\n|---|---|---|---|---|---|"
+          "---|---|")
+    for kind in (*KINDS, "all"):
+        mask = np.ones(len(data), bool) if kind == "all" else (data["kind"] == kind).to_numpy()
+        rej = (data["p_pass"] < args.threshold).to_numpy()
+        r = _pr(bad[mask], rej[mask])
+        print(f"| LLM judge (P(pass) < {args.threshold}) | {kind} | {r['n']} | {r['bad']} | {r['rejected']} | "
+              f"{r['precision']:.2f} | {r['recall']:.2f} | {r['good_among_accepted']:.2f} |")
+    negatives = data[data["kind"] == "negative"]
+    if len(negatives) and args.ordering:
+        from sentence_transformers import SentenceTransformer
+
+        from tasks.backbones import encoder_folder
+        from tasks.verification import ordering_gaps
+
+        model = SentenceTransformer(str(encoder_folder("all-minilm-l6-v2")), device="cpu")
+        gaps = ordering_gaps(negatives["anchor"].tolist(), negatives["positive"].tolist(),
+                             negatives["candidate"].tolist(), lambda s: model.encode(s, batch_size=64))
+        neg_bad = (negatives["human"] == "bad").to_numpy()
+        for margin in args.ordering:
+            r = _pr(neg_bad, gaps < margin)
+            print(f"| ordering (MiniLM, margin {margin}) | negative | {r['n']} | {r['bad']} | {r['rejected']} | "
+                  f"{r['precision']:.2f} | {r['recall']:.2f} | {r['good_among_accepted']:.2f} |")
+    print("\nthreshold sweep (reading only):")
+    for t in (0.3, 0.4, 0.5, 0.6, 0.7):
+        rows = [_pr(bad[(data["kind"] == k).to_numpy()], (data["p_pass"] < t).to_numpy()[(data["kind"] == k)
+                                                                                            .to_numpy()])
+                for k in KINDS]
+        print(f"  {t}: " + "; ".join(f"{k} P {r['precision']:.2f} R {r['recall']:.2f}" for k, r in zip(KINDS, rows)))
+
+
+def reading_sample(args) -> None:
+    """Accepted triples for the reading check, none of whose sources is in the verifier's labeled set (fresh)."""
+    triples = pq.read_table(args.folder / "triples.parquet").to_pandas()
+    used = set(pd.read_csv(args.exclude)["source_id"]) if args.exclude and args.exclude.exists() else set()
+    pool = triples[~triples["source_id"].isin(used)]
+    out = pool.sample(n=min(args.k, len(pool)), random_state=args.seed)[["source_id", "anchor", *KINDS]]
+    for kind in KINDS:
+        out[f"{kind}_verdict"] = ""
+    out["note"] = ""
+    out.to_csv(args.out, index=False)
+    print(f"{len(out)} triples ({len(used)} sources excluded) → {args.out}")
+
+
+def reading_score(args) -> None:
+    data = pd.read_csv(args.labels)
+    print("| kind | good | share |\n|---|---|---|")
+    for kind in KINDS:
+        verdicts = data[f"{kind}_verdict"]
+        if not verdicts.isin(["good", "bad"]).all():
+            raise SystemExit(f"{args.labels}: {kind}_verdict must be good or bad on every row")
+        print(f"| {kind} | {(verdicts == 'good').sum()}/{len(data)} | {(verdicts == 'good').mean():.0%} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sample")
+    p.add_argument("folder", type=Path)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/data/verifier_generations.csv"))
+    p.add_argument("--k", type=int, default=30)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=sample)
+    p = sub.add_parser("score")
+    p.add_argument("labels", type=Path)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--ordering", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 0.1])
+    p.set_defaults(func=score)
+    p = sub.add_parser("triples", help="draw accepted triples for the reading check")
+    p.add_argument("folder", type=Path)
+    p.add_argument("--out", type=Path, default=Path("benchmarks/data/triples_reading_check.csv"))
+    p.add_argument("--exclude", type=Path, default=Path("benchmarks/data/verifier_generations.csv"))
+    p.add_argument("--k", type=int, default=30)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=reading_sample)
+    p = sub.add_parser("triples-score")
+    p.add_argument("labels", type=Path)
+    p.set_defaults(func=reading_score)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
