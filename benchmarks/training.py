@@ -6,6 +6,10 @@ triples; + hierarchical triplet; + context-label regression. For the BeLLM decod
 
     .venv/bin/python -m benchmarks.training --triples data/outputs/generate-sts-triples/triples.parquet \
         --pairs data/outputs/label-pairs/pairs.parquet [--steps 100] [--backbones encoder,bellm]
+
+With `--variants RUN` (a pipeline run's output folder) the rows are data variants instead, encoder backbone: the
+triples the run would have kept without the verifier (earliest rule-passing generation per slot), the verified
+triples, and the verified triples + stage-3 labels (regression term).
 """
 
 from __future__ import annotations
@@ -48,6 +52,30 @@ ROWS = {
          BackboneSettings(kind="bellm", bidirectional_layers=1, train_layers=2), LossSettings()),
     ],
 }
+VARIANT_ROWS = [  # (row, losses, data variant)
+    ("zero-shot backbone", NO_TRAINING, "verified"),
+    ("unverified triples: InfoNCE + HT", LossSettings(), "unverified"),
+    ("verified triples: InfoNCE + HT", LossSettings(), "verified"),
+    ("verified triples + labels: InfoNCE + HT + regression", LossSettings(regression=1.0), "verified"),
+]
+
+
+def rows_and_data(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
+    """(row, backbone, losses, training data) for every row the arguments ask for."""
+    if args.variants:
+        from benchmarks.verifier import unverified_triples
+
+        run = Path(args.variants)
+        pairs = pq.read_table(run / "label-pairs" / "pairs.parquet").to_pandas()
+        triples = {"verified": pq.read_table(run / "generate-sts-triples" / "triples.parquet").to_pandas(),
+                   "unverified": unverified_triples(run / "generate-sts-triples")}
+        data = {k: split_data(t, pairs, heldout_fraction, seed) for k, t in triples.items()}
+        return [(f"{name} ({len(data[variant].triples)} triples)", BackboneSettings(kind="encoder"), losses,
+                 data[variant]) for name, losses, variant in VARIANT_ROWS]
+    data = split_data(pq.read_table(args.triples).to_pandas(), pq.read_table(args.pairs).to_pandas(),
+                      heldout_fraction, seed)
+    print(f"data: {len(data.triples)} training triples, {len(data.heldout)} held out, {len(data.pairs)} labeled pairs")
+    return [(name, backbone, losses, data) for kind in args.backbones.split(",") for name, backbone, losses in ROWS[kind]]
 
 
 def main() -> None:
@@ -58,33 +86,29 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--dev-pairs", type=int, default=500, help="STS-B dev pairs for model selection during training")
     ap.add_argument("--backbones", default="encoder,bellm")
+    ap.add_argument("--variants", default=None, help="a pipeline run's output folder: rows per data variant")
     args = ap.parse_args()
-    triples = pq.read_table(args.triples).to_pandas()
-    pairs = pq.read_table(args.pairs).to_pandas()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
                          dev_pairs=args.dev_pairs)
-    data = split_data(triples, pairs, base.heldout_fraction, base.seed)
+    rows = rows_and_data(args, base.heldout_fraction, base.seed)
     dev = read_stsb("dev")
     dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
-    print(f"data: {len(data.triples)} training triples, {len(data.heldout)} held out, {len(data.pairs)} labeled "
-          f"pairs; {args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
+    print(f"{args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
     print("\n| backbone | row | STS-B dev | STS-B test | best step | train s |\n|---|---|---|---|---|---|")
-    for kind in args.backbones.split(","):
-        for name, backbone, losses in ROWS[kind]:
-            module, info = load_backbone(backbone)
-            t, best = time.perf_counter(), "—"
-            if losses is not None:
-                settings = base.model_copy(update={"backbone": backbone, "losses": losses})
-                with tempfile.TemporaryDirectory() as work:
-                    state = train(module, data, dev, settings, Path(work), key=name)
-                    if state.best_step is not None:
-                        module.load_state_dict(torch.load(Path(work) / "best.pt", weights_only=False)["model"])
-                        best = str(state.best_step)
-            seconds = time.perf_counter() - t
-            results = evaluate_sources(lambda s: encode(module, s, 64), ["stsb-dev", "stsb-test"])
-            print(f"| {info['source']} | {name} | {results['stsb-dev']['spearman']:.2f} | "
-                  f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
-
+    for name, backbone, losses, data in rows:
+        module, info = load_backbone(backbone)
+        t, best = time.perf_counter(), "—"
+        if losses is not None:
+            settings = base.model_copy(update={"backbone": backbone, "losses": losses})
+            with tempfile.TemporaryDirectory() as work:
+                state = train(module, data, dev, settings, Path(work), key=name)
+                if state.best_step is not None:
+                    module.load_state_dict(torch.load(Path(work) / "best.pt", weights_only=False)["model"])
+                    best = str(state.best_step)
+        seconds = time.perf_counter() - t
+        results = evaluate_sources(lambda s: encode(module, s, 64), ["stsb-dev", "stsb-test"])
+        print(f"| {info['source']} | {name} | {results['stsb-dev']['spearman']:.2f} | "
+              f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
 
 if __name__ == "__main__":
     main()

@@ -26,29 +26,49 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from tasks.verification import REASONS as JUDGE_REASONS
+
 KINDS = ("positive", "intermediate", "negative")
 _P_PASS = re.compile(r"P\(pass\) = ([0-9.]+)")
 
 
-def first_attempts(folder: Path) -> pd.DataFrame:
-    """Every first-attempt generation that passed the rules and met the judge: kind, anchor, positive (the s⁺ the
-    triple has, for the ordering check), candidate, judge P(pass), accepted."""
+def rule_passing(folder: Path) -> pd.DataFrame:
+    """Every generation of a run that passed the rule checks and met the judge, one row each: kind, source_id,
+    anchor, base (the text it was generated from: the anchor for s⁺, s⁺ for sᵐ and s⁻), attempt (0-based), candidate,
+    judge P(pass), accepted (by the judge)."""
     triples = pq.read_table(folder / "triples.parquet").to_pandas()
     rejected = pq.read_table(folder / "rejected.parquet").to_pandas()
     rows = []
     for kind in KINDS:
-        ok = triples[triples[f"{kind}_attempts"] == 1]
-        rows += [{"kind": kind, "source_id": r.source_id, "anchor": r.anchor, "positive": r.positive,
-                  "candidate": getattr(r, kind), "p_pass": getattr(r, f"{kind}_judge_p_pass"), "accepted": True}
-                 for r in ok.itertuples()]
-        judged = rejected[(rejected["kind"] == kind) & (rejected["attempt"] == 0)
-                          & rejected["reason"].isin(["judge_rejected", "judge_unparsed"])]
-        positives = dict(zip(triples["source_id"], triples["positive"]))
         rows += [{"kind": kind, "source_id": r.source_id, "anchor": r.anchor,
-                  "positive": positives.get(r.source_id, r.base_text if kind != "positive" else None),
-                  "candidate": r.text, "p_pass": float(m.group(1)) if (m := _P_PASS.search(r.detail or "")) else 0.0,
-                  "accepted": False} for r in judged.itertuples()]
+                  "base": r.anchor if kind == "positive" else r.positive, "attempt": getattr(r, f"{kind}_attempts") - 1,
+                  "candidate": getattr(r, kind), "p_pass": getattr(r, f"{kind}_judge_p_pass"), "accepted": True}
+                 for r in triples.itertuples()]
+    judged = rejected[rejected["reason"].isin(JUDGE_REASONS)]
+    rows += [{"kind": r.kind, "source_id": r.source_id, "anchor": r.anchor, "base": r.base_text,
+              "attempt": r.attempt, "candidate": r.text,
+              "p_pass": float(m.group(1)) if (m := _P_PASS.search(r.detail or "")) else 0.0, "accepted": False}
+             for r in judged.itertuples()]
     return pd.DataFrame(rows)
+
+
+def first_attempts(folder: Path) -> pd.DataFrame:
+    """The first-attempt rows of `rule_passing` (the generator's raw output, before the judge), with the s⁺ of the
+    triple (`positive`, for the ordering check)."""
+    pool = rule_passing(folder)
+    pool = pool[pool["attempt"] == 0].reset_index(drop=True)
+    return pool.assign(positive=pool["base"].where(pool["kind"] != "positive", pool["candidate"]))
+
+
+def unverified_triples(folder: Path) -> pd.DataFrame:
+    """The triples the run would have kept without the judge: per slot the earliest generation that passed the
+    rules, whatever the judge said. An approximation: sᵐ and s⁻ were generated from the judge-accepted s⁺, which
+    without the judge may have been an earlier one."""
+    pool = rule_passing(folder).sort_values("attempt", kind="stable")
+    first = pool.drop_duplicates(["source_id", "kind"])
+    wide = first.pivot(index="source_id", columns="kind", values="candidate").dropna(subset=list(KINDS))
+    anchors = first.drop_duplicates("source_id").set_index("source_id")["anchor"]
+    return wide.assign(anchor=anchors.reindex(wide.index)).reset_index()[["source_id", "anchor", *KINDS]]
 
 
 def sample(args) -> None:
