@@ -25,7 +25,9 @@ for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED",
                      ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
     os.environ.setdefault(_key, _value)
 
-from tasks.config import ConfigError  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+from tasks.config import ConfigError, settings_problem  # noqa: E402
 
 
 def _progress_bar(console):
@@ -435,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except ConfigError as exc:
         print(f"stsgen: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a flag value the settings refuse: one line per field, no traceback
+        print(f"stsgen: error: {settings_problem(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("stsgen: interrupted; re-run the same command to resume (finished generations are cached).",

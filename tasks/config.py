@@ -10,11 +10,19 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ConfigError(ValueError):
     """A configuration or input problem the user must fix; the message names the file/field and the fix."""
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A pydantic validation error as the user reads it: the settings class, each refused field with the value given
+    and what it must be — the flag or parameter of that name is what to fix."""
+    fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(settings)'} = {e.get('input')!r}: {e['msg']}"
+                       for e in exc.errors())
+    return f"invalid {exc.title} setting — {fields}. Fix the flag or parameter of that name."
 
 
 def stsgen_home() -> Path:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
+from scipy.stats import spearmanr
 
 from tasks.config import ConfigError
 from tests.conftest import latest_artifacts
@@ -365,6 +366,13 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
     assert labeled["gold"].notna().all() and labeled["label_calibrated"].isna().all()
     assert set(labeled["relation"]) == {"pair"}
     assert len(labeled) >= 10  # enough to fit the calibration below
+    # The label–gold Spearman is in the manifest and the summary, computed on the written rows.
+    both = labeled[["label", "gold"]].dropna()
+    expected = round(100 * float(spearmanr(both["label"], both["gold"]).statistic), 2)
+    quality = json.loads(Path(first["manifest"]).read_text())["quality"]["gold"]
+    assert quality == {"pairs": len(both), "spearman": expected}
+    summary = latest_artifacts()["label-summary"].data
+    assert f"**{expected:.1f}** on {len(both)} pairs with gold" in summary
     second = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings, calibration=first["pairs"],
                          output_dir=str(tmp_path / "cal"))
     cal = pq.read_table(second["pairs"]).to_pandas()
@@ -394,6 +402,12 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
     assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "label-pairs" / "pairs.parquet").is_file()
     assert main(args + ["--pairs", str(tmp_path / "missing.parquet")]) == 2
     assert "missing.parquet does not exist" in capsys.readouterr().err
+    # k ≤ 0 from the command line: one clear line naming the field, no traceback, nothing written.
+    bad = [a if a != "3" else "0" for a in args]
+    bad[bad.index(str(tmp_path / "cli"))] = str(tmp_path / "cli-bad")
+    assert main(bad + ["--triples", str(triples)]) == 2
+    err = capsys.readouterr().err
+    assert "contexts_per_sentence = 0" in err and "Traceback" not in err and not (tmp_path / "cli-bad").exists()
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ re-run reuses every stage, and a label-only change recomputes only the label sta
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -74,10 +75,26 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
         ("positive", "intermediate", "negative"), 5)
     assert report["values"]["negative"]["generated"]["mer"] == pytest.approx(match_error_rates(
         triples.column("anchor").to_pylist(), triples.column("negative").to_pylist()), abs=1e-4)
+    # The cosines are the backbone's on the Parquet's sentences; the distance is the Wasserstein of the stored values.
+    from sentence_transformers import SentenceTransformer
+    from scipy.stats import wasserstein_distance
+
+    encoder = SentenceTransformer(str(tiny_encoder_dir), device="cpu")
+    a, n = (encoder.encode(triples.column(c).to_pylist(), normalize_embeddings=True) for c in ("anchor", "negative"))
+    assert report["values"]["negative"]["generated"]["cosine"] == pytest.approx((a * n).sum(1), abs=1e-3)
+    neg = report["values"]["negative"]
+    assert report["distances"]["negative"]["mer_wasserstein"] == pytest.approx(
+        wasserstein_distance(neg["generated"]["mer"], neg["stsb"]["mer"]), abs=1e-3)
     patterns = json.loads(Path(first["report-patterns"]["manifest"]).read_text())
     assert patterns["distances"] == report["distances"] and patterns["inputs"][1]["path"] == str(tiny_encoder_dir)
-    # The run's quality table, in the UI: the hierarchy and the surrogate-vs-backbone rows from the manifests.
-    quality = latest_artifacts()["pipeline-quality"].data
+    plot = Path(first["report-patterns"]["plot"])
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and patterns["outputs"]["pattern_complexity.png"]
+    # The run's quality table, in the UI: the hierarchy and the surrogate-vs-backbone rows from the manifests; the
+    # pattern plot as an image artifact (the PNG itself, inline).
+    artifacts = latest_artifacts()
+    assert artifacts["patterns-complexity"].type == "image"
+    assert base64.b64encode(plot.read_bytes()).decode() in artifacts["patterns-complexity"].data
+    quality = artifacts["pipeline-quality"].data
     hierarchy = label["quality"]["hierarchy"]
     assert f"{hierarchy['pos_over_neg_rate']:.1%} of {hierarchy['pos_over_neg_triples']} triples" in quality
     assert "stsb-dev: backbone → surrogate" in quality and "(a, negative) vs STS-B dev" in quality
