@@ -110,6 +110,30 @@ def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_encoder, tmp
     assert any(not torch.equal(best[name], value) for name, value in before.items())
 
 
+def test_final_guard_on_full_dev_and_the_printed_comparison(tmp_path, capsys):
+    """The second selection step (full STS-B dev, after a subsampled training-time split) and what the main job
+    prints from eval.json: backbone and surrogate per set, and which model shipped."""
+    import json
+
+    from flows.cli import _print_outputs
+    from tasks.surrogate_selection import keeps_backbone
+
+    backbone = {"stsb-dev": {"pairs": 1500, "spearman": 86.72}, "stsb-test": {"pairs": 1379, "spearman": 82.03}}
+    worse = {"stsb-dev": {"pairs": 1500, "spearman": 86.65}, "stsb-test": {"pairs": 1379, "spearman": 81.59}}
+    better = {"stsb-dev": {"pairs": 1500, "spearman": 86.80}, "stsb-test": {"pairs": 1379, "spearman": 81.90}}
+    assert keeps_backbone(backbone, worse) and not keeps_backbone(backbone, better)
+    assert keeps_backbone(backbone, {"stsb-dev": {"pairs": 1500, "spearman": float("nan")}})  # NaN never wins
+    for step, results, expected in ((0, backbone, "the shipped model is the backbone (step 0)"),
+                                    (50, better, "the checkpoint of step 50")):
+        eval_json = tmp_path / f"eval-{step}.json"
+        eval_json.write_text(json.dumps({"backbone_results": backbone, "results": results, "shipped_step": step}))
+        _print_outputs({"train-surrogate": {"eval": str(eval_json)}})
+        out = capsys.readouterr().out
+        dev = results["stsb-dev"]["spearman"]
+        assert f"| stsb-dev | 1500 | 86.72 | {dev:.2f} | {dev - 86.72:+.2f} |" in out and expected in out
+        assert "| stsb-test | 1379 | 82.03 |" in out
+
+
 def test_held_out_triples_never_reach_training():
     triples, pairs, _ = synthetic_data()
     cross = pd.DataFrame({"s1": ["x"], "s2": ["y"], "label": [0.0], "triple_id": ["river0"],
