@@ -107,6 +107,43 @@ def test_judge_with_log_probs_and_its_own_endpoint(prefect_harness, tiny_corpus,
     assert negatives["detail"].str.contains("P(pass) = 0.400", regex=False).all()
 
 
+def test_failed_judge_calls_are_quarantined_and_the_next_run_judges_only_them(prefect_harness, tiny_corpus,
+                                                                             tmp_path):
+    """A judge endpoint that answers 500 to every call: each generation is quarantined as judge_llm_error (kept with
+    its text, never accepted unjudged) and, like a failed generation call, ends its slot (the client already retried);
+    the stage is not taken as done, so the next run with a working judge judges the cached generations again — no
+    positive is generated (paid for) twice."""
+    def healthy(messages, body):
+        return "no" if judged(messages)[0] == "negative" else "yes"
+
+    def verifier(server) -> VerifierSettings:
+        return VerifierSettings(llm=llm(server, tmp_path).model_copy(update={"model": "judge-model",
+                                                                             "max_retries": 0}))
+
+    out = str(tmp_path / "out")
+    with ScriptedOpenAI() as generator:
+        with ScriptedOpenAI(models=("judge-model",), responder=healthy) as broken:
+            broken.push(*[("status", 500, {})] * 50)
+            paths = generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(generator, tmp_path), max_attempts=2,
+                                         verifier=verifier(broken), output_dir=out)
+            assert len(broken.chat_requests()) == 2  # one call per positive: no retries, no second attempt
+        rejected = pq.read_table(paths["rejected"]).to_pandas()
+        assert pq.read_table(paths["triples"]).num_rows == 0
+        failed = rejected[rejected["reason"] == "judge_llm_error"]
+        assert set(failed["kind"]) == {"positive"} and list(failed["attempt"]) == [0, 0]
+        assert failed["text"].notna().all() and (failed["detail"].str.len() > 0).all()
+        assert len(generator.chat_requests()) == 2
+
+        with ScriptedOpenAI(models=("judge-model",), responder=healthy) as working:
+            again = generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(generator, tmp_path), max_attempts=2,
+                                         verifier=verifier(working), output_dir=out)
+            assert len(working.chat_requests()) == 2 * 3  # every kind of both sources judged once
+        # Only the intermediates and negatives are new generations; the positives came from the cache.
+        assert len(generator.chat_requests()) == 2 + 2 * 2
+    triples = pq.read_table(again["triples"]).to_pandas()
+    assert len(triples) == 2 and (triples["positive_attempts"] == 1).all()
+
+
 def test_bad_judge_template_and_unreachable_judge_fail_before_any_work(prefect_harness, scripted, tiny_corpus,
                                                                        tmp_path):
     folder = tmp_path / "judges"
