@@ -251,7 +251,8 @@ def _retrieve(args: argparse.Namespace) -> int:
     selection = SelectionSettings(screener=args.screener, screen_k=args.screen_k,
                                   contexts_per_sentence=args.contexts_per_sentence)
     paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
-                              coherence=with_device(CoherenceSettings(), args.device), workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir)
+                              coherence=with_device(CoherenceSettings(), args.device), workers=args.workers,
+                              dask_address=args.dask_address, output_dir=args.output_dir)
     _print_outputs(paths)
     return 0
 

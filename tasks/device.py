@@ -2,9 +2,10 @@
 (stage 3) and the surrogate (stage 4).
 
 `auto` is CUDA when torch sees a GPU, else the CPU; `cpu`, `cuda` or `cuda:N` pin it, and asking for CUDA on a machine
-without one is a clear error before any work. On a GPU the forward passes run under bf16 autocast (float32 on a
-GPU without bf16: fp16 would need loss scaling in training) and inference batches grow (`scaled_batch`); on the CPU nothing changes, so CPU results are exactly
-those of a build without this module. The device is *where* a result is computed, not *what* is computed: it is left
+without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
+(float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
+small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes, so CPU results
+are exactly those of a build without this module. The device is *where* a result is computed, not *what* is computed: it is left
 out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each manifest (`device_info`).
 """
 

@@ -170,7 +170,8 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
           key: str, on_eval: Callable[[TrainState, dict], None] | None = None, stop_after: int | None = None
           ) -> TrainState:
     """Train for settings.steps (resuming from workdir/checkpoint.pt when its key matches); keep the best-on-dev
-    weights in workdir/best.pt, the untrained backbone (step 0) included. `stop_after` ends early after that many steps of this call (tests, interruptions)."""
+    weights in workdir/best.pt, the untrained backbone (step 0) included. The module is moved to settings.device.
+    `stop_after` ends early after that many steps of this call (tests, interruptions)."""
     workdir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(settings.device)
     module.to(device)
