@@ -201,15 +201,21 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster (tcp://host:8786)")
 
 
-def _pipeline(args: argparse.Namespace) -> int:
+def preset_settings(preset: str, device: str | None) -> dict:
+    """The preset's coherence and training settings (flows/presets.py), on `device` when --device was given."""
     from flows.presets import PRESETS
-    from flows.sts_pipeline import sts_pipeline
     from tasks.coherence import CoherenceSettings
     from tasks.training import TrainSettings
 
-    sizes = PRESETS[args.preset]
-    sizes = {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), args.device),
-             "train_settings": with_device(sizes.get("train_settings", TrainSettings()), args.device)}
+    sizes = PRESETS[preset]
+    return {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), device),
+            "train_settings": with_device(sizes.get("train_settings", TrainSettings()), device)}
+
+
+def _pipeline(args: argparse.Namespace) -> int:
+    from flows.sts_pipeline import sts_pipeline
+
+    sizes = preset_settings(args.preset, args.device)
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,

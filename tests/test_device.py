@@ -46,6 +46,22 @@ def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):
     assert exit_.value.code == 2 and "device must be 'auto'" in capsys.readouterr().err
 
 
+def test_device_flag_reaches_every_torch_stage_of_the_main_job():
+    from flows.cli import build_parser, label_settings, preset_settings, with_device
+    from flows.presets import PRESETS
+
+    args = build_parser().parse_args(["run", "--device", "cpu", "--preset", "quick"])
+    sizes = preset_settings(args.preset, args.device)
+    assert sizes["coherence"].device == sizes["train_settings"].device == "cpu"
+    assert with_device(label_settings(args), args.device).device == "cpu"
+    # Everything else is the preset's: only the device changed.
+    quick = PRESETS["quick"]
+    assert sizes["coherence"].model_dump(exclude={"device"}) == quick["coherence"].model_dump(exclude={"device"})
+    assert sizes["train_settings"].steps == quick["train_settings"].steps
+    default = preset_settings("full", None)
+    assert default["coherence"] == CoherenceSettings() and default["train_settings"].device == "auto"
+
+
 def test_the_device_is_not_part_of_any_cache_key():
     assert model_key("corpus", CoherenceSettings(device="cpu"), 1) == model_key("corpus", CoherenceSettings(), 1)
     assert model_key("corpus", CoherenceSettings(epochs=3), 1) != model_key("corpus", CoherenceSettings(), 1)
