@@ -175,6 +175,25 @@ def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
     return LabelSettings(**{k: v for k, v in given.items() if v is not None}, **extra)
 
 
+def add_device_argument(p: argparse.ArgumentParser) -> None:
+    from tasks.device import check_device_setting
+
+    def device(value: str) -> str:
+        try:
+            return check_device_setting(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    p.add_argument("--device", type=device, default=None,
+                   help="torch device of the torch stages: auto (CUDA if available, else CPU; the default), cpu, "
+                   "cuda, cuda:N")
+
+
+def with_device(settings, device: str | None):
+    """A settings object with its `device` field set from --device (the flag's type already checked it)."""
+    return settings if device is None else settings.model_copy(update={"device": device})
+
+
 def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     """Where the CPU stages' shards run (retrieval and labeling)."""
     p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads",
@@ -182,15 +201,26 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster (tcp://host:8786)")
 
 
-def _pipeline(args: argparse.Namespace) -> int:
+def preset_settings(preset: str, device: str | None) -> dict:
+    """The preset's coherence and training settings (flows/presets.py), on `device` when --device was given."""
     from flows.presets import PRESETS
+    from tasks.coherence import CoherenceSettings
+    from tasks.training import TrainSettings
+
+    sizes = PRESETS[preset]
+    return {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), device),
+            "train_settings": with_device(sizes.get("train_settings", TrainSettings()), device)}
+
+
+def _pipeline(args: argparse.Namespace) -> int:
     from flows.sts_pipeline import sts_pipeline
 
+    sizes = preset_settings(args.preset, args.device)
     return _with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,
-        label=label_settings(args, seed=args.seed),
-        workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **PRESETS[args.preset]))
+        label=with_device(label_settings(args, seed=args.seed), args.device),
+        workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **sizes))
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -199,7 +229,7 @@ def _label(args: argparse.Namespace) -> int:
     from flows.label_pairs import label_pairs
     from tasks.labeling import uses_contexts, uses_rating
 
-    settings = label_settings(args)
+    settings = with_device(label_settings(args), args.device)
 
     def job(llm=None) -> dict:
         return label_pairs(contexts=args.contexts if uses_contexts(settings) else None,
@@ -217,6 +247,7 @@ def _label(args: argparse.Namespace) -> int:
 
 def _retrieve(args: argparse.Namespace) -> int:
     from flows.retrieve_contexts import retrieve_contexts
+    from tasks.coherence import CoherenceSettings
     from tasks.config import CorpusSettings
     from tasks.retrieval import SelectionSettings
 
@@ -226,7 +257,8 @@ def _retrieve(args: argparse.Namespace) -> int:
     selection = SelectionSettings(screener=args.screener, screen_k=args.screen_k,
                                   contexts_per_sentence=args.contexts_per_sentence)
     paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
-                              workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir)
+                              coherence=with_device(CoherenceSettings(), args.device), workers=args.workers,
+                              dask_address=args.dask_address, output_dir=args.output_dir)
     _print_outputs(paths)
     return 0
 
@@ -243,7 +275,8 @@ def _train(args: argparse.Namespace) -> int:
                                   train_layers=args.train_layers, lora_rank=args.lora_rank),
         losses=LossSettings(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
                             simcse=args.simcse),
-        steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed)
+        steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed,
+        **({"device": args.device} if args.device else {}))
     with _progress_bar(Console(stderr=True)):
         paths = train_surrogate(triples=args.triples, pairs=args.pairs, train_settings=settings,
                                 eval_sets=args.eval_set, output_dir=args.output_dir)
@@ -257,6 +290,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
+    from tasks.device import resolve_device
     from tasks.model_export import BELLM_MARKER, load_bellm
     from tasks.sts_evaluation import evaluate_sources
     from tasks.training import encode
@@ -266,7 +300,7 @@ def _eval(args: argparse.Namespace) -> int:
         bellm = load_bellm(folder)
         encode_fn = lambda s: encode(bellm, s, 32)  # noqa: E731
     elif (folder / "modules.json").is_file() or (folder / "config.json").is_file():
-        model = SentenceTransformer(str(folder), device="cpu")
+        model = SentenceTransformer(str(folder), device=str(resolve_device("auto")))
         encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
     else:
         raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")
@@ -354,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--preset", choices=("quick", "full"), default="quick",
                            help="sizes of the CPU stages (flows/presets.py)")
             add_runner_arguments(p)
+            add_device_argument(p)
         p.set_defaults(func=_generate if name == "generate" else _pipeline)
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")
@@ -366,6 +401,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--screen-k", type=int, default=1000)
     p.add_argument("--contexts-per-sentence", type=int, default=50)
     add_runner_arguments(p)
+    add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_retrieve)
     p = sub.add_parser("label", help="run label-pairs once (stage 3)")
@@ -380,6 +416,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_arguments(p)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     add_runner_arguments(p)
+    add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_label)
     p = sub.add_parser("train", help="run train-surrogate once (stage 4)")
@@ -400,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-every", type=int, default=50)
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
+    add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
     p.set_defaults(func=_train)
     p = sub.add_parser("eval", help="evaluate a local model folder on STS-B dev/test (+ --eval-set …)")

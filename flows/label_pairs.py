@@ -24,6 +24,7 @@ from prefect import flow, get_run_logger
 
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.config import ConfigError, LLMSettings
+from tasks.device import device_info, resolve_device
 from tasks.label_quality import (
     fit_calibration,
     gold_agreement,
@@ -129,6 +130,7 @@ def label_pairs(
     settings = label or LabelSettings()
     if (triples is None) == (pairs is None):
         raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
+    lm_device = resolve_device(settings.device) if uses_lm(settings) else None  # no GPU: fails here, before work
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     source = Path(triples or pairs)
@@ -151,7 +153,7 @@ def label_pairs(
     lm_path, lm_sha = resolve_lm(settings.lm) if uses_lm(settings) else (None, None)
     if lm_path is not None:
         try:  # fail before any shard; the thread-pool workers reuse this load
-            cached_lm(str(lm_path), lm_sha, settings.dtype, settings.threads)
+            cached_lm(str(lm_path), lm_sha, settings.dtype, settings.threads, str(lm_device))
         except (OSError, ValueError, ImportError) as exc:
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
@@ -162,7 +164,7 @@ def label_pairs(
     # The scores depend on everything but the calibration (applied after the shards are merged): shards are
     # keyed without it, so adding a calibration re-scores nothing.
     score_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                             "settings": settings.model_dump(exclude={"max_batch_tokens", "threads"}),
+                             "settings": settings.model_dump(exclude={"max_batch_tokens", "threads", "device"}),
                              "coherence": coherence[1], "lm": lm_sha, "rater": _rater(llm)})
     key = fingerprint({"scores": score_key, "calibration": calibration_info and calibration_info["sha256"]})
     folder = Path(output_dir) / STAGE
@@ -237,7 +239,8 @@ def label_pairs(
                        "workers": runner_kind(workers, dask_address)},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
-        "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype},
+        "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype,
+               "device": lm_device and device_info(lm_device)},
         "labeler": labeler, "rating": rating_info, "quality": {"hierarchy": hierarchy, "gold": gold},
         "calibration": calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
         "timings": timings,

@@ -22,6 +22,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.coherence import CoherenceSettings, train_or_load
 from tasks.config import CorpusSettings, stsgen_home
+from tasks.device import device_info, resolve_device
 from tasks.contexts import context_windows
 from tasks.corpus import load_corpus
 from tasks.queries import load_query_sentences
@@ -102,6 +103,7 @@ def retrieve_contexts(
     corpora = corpora or [CorpusSettings()]
     selection = selection or SelectionSettings()
     coherence = coherence or CoherenceSettings()
+    device = resolve_device(coherence.device)  # an unavailable GPU fails here, before any work
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     queries = load_query_sentences(Path(sentences))
@@ -136,7 +138,8 @@ def retrieve_contexts(
     with task_runner(workers, dask_address, max_workers) as runner:
         futures = [runner.submit(retrieve_shard, parameters={
             "sentences": shard, "index_dir": str(index_dir), "coherence_dir": str(trained.folder),
-            "settings": selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet")})
+            "settings": selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet"),
+            "device": str(device)})
             for shard in shards]
         for future in futures:
             shard_paths.append(future.result())
@@ -163,7 +166,7 @@ def retrieve_contexts(
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "inputs": inputs,
         "parameters": {"window_k": window_k, "chunk_size": chunk_size, "selection": selection.model_dump(),
-                       "coherence": coherence.model_dump(), "shard_size": shard_size,
+                       "coherence": coherence.model_dump(), "device": device_info(device), "shard_size": shard_size,
                        "workers": runner_kind(workers, dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"]},

@@ -22,6 +22,7 @@ from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.backbones import load_backbone
 from tasks.config import ConfigError
+from tasks.device import device_info, module_device, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
 from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
@@ -85,6 +86,7 @@ def train_surrogate(
     evaluated at the end beside STS-B dev and test. Returns output paths."""
     logger = get_run_logger()
     settings = train_settings or TrainSettings()
+    device = resolve_device(settings.device)  # an unavailable GPU fails here, before any work
     t0 = time.perf_counter()
     triples_frame = read_triples(Path(triples))
     if settings.losses.regression and not pairs:
@@ -101,7 +103,7 @@ def train_surrogate(
     # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
     # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
     train_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                             "settings": settings.model_dump(), "backbone": info["sha256"]})
+                             "settings": settings.model_dump(exclude={"device"}), "backbone": info["sha256"]})
     key = fingerprint({"train": train_key, "eval": [_eval_hash(s) for s in eval_sources]})
     folder = Path(output_dir) / STAGE
     paths = {"model": str(folder / "model"), "eval": str(folder / "eval.json"),
@@ -123,6 +125,7 @@ def train_surrogate(
         print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
 
     workdir = folder / ".work" / train_key[:16]
+    module.to(device)
     backbone_results = _backbone_results(module, eval_sources, settings, workdir)
     t1 = time.perf_counter()
     state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
@@ -133,7 +136,8 @@ def train_surrogate(
     if shipped_step == 0:
         results = backbone_results  # best.pt holds the backbone's own weights
     else:
-        results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), eval_sources)
+        batch = scaled_batch(settings.encode_batch, device)
+        results = evaluate_sources(lambda s: encode(module, s, batch), eval_sources)
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
@@ -146,6 +150,7 @@ def train_surrogate(
         if evals else {}
     folder.mkdir(parents=True, exist_ok=True)
     model_dir = folder / "model"
+    module.to("cpu")  # exported and reloaded on any machine
     merge_lora(module)  # adapters folded into the weights: the exported folder is a plain model
     if info["kind"] == "encoder":
         export_encoder(module, model_dir)
@@ -163,7 +168,8 @@ def train_surrogate(
                   if p.is_file()}}
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
-        "parameters": settings.model_dump(), "backbone": info, "eval_sets": eval_sources,
+        "parameters": settings.model_dump(), "device": device_info(device), "backbone": info,
+        "eval_sets": eval_sources,
         "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
                    "train_pairs": len(data.pairs), "steps": state.step},
         "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
@@ -197,7 +203,8 @@ def _backbone_results(module: torch.nn.Module, sources: list[str], settings: Tra
         saved = json.loads(cache.read_text())
         if saved.get("eval") == key:
             return saved["results"]
-    results = evaluate_sources(lambda s: encode(module, s, settings.encode_batch), sources)
+    batch = scaled_batch(settings.encode_batch, module_device(module))
+    results = evaluate_sources(lambda s: encode(module, s, batch), sources)
     workdir.mkdir(parents=True, exist_ok=True)
     write_json(cache, {"eval": key, "results": results})
     return results

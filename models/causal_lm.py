@@ -120,37 +120,40 @@ def _token_logprobs(lm: CausalLM, hidden: torch.Tensor, targets: torch.Tensor) -
 @torch.inference_mode()
 def score_groups(lm: CausalLM, groups: list[Group], max_batch_tokens: int = 2048
                  ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per group: (sums, counts), each (n_continuations, n_segments): summed log-probs and token counts."""
+    """Per group: (sums, counts), each (n_continuations, n_segments): summed log-probs and token counts. Runs on the
+    model's device; the sums are taken in float64 on the CPU."""
     decoder = lm.model.get_decoder()
+    device = lm.model.device
     out: list[tuple[np.ndarray, np.ndarray]] = []
     for g in groups:
         n_seg = max((len(c) for c in g.continuations), default=0)
         out.append((np.zeros((len(g.continuations), n_seg)), np.zeros((len(g.continuations), n_seg), dtype=np.int64)))
     order = sorted(range(len(groups)), key=lambda i: len(groups[i].prefix))
     for batch in _batches(order, [len(groups[i].prefix) for i in order], max_batch_tokens):
-        ids, mask = _pad([groups[i].prefix for i in batch])
-        positions = torch.arange(ids.shape[1]).expand_as(ids)
+        ids, mask = (t.to(device) for t in _pad([groups[i].prefix for i in batch]))
+        positions = torch.arange(ids.shape[1], device=device).expand_as(ids)
         prefix_out = decoder(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
         lengths = mask.sum(1)
-        last_hidden = prefix_out.last_hidden_state[torch.arange(len(batch)), lengths - 1]  # predicts token 1 of cont.
+        last_hidden = prefix_out.last_hidden_state[torch.arange(len(batch), device=device), lengths - 1]  # predicts token 1 of cont.
         layers = [(layer.keys, layer.values) for layer in prefix_out.past_key_values.layers]
 
         rows = [(b, c) for b, gi in enumerate(batch) for c in range(len(groups[gi].continuations))]
         flat = {r: [t for seg in groups[batch[r[0]]].continuations[r[1]] for t in seg] for r in rows}
         rows.sort(key=lambda r: len(flat[r]))
         for chunk in _batches(rows, [len(flat[r]) + ids.shape[1] for r in rows], max_batch_tokens):
-            owner = torch.tensor([b for b, _ in chunk])
-            cont_ids, cont_mask = _pad([flat[r] for r in chunk])
+            owner = torch.tensor([b for b, _ in chunk], device=device)
+            cont_ids, cont_mask = (t.to(device) for t in _pad([flat[r] for r in chunk]))
             cache = DynamicCache(ddp_cache_data=[(k[owner], v[owner]) for k, v in layers])
             cont_out = decoder(
                 input_ids=cont_ids, attention_mask=torch.cat([mask[owner], cont_mask], dim=1),
-                position_ids=lengths[owner, None] + torch.arange(cont_ids.shape[1]), past_key_values=cache,
+                position_ids=lengths[owner, None] + torch.arange(cont_ids.shape[1], device=device),
+                past_key_values=cache,
                 use_cache=True)
             # The state before token j predicts token j: the prefix's last state, then the continuation's own.
             states = torch.cat([last_hidden[owner, None], cont_out.last_hidden_state[:, :-1]], dim=1)
             valid = cont_mask.bool()
             logp = torch.zeros(cont_ids.shape, dtype=torch.float64)
-            logp[valid] = _token_logprobs(lm, states[valid], cont_ids[valid]).double()
+            logp[valid.cpu()] = _token_logprobs(lm, states[valid], cont_ids[valid]).double().cpu()
             for row, (b, c) in enumerate(chunk):
                 sums, counts = out[batch[b]]
                 start = 0
@@ -164,8 +167,9 @@ def score_groups(lm: CausalLM, groups: list[Group], max_batch_tokens: int = 2048
 @torch.inference_mode()
 def score_one(lm: CausalLM, prefix: list[int], segments: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
     """Reference: one unpadded forward pass over prefix + segments; (sums, counts) per segment."""
-    seq = torch.tensor([prefix + [t for seg in segments for t in seg]], dtype=torch.long)
-    logits = lm.model(input_ids=seq).logits[0].float()
+    seq = torch.tensor([prefix + [t for seg in segments for t in seg]], dtype=torch.long, device=lm.model.device)
+    logits = lm.model(input_ids=seq).logits[0].float().cpu()
+    seq = seq.cpu()
     logp = torch.log_softmax(logits[:-1], dim=-1).gather(-1, seq[0, 1:, None]).squeeze(-1)
     sums, counts, start = [], [], len(prefix) - 1
     for seg in segments:

@@ -91,7 +91,7 @@ class CoherenceModel(nn.Module):
         """Logits of one sentence encoding (D,) against N cached context encodings (N, D) each: the head
         decomposes into two matrix-vector products, so no LSTM runs at ranking time."""
         d = self.encoder.dim
-        w = self.head.weight.detach().numpy()[0].astype(np.float32)
+        w = self.head.weight.detach().cpu().numpy()[0].astype(np.float32)
         w_l, w_s, w_r, w_ls, w_sr = (w[i * d : (i + 1) * d] for i in range(5))
         const = float(sent @ w_s + self.head.bias.item())
         return lefts @ (w_l + w_ls * sent) + rights @ (w_r + w_sr * sent) + const
@@ -100,13 +100,15 @@ class CoherenceModel(nn.Module):
 @torch.no_grad()
 def encode_texts(model: CoherenceModel, vocab: Vocab, texts: list[str], max_len: int = 64,
                  batch_size: int = 256) -> np.ndarray:
-    """Encode texts in length-sorted batches (little padding); returns float32 (N, D) in input order."""
+    """Encode texts in length-sorted batches (little padding) on the model's device; returns float32 (N, D) in input
+    order."""
     model.eval()
+    device = next(model.parameters()).device
     ids = [vocab.encode(t, max_len) for t in texts]
     order = np.argsort([len(x) for x in ids], kind="stable")
     out = np.empty((len(texts), model.encoder.dim), dtype=np.float32)
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch, lengths = pad_batch([ids[i] for i in idx])
-        out[idx] = model.encoder(batch, lengths).numpy()
+        out[idx] = model.encoder(batch.to(device), lengths).cpu().numpy()  # lengths stay on the CPU (packing)
     return out

@@ -20,19 +20,28 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator | None):
         yield order[start : start + batch_size]
 
 
-def _model_inputs(vocab: Vocab, left, sent, right, idx, max_len: int) -> list[torch.Tensor]:
-    """(ids, lengths) for c<, s and c> of the examples `idx`, flattened in the model's argument order."""
-    return [t for texts in (left, sent, right) for t in pad_batch([vocab.encode(texts[i], max_len) for i in idx])]
+def _model_inputs(vocab: Vocab, left, sent, right, idx, max_len: int, device: torch.device | None = None
+                  ) -> list[torch.Tensor]:
+    """(ids, lengths) for c<, s and c> of the examples `idx`, flattened in the model's argument order; ids on
+    `device`, lengths on the CPU (sequence packing reads them there)."""
+    out = []
+    for texts in (left, sent, right):
+        ids, lengths = pad_batch([vocab.encode(texts[i], max_len) for i in idx])
+        out += [ids.to(device) if device is not None else ids, lengths]
+    return out
 
 
 def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labels, *, epochs: int = 2,
                     batch_size: int = 128, lr: float = 1e-3, max_len: int = 64, seed: int = 13,
-                    progress=None) -> dict:
+                    progress=None, device: torch.device | None = None) -> dict:
+    """Train in place on `device` (default: where the model is); the BiLSTM runs in float32 everywhere."""
+    device = device or next(model.parameters()).device
+    model.to(device)
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    y_all = torch.tensor(labels, dtype=torch.float32)
+    y_all = torch.tensor(labels, dtype=torch.float32, device=device)
     history = []
     started = time.perf_counter()
     steps_total = epochs * ((len(labels) + batch_size - 1) // batch_size)
@@ -41,8 +50,8 @@ def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labe
         model.train()
         losses = []
         for idx in _batches(len(labels), batch_size, rng):
-            logits = model(*_model_inputs(vocab, left, sent, right, idx, max_len))
-            loss = loss_fn(logits, y_all[idx])
+            logits = model(*_model_inputs(vocab, left, sent, right, idx, max_len, device))
+            loss = loss_fn(logits, y_all[torch.as_tensor(idx, device=device)])
             optimizer.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
@@ -59,9 +68,11 @@ def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labe
 def evaluate_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labels, *, batch_size: int = 256,
                        max_len: int = 64) -> dict:
     model.eval()
+    device = next(model.parameters()).device
     scores = []
     for idx in _batches(len(labels), batch_size, None):
-        scores.append(torch.sigmoid(model(*_model_inputs(vocab, left, sent, right, idx, max_len))).numpy())
+        logits = model(*_model_inputs(vocab, left, sent, right, idx, max_len, device))
+        scores.append(torch.sigmoid(logits).cpu().numpy())
     p = np.concatenate(scores) if scores else np.zeros(0)
     y = np.asarray(labels)
     return {"accuracy": float(((p >= 0.5) == (y == 1)).mean()) if len(y) else float("nan"),

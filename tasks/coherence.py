@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import evaluate_coherence, train_coherence
 from tasks.config import ConfigError, stsgen_home
+from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
 from tasks.store import (
     atomic_write_bytes,
     fingerprint,
@@ -50,6 +51,7 @@ class CoherenceSettings(BaseModel):
     max_len: int = Field(64, ge=4, description="Tokens kept per text (the end nearest the gap)")
     vocab_size: int = Field(30_000, ge=100)
     seed: int = 13
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
 
 
 def training_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
@@ -88,7 +90,8 @@ class TrainedCoherence:
 
 
 def model_key(corpus_key: str, settings: CoherenceSettings, window_k: int) -> str:
-    return fingerprint({"corpus": corpus_key, "settings": settings.model_dump(), "k": window_k, "code": CODE_VERSION})
+    return fingerprint({"corpus": corpus_key, "settings": settings.model_dump(exclude={"device"}), "k": window_k,
+                        "code": CODE_VERSION})
 
 
 def load_trained(folder: Path) -> TrainedCoherence | None:
@@ -120,6 +123,7 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
     existing = load_trained(folder)
     if existing is not None:
         return existing
+    device = resolve_device(settings.device)
     torch.manual_seed(settings.seed)
     docs = contexts["doc_id"].unique()
     rng = np.random.default_rng(settings.seed)
@@ -133,15 +137,17 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
     model = CoherenceModel(len(vocab), settings.embedding_dim, settings.hidden)
     cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
     training = train_coherence(model, vocab, *cols(train), epochs=settings.epochs, batch_size=settings.batch_size,
-                               lr=settings.lr, max_len=settings.max_len, seed=settings.seed, progress=progress)
+                               lr=settings.lr, max_len=settings.max_len, seed=settings.seed, progress=progress,
+                               device=device)
     metrics = {"heldout": evaluate_coherence(model, vocab, *cols(held), max_len=settings.max_len),
-               "train": training, "train_examples": len(train), "heldout_documents": len(heldout_docs),
+               "train": training | {"device": device_info(device)}, "train_examples": len(train), "heldout_documents": len(heldout_docs),
                "vocab_size": len(vocab)}
     for kind in ("same_document", "random"):
         part = held[(held["label"] == 1) | (held["negative_kind"] == kind)]
         metrics["heldout"][f"roc_auc_{kind}"] = evaluate_coherence(model, vocab, *cols(part),
                                                                   max_len=settings.max_len)["roc_auc"]
     folder.mkdir(parents=True, exist_ok=True)
+    model.to("cpu")  # saved and shared as a CPU model; a stage that ranks on a GPU moves it there
     buffer = io.BytesIO()
     torch.save(model.state_dict(), buffer)
     atomic_write_bytes(folder / "model.pt", buffer.getvalue())

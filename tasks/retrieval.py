@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field
@@ -24,6 +25,7 @@ from models.coherence import encode_texts
 from tasks.coherence import load_trained_cached
 from tasks.config import ConfigError
 from tasks.contexts import select_diverse
+from tasks.device import scaled_batch
 from tasks.corpus import sentence_id
 from tasks.screening import build_index, top_k
 from tasks.store import atomic_write_bytes, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
@@ -90,10 +92,11 @@ class CandidateScorer:
     c< / c> texts of all their candidates; each sentence's ranking is then two matrix-vector products."""
 
     def __init__(self, trained, contexts: pd.DataFrame, sentences: list[str], cand_idx: np.ndarray,
-                 max_len: int = 64):
-        self.model = trained.model
+                 max_len: int = 64, device: str = "cpu"):
+        self.model = trained.model.to(device)  # rank_logits itself runs in numpy on the encodings
         self.needed = np.unique(cand_idx[cand_idx >= 0])
-        encode = lambda texts: encode_texts(trained.model, trained.vocab, texts, max_len)  # noqa: E731
+        batch = scaled_batch(256, torch.device(device))
+        encode = lambda texts: encode_texts(self.model, trained.vocab, texts, max_len, batch)  # noqa: E731
         self.sentences = encode(sentences)
         self.left = encode(contexts["left"].to_numpy()[self.needed].tolist())
         self.right = encode(contexts["right"].to_numpy()[self.needed].tolist())
@@ -109,13 +112,14 @@ class CandidateScorer:
 
 
 def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir: Path, settings: SelectionSettings,
-                           exclude: list[np.ndarray] | None = None, max_len: int = 64) -> pd.DataFrame:
+                           exclude: list[np.ndarray] | None = None, max_len: int = 64, device: str = "cpu"
+                           ) -> pd.DataFrame:
     """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
     index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
     index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
     trained = load_trained_cached(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
     cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
-    scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len)
+    scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len, device)
     rows = []
     for i, sentence in enumerate(sentences):
         valid = cand_idx[i] >= 0
@@ -139,13 +143,13 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
 
 @task(name="retrieve-shard", cache_policy=NO_CACHE, retries=1)
 def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, settings: SelectionSettings,
-                   out_path: str) -> str:
+                   out_path: str, device: str = "cpu") -> str:
     """One shard of query sentences → a shard Parquet file (skipped when it already exists and verifies)."""
     out = Path(out_path)
     marker = out.with_suffix(".sha256")
     if out.exists() and marker.exists() and sha256_path(out) == marker.read_text().strip():
         return out_path
-    frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings)
+    frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings, device=device)
     digest = write_parquet(out, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False))
     atomic_write_bytes(marker, digest.encode())
     return out_path

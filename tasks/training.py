@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
 from tasks.backbones import BackboneSettings
 from tasks.config import ConfigError
+from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, autocast, module_device, resolve_device, scaled_batch
 from tasks.embedding_metrics import alignment, sts_spearman, uniformity
 
 
@@ -50,8 +51,9 @@ class TrainSettings(BaseModel):
     eval_every: int = Field(50, ge=1)
     heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
     dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
-    encode_batch: int = Field(64, ge=1)
+    encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
     seed: int = 13
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
 
 
 @dataclass
@@ -82,7 +84,9 @@ def split_data(triples: pd.DataFrame, pairs: pd.DataFrame, fraction: float, seed
 
 
 def embed(module: torch.nn.Module, sentences: list[str]) -> torch.Tensor:
-    return module(**module.tokenize(sentences))
+    device = module_device(module)
+    with autocast(device):
+        return module(**{k: v.to(device) for k, v in module.tokenize(sentences).items()}).float()
 
 
 @torch.inference_mode()
@@ -90,7 +94,7 @@ def encode(module: torch.nn.Module, sentences: list[str], batch: int = 64) -> np
     """Embeddings (N, D) in input order; batches of similar length (little padding)."""
     module.eval()
     order = np.argsort([-len(s) for s in sentences], kind="stable")
-    chunks = [embed(module, [sentences[i] for i in order[k : k + batch]]).float().numpy()
+    chunks = [embed(module, [sentences[i] for i in order[k : k + batch]]).cpu().numpy()
               for k in range(0, len(sentences), batch)]
     if not chunks:
         return np.zeros((0, 1), dtype=np.float32)
@@ -120,13 +124,13 @@ def step_loss(module: torch.nn.Module, data: TrainingData, settings: TrainSettin
         if w.infonce:
             parts["infonce"] = w.infonce * InfoNCELoss(w.temperature)(a, p, neg)
         if w.hierarchical_triplet and with_m.any():
-            idx = torch.as_tensor(np.flatnonzero(with_m))
+            idx = torch.as_tensor(np.flatnonzero(with_m), device=e.device)
             parts["hierarchical_triplet"] = w.hierarchical_triplet * HierarchicalTripletLoss(w.m1, w.m2)(
                 a[idx], p[idx], m, neg[idx])
     if w.regression and not w.simcse and len(data.pairs):
         pr = data.pairs.iloc[rng.choice(len(data.pairs), size=min(b, len(data.pairs)), replace=False)]
         e = embed(module, pr["s1"].tolist() + pr["s2"].tolist())
-        labels = torch.tensor(pr["label"].to_numpy(), dtype=e.dtype)
+        labels = torch.tensor(pr["label"].to_numpy(), dtype=e.dtype, device=e.device)
         parts["regression"] = w.regression * CosineRegressionLoss()(e[: len(pr)], e[len(pr) :], labels)
     if not parts:
         raise ConfigError("No loss term has both data and a non-zero weight: check losses.* (infonce, "
@@ -166,8 +170,12 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
           key: str, on_eval: Callable[[TrainState, dict], None] | None = None, stop_after: int | None = None
           ) -> TrainState:
     """Train for settings.steps (resuming from workdir/checkpoint.pt when its key matches); keep the best-on-dev
-    weights in workdir/best.pt, the untrained backbone (step 0) included. `stop_after` ends early after that many steps of this call (tests, interruptions)."""
+    weights in workdir/best.pt, the untrained backbone (step 0) included. The module is moved to settings.device.
+    `stop_after` ends early after that many steps of this call (tests, interruptions)."""
     workdir.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(settings.device)
+    module.to(device)
+    encode_batch = scaled_batch(settings.encode_batch, device)
     params = [p for p in module.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=settings.lr)
     warmup = max(settings.warmup_steps, 1)
@@ -176,7 +184,7 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
     state = TrainState()
     checkpoint = workdir / "checkpoint.pt"
     if checkpoint.is_file():
-        saved = torch.load(checkpoint, weights_only=False)
+        saved = torch.load(checkpoint, weights_only=False, map_location=device)
         if saved.get("key") == key:
             module.load_state_dict(saved["model"])
             optimizer.load_state_dict(saved["optimizer"])
@@ -186,7 +194,7 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
     if state.step == 0 and not state.history:
         # Step 0 (the backbone itself) is a selection candidate like every checkpoint: when training only hurts dev,
         # the backbone is what best.pt holds and what ships.
-        record = {"step": 0, **evaluate(module, data, dev, settings.encode_batch), "seconds": 0.0}
+        record = {"step": 0, **evaluate(module, data, dev, encode_batch), "seconds": 0.0}
         _keep_if_best(state, record, module, workdir)
         state.history.append(record)
         if on_eval:
@@ -204,7 +212,7 @@ def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settin
         done_here += 1
         record = {"step": state.step, "loss": float(loss.detach()), **parts}
         if state.step % settings.eval_every == 0 or state.step == settings.steps:
-            record |= evaluate(module, data, dev, settings.encode_batch)
+            record |= evaluate(module, data, dev, encode_batch)
             record["seconds"] = round(time.perf_counter() - started, 2)
             _keep_if_best(state, record, module, workdir)
             state.history.append(record)

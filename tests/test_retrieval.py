@@ -204,6 +204,7 @@ def test_flow_writes_contexts_and_quarantines_unmatched(prefect_harness, tiny_co
     assert rejected["reason"].tolist() == ["no_screening_match"]
     manifest = json.loads(open(paths["manifest"]).read())
     assert manifest["counts"]["sentences"] == 3 and "heldout" in manifest["coherence_model"]["metrics"]
+    assert manifest["parameters"]["device"]["device"] in ("cpu", "cuda")
     mtime = (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns
     run_flow(tiny_corpus, query_file, tmp_path)  # unchanged: skipped
     assert (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns == mtime

@@ -207,6 +207,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert "no human similarity labels" in (Path(paths["model"]) / "README.md").read_text()
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
+    assert manifest["device"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")  # device "auto"
 
     artifacts = latest_artifacts()
     assert artifacts["train-curves"].type == "image" and artifacts["train-rfd"].type == "image"
