@@ -290,7 +290,6 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from tasks.device import resolve_device
     from tasks.model_export import BELLM_MARKER, load_bellm
     from tasks.sts_evaluation import evaluate_sources
     from tasks.training import encode
@@ -300,7 +299,7 @@ def _eval(args: argparse.Namespace) -> int:
         bellm = load_bellm(folder)
         encode_fn = lambda s: encode(bellm, s, 32)  # noqa: E731
     elif (folder / "modules.json").is_file() or (folder / "config.json").is_file():
-        model = SentenceTransformer(str(folder), device=str(resolve_device("auto")))
+        model = SentenceTransformer(str(folder))  # CUDA if present, else CPU
         encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
     else:
         raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")

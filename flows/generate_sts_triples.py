@@ -27,7 +27,6 @@ from tasks.config import (
     VerifierSettings,
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
-from tasks.device import resolve_device
 from tasks.generation import FAILED_CALL_REASONS, Judge, Slot, generate_batch
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, merge_stats
@@ -249,7 +248,7 @@ def ordering_check_task(triples, verifier: VerifierSettings):
 
     from tasks.backbones import encoder_folder
 
-    model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)), device=str(resolve_device("auto")))
+    model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)))  # CUDA if present
     col = {name: triples.column(name).to_pylist() for name in ("source_id", "anchor", "positive", "negative")}
     gaps = ordering_gaps(col["anchor"], col["positive"], col["negative"],
                          lambda s: model.encode(s, batch_size=64, convert_to_numpy=True))

@@ -16,7 +16,6 @@ from prefect import flow, get_run_logger
 
 from tasks.artifacts import publish_image, publish_table
 from tasks.backbones import encoder_folder
-from tasks.device import resolve_device
 from tasks.pair_units import read_triples
 from tasks.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
 from tasks.store import fingerprint, outputs_current, sha256_path, sha256_tree, write_json, write_manifest
@@ -50,7 +49,7 @@ def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir:
 
     frame: pd.DataFrame = read_triples(Path(triples))
     pairs = relation_pairs(frame, read_stsb("dev"))
-    model = SentenceTransformer(str(model_dir), device=str(resolve_device("auto")))
+    model = SentenceTransformer(str(model_dir))  # its own choice: CUDA if present, else CPU
     measures = pattern_measures(pairs, lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True))
     distances = pattern_distances(measures)
     folder.mkdir(parents=True, exist_ok=True)

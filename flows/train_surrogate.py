@@ -22,7 +22,7 @@ from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.backbones import load_backbone
 from tasks.config import ConfigError
-from tasks.device import device_info, module_device, resolve_device, scaled_batch
+from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
 from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
@@ -126,7 +126,8 @@ def train_surrogate(
 
     workdir = folder / ".work" / train_key[:16]
     module.to(device)
-    backbone_results = _backbone_results(module, eval_sources, settings, workdir)
+    batch = scaled_batch(settings.encode_batch, device)
+    backbone_results = _backbone_results(module, eval_sources, batch, workdir)
     t1 = time.perf_counter()
     state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
     train_s = time.perf_counter() - t1
@@ -136,7 +137,6 @@ def train_surrogate(
     if shipped_step == 0:
         results = backbone_results  # best.pt holds the backbone's own weights
     else:
-        batch = scaled_batch(settings.encode_batch, device)
         results = evaluate_sources(lambda s: encode(module, s, batch), eval_sources)
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
@@ -194,7 +194,7 @@ def train_surrogate(
     return paths
 
 
-def _backbone_results(module: torch.nn.Module, sources: list[str], settings: TrainSettings, workdir: Path) -> dict:
+def _backbone_results(module: torch.nn.Module, sources: list[str], batch: int, workdir: Path) -> dict:
     """The untrained backbone on every evaluation set, computed once per training key and evaluation sets (a resumed
     run reads it back instead of encoding again)."""
     cache = workdir / "backbone_eval.json"
@@ -203,7 +203,6 @@ def _backbone_results(module: torch.nn.Module, sources: list[str], settings: Tra
         saved = json.loads(cache.read_text())
         if saved.get("eval") == key:
             return saved["results"]
-    batch = scaled_batch(settings.encode_batch, module_device(module))
     results = evaluate_sources(lambda s: encode(module, s, batch), sources)
     workdir.mkdir(parents=True, exist_ok=True)
     write_json(cache, {"eval": key, "results": results})
