@@ -48,7 +48,7 @@ from tasks.labeling import (  # noqa: E402
     disc_log_probs,
     lm_log_probs,
     reference_sentences,
-    resolve_lm,
+    resolve_model_files,
 )
 from tasks.pair_units import Unit, context_sets, pair_units, read_contexts  # noqa: E402
 from tasks.retrieval import SelectionSettings  # noqa: E402
@@ -122,7 +122,7 @@ def score_pass(cfg: Config, units: list[Unit], reference: list[str], trained, fo
     settings = LabelSettings(lm=cfg.lm, dtype=cfg.dtype, lm_prompt=cfg.lm_prompt, start_token=cfg.start_token,
                              lambda_right=1.0 if cfg.right else 0.0,
                              lm_reference_sentences=REFERENCES if cfg.right else 0, threads=2)
-    lm_path, lm_sha = resolve_lm(cfg.lm)
+    lm_path, lm_sha = resolve_model_files(cfg.lm)
     lm = cached_lm(str(lm_path), lm_sha, cfg.dtype, 2)
     t = time.perf_counter()
     terms = lm_log_probs(lm, units, settings, reference)
@@ -233,7 +233,7 @@ def speed(units: list[Unit], n: int) -> None:
     """The batched scorer (c< once per context, its KV cache shared by the sentences, length-bucketed batches)
     against a plain unbatched loop of full forward passes over the same (sentence, context) inputs."""
     settings = LabelSettings(start_token="<|endoftext|>", threads=2)
-    lm_path, lm_sha = resolve_lm(settings.lm)
+    lm_path, lm_sha = resolve_model_files(settings.lm)
     lm = cached_lm(str(lm_path), lm_sha, settings.dtype, 2)
     m = settings.max_segment_tokens
     groups = [g for u in units[:n] for g in context_groups(

@@ -157,7 +157,12 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
     p.add_argument(lm_flag, dest="label_lm", default=None,
-                   help="causal LM of the context labeler: registered local model, .gguf file or folder")
+                   help="causal LM of the context labeler: registered local model, .gguf file or folder (scored "
+                   "in-process), or an OpenAI-compatible endpoint URL …/v1 that echoes prompt log-probs (vLLM, "
+                   "llama-cpp-python's server; key in $STSGEN_LM_API_KEY)")
+    p.add_argument("--lm-model", dest="lm_model", default=None, help="with an endpoint: the served model's name")
+    p.add_argument("--lm-tokenizer", dest="lm_tokenizer", default=None,
+                   help="with an endpoint: the served model's tokenizer (registered model, .gguf file or folder)")
     p.add_argument("--label-method", choices=("context", "llm_rating", "combined"), default=None,
                    help="stage-3 labeler (default: the LabelSettings default, docs/labeling.md)")
     p.add_argument("--similarity", choices=("centered_cosine", "cosine", "rank", "contrast"), default=None,
@@ -169,6 +174,7 @@ def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
     from tasks.labeling import LabelSettings
 
     given = {"lm": args.label_lm, "method": args.label_method, "similarity": args.similarity,
+             "lm_model": args.lm_model, "lm_tokenizer": args.lm_tokenizer,
              "contexts_per_sentence": getattr(args, "contexts_per_sentence", None)}
     if getattr(args, "lambdas", None):
         given |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))

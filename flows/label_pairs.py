@@ -37,8 +37,10 @@ from tasks.labeling import (
     LABEL_ONLY_FIELDS,
     LabelSettings,
     apply_ratings,
-    cached_lm,
+    is_endpoint,
     label_shard,
+    lm_endpoint,
+    load_scorer,
     reference_sentences,
     resolve_lm,
     unit_pair_rows,
@@ -130,7 +132,9 @@ def label_pairs(
     settings = label or LabelSettings()
     if (triples is None) == (pairs is None):
         raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
-    lm_device = resolve_device(settings.device) if uses_lm(settings) else None  # no GPU: fails here, before work
+    served = uses_lm(settings) and is_endpoint(settings.lm)
+    # An in-process LM's device: no GPU fails here, before any work. A served LM runs where it is served.
+    lm_device = resolve_device(settings.device) if uses_lm(settings) and not served else None
     t0 = time.perf_counter()
     timings: dict[str, float] = {}
     source = Path(triples or pairs)
@@ -150,10 +154,14 @@ def label_pairs(
     llm = (llm or LLMSettings()) if uses_rating(settings) else None
     if llm is not None:
         check_endpoint(llm)  # fail before any scoring: unreachable endpoint, unknown model, bad key
-    lm_path, lm_sha = resolve_lm(settings.lm) if uses_lm(settings) else (None, None)
+    lm_path, lm_sha = resolve_lm(settings) if uses_lm(settings) else (None, None)
     if lm_path is not None:
-        try:  # fail before any shard; the thread-pool workers reuse this load
-            cached_lm(str(lm_path), lm_sha, settings.dtype, settings.threads, str(lm_device))
+        if served:
+            check_endpoint(lm_endpoint(settings))
+        try:  # fail before any shard (a served LM is probed for prompt log-probs); the workers reuse this load
+            load_scorer(settings, str(lm_path), lm_sha)
+        except ConfigError:
+            raise
         except (OSError, ValueError, ImportError) as exc:
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
@@ -240,7 +248,9 @@ def label_pairs(
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
         "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype,
-               "device": lm_device and device_info(lm_device)},
+               "device": lm_device and device_info(lm_device),
+               "served": {"model": lm_endpoint(settings).model, "tokenizer": str(lm_path),
+                          "prompt_form": load_scorer(settings, str(lm_path), lm_sha).prompt_form} if served else None},
         "labeler": labeler, "rating": rating_info, "quality": {"hierarchy": hierarchy, "gold": gold},
         "calibration": calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
         "timings": timings,

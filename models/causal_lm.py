@@ -24,10 +24,18 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, Dynami
 
 
 @dataclass
-class CausalLM:
-    model: torch.nn.Module
+class TokenizedLM:
+    """What every scorer of the labeler shares: the tokenizer that turns texts into the segments it scores. The
+    in-process `CausalLM` and a served endpoint (tasks/llm/served_lm.py) both score token ids, so their segment
+    boundaries are the same."""
+
     tokenizer: object
     path: Path
+
+    @property
+    def device(self) -> torch.device:
+        """Where the scoring runs (a served scorer's work is not on this machine: CPU batch sizes apply)."""
+        return torch.device("cpu")
 
     @property
     def start_ids(self) -> list[int]:
@@ -55,13 +63,42 @@ class CausalLM:
         return [(x[:max_tokens] if keep == "start" else x[-max_tokens:]) or [self.tokenizer.eos_token_id or 0]
                 for x in ids]
 
+    def score(self, groups: list["Group"], max_batch_tokens: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per group: (sums, counts), each (n_continuations, n_segments) — see `score_groups`."""
+        raise NotImplementedError
+
+
+def _source(path: Path) -> tuple[Path, dict]:
+    """(folder, from_pretrained kwargs) of a transformers folder or a .gguf file."""
+    if path.suffix == ".gguf":
+        return path.parent, {"gguf_file": path.name}
+    return path, {}
+
+
+def load_tokenizer(path: Path) -> TokenizedLM:
+    """Only the tokenizer of a transformers folder or .gguf file (a served model's, scored elsewhere)."""
+    folder, kwargs = _source(path)
+    return TokenizedLM(tokenizer=AutoTokenizer.from_pretrained(folder, **kwargs), path=path)
+
+
+@dataclass
+class CausalLM(TokenizedLM):
+    model: torch.nn.Module = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.device
+
+    def score(self, groups: list["Group"], max_batch_tokens: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:
+        """`score_groups` on this model (the interface the labeler calls on any scorer)."""
+        return score_groups(self, groups, max_batch_tokens)
+
 
 def load_causal_lm(path: Path, dtype: str = "float32", threads: int | None = None) -> CausalLM:
     """A causal LM from a transformers folder or a .gguf file, in eval mode."""
     if threads:
         torch.set_num_threads(threads)
-    kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
-    folder = path.parent if path.suffix == ".gguf" else path
+    folder, kwargs = _source(path)
     config = AutoConfig.from_pretrained(folder, **kwargs)
     archs = getattr(config, "architectures", None) or []
     # An encoder folder (e.g. BertModel) would load as a "causal LM" with a fresh, untrained head: refuse it.

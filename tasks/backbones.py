@@ -23,7 +23,7 @@ from models.bellm import BeLLMEncoder
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.config import ConfigError
-from tasks.labeling import resolve_lm
+from tasks.labeling import resolve_model_files
 from tasks.store import sha256_tree
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
@@ -73,7 +73,7 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
         layers = module.encoder.encoder.layer if hasattr(module.encoder, "encoder") else []
         info = {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
     else:
-        path, sha = resolve_lm(source)
+        path, sha = resolve_model_files(source)
         kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
         folder = path.parent if path.suffix == ".gguf" else path
         decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()

@@ -31,16 +31,17 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from models.causal_lm import CausalLM, Group, load_causal_lm, score_groups
+from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
 from models.coherence import encode_texts
 from tasks.coherence import TrainedCoherence, load_trained_cached
-from tasks.config import ConfigError
+from tasks.config import ConfigError, LLMSettings
 from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
 from tasks.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
 from tasks.llm_rating import Rating, RatingSettings
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
+from tasks.llm.served_lm import ServedLM, served_lm
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
-from tasks.store import read_manifest, sha256_path, sha256_tree, write_json, write_parquet
+from tasks.store import fingerprint, read_manifest, sha256_path, sha256_tree, write_json, write_parquet
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 
@@ -48,7 +49,8 @@ TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 LabelMethod = Literal["context", "llm_rating", "combined"]
 # Settings that decide how finished context scores and ratings become a label, not the scores themselves: shards are
 # keyed without them, so changing them re-scores nothing.
-LABEL_ONLY_FIELDS = {"method", "rating", "rating_weight", "max_batch_tokens", "threads", "device"}
+LABEL_ONLY_FIELDS = {"method", "rating", "rating_weight", "max_batch_tokens", "threads", "device",
+                     "lm_api_key_env", "lm_max_concurrency"}
 
 
 class LabelSettings(BaseModel):
@@ -68,7 +70,14 @@ class LabelSettings(BaseModel):
     lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
                                 "it lowered STS-B dev Spearman, docs/labeling.md)")
     lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
-                    "folder of a causal LM")
+                    "folder of a causal LM (scored in-process), or an OpenAI-compatible endpoint http(s)://…/v1 that "
+                    "echoes prompt log-probs on /completions (vLLM, llama-cpp-python's server)")
+    lm_model: str | None = Field(None, description="With label.lm an endpoint: the model name it serves (default: "
+                                 "label.lm_tokenizer)")
+    lm_tokenizer: str | None = Field(None, description="With label.lm an endpoint: the served model's tokenizer — a "
+                                     "registered local model, a .gguf file or a transformers folder (required)")
+    lm_api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key")
+    lm_max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint")
     dtype: Literal["float32", "bfloat16"] = "float32"
     contexts_per_sentence: int = Field(8, ge=1, description="Top-ranked stage-2 contexts per sentence in the union")
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
@@ -103,6 +112,10 @@ class LabelSettings(BaseModel):
         if self.lm_reference_sentences > self.reference_sentences:
             raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
                              f"({self.reference_sentences}): the LM's references are drawn from that sample")
+        if is_endpoint(self.lm) and not self.lm_tokenizer:
+            raise ValueError(f"label.lm is an endpoint ({self.lm}): set label.lm_tokenizer to the served model's "
+                             "tokenizer (a registered local model, a .gguf file or a transformers folder) so "
+                             "segment boundaries are counted in its tokens")
         if self.similarity == "centered_cosine" and self.min_contexts < 3:
             raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
                              "apart: the label would be the sign of a difference)")
@@ -112,15 +125,34 @@ class LabelSettings(BaseModel):
         return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
 
 
-def resolve_lm(source: str) -> tuple[Path, str]:
-    """(path, sha256) of the causal LM: a registered local GGUF, a .gguf path, or a folder (hash of its files)."""
+def is_endpoint(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+def lm_endpoint(settings: LabelSettings) -> LLMSettings:
+    """The scoring endpoint of label.lm = http(s)://…: same client settings as stage 1 (cache, retries)."""
+    return LLMSettings(base_url=settings.lm, model=settings.lm_model or settings.lm_tokenizer,
+                       api_key_env=settings.lm_api_key_env, max_concurrency=settings.lm_max_concurrency)
+
+
+def resolve_model_files(source: str) -> tuple[Path, str]:
+    """(path, sha256) of a registered local GGUF, a .gguf path, or a transformers folder (hash of its files)."""
     if source in LOCAL_MODELS or source.endswith(".gguf"):
         return resolve_gguf(source)
     folder = Path(source)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
-                          "transformers folder with config.json; set label.lm to one of those.")
+                          "transformers folder with config.json; set label.lm (or label.lm_tokenizer) to one of those.")
     return folder, sha256_tree(folder)
+
+
+def resolve_lm(settings: LabelSettings) -> tuple[Path, str]:
+    """(path, identity) of the scoring LM: its files and their sha256, or for an endpoint the tokenizer's files and
+    a fingerprint of the served model name and that tokenizer (the endpoint's URL does not change the scores)."""
+    if not is_endpoint(settings.lm):
+        return resolve_model_files(settings.lm)
+    path, tokenizer_sha = resolve_model_files(settings.lm_tokenizer)
+    return path, fingerprint({"served_model": lm_endpoint(settings).model, "tokenizer": tokenizer_sha})
 
 
 @functools.lru_cache(maxsize=2)
@@ -129,6 +161,18 @@ def cached_lm(path: str, sha256: str, dtype: str, threads: int | None, device: s
     lm = load_causal_lm(Path(path), dtype, threads)
     lm.model.to(device)
     return lm
+
+
+@functools.lru_cache(maxsize=2)
+def cached_served_lm(llm: LLMSettings, tokenizer_path: str, start_token: str) -> ServedLM:
+    return served_lm(llm, Path(tokenizer_path), start_token)
+
+
+def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedLM:
+    """The LM that scores (s, c): in-process on settings.device, or the endpoint of label.lm (probed once)."""
+    if is_endpoint(settings.lm):
+        return cached_served_lm(lm_endpoint(settings), path, settings.start_token)
+    return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
 
 
 def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
@@ -157,7 +201,7 @@ def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list
     return out
 
 
-def context_groups(lm: CausalLM, lefts: list[list[int]], sents: list[list[int]], rights: list[list[int]],
+def context_groups(lm: TokenizedLM, lefts: list[list[int]], sents: list[list[int]], rights: list[list[int]],
                    with_right: bool = True, baseline: bool = False, start: list[int] | None = None,
                    references: list[list[int]] = (), right_first: list[list[int]] | None = None) -> list[Group]:
     """One group per context: prefix [start] c<, continuations s_j (+ c> when λ4 is on) for every sentence j, then
@@ -172,7 +216,7 @@ def context_groups(lm: CausalLM, lefts: list[list[int]], sents: list[list[int]],
             for c, (left, right) in enumerate(zip(lefts, rights))]
 
 
-def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings, references: list[str] = ()
+def lm_log_probs(lm: TokenizedLM, units: list[Unit], settings: LabelSettings, references: list[str] = ()
                  ) -> list[dict[str, np.ndarray]]:
     """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero. `references`:
     sentences whose mean λ2 score on a context is subtracted from every sentence's (the context's own
@@ -195,7 +239,7 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings, refer
         groups = [g for k in range(len(units))
                   for g in context_groups(lm, lefts[k], sents[k], rights[k], right_on, baseline, start, refs,
                                           first[k] if first else None)]
-        scored = iter(score_groups(lm, groups, scaled_batch(settings.max_batch_tokens, lm.model.device)))
+        scored = iter(lm.score(groups, scaled_batch(settings.max_batch_tokens, lm.device)))
         for k, u in enumerate(units):
             m, r = len(u.sentences), len(refs)
             if not u.context_ids:
@@ -219,7 +263,7 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings, refer
         groups = [Group(start + prefix, [[rights[k][c], spaced_lefts[k][c]] for c in range(len(u.context_ids))])
                   for k, u in enumerate(units)
                   for prefix in raw_sents[k] + ([[]] if settings.context_baseline else [])]
-        scored = iter(score_groups(lm, groups, scaled_batch(settings.max_batch_tokens, lm.model.device)))
+        scored = iter(lm.score(groups, scaled_batch(settings.max_batch_tokens, lm.device)))
         for k, u in enumerate(units):
             rows = []
             for _ in range(len(u.sentences) + settings.context_baseline):
@@ -232,7 +276,7 @@ def lm_log_probs(lm: CausalLM, units: list[Unit], settings: LabelSettings, refer
 
 
 def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
-                lm: CausalLM | None, reference: list[str] = ()) -> list[dict[str, np.ndarray]]:
+                lm: TokenizedLM | None, reference: list[str] = ()) -> list[dict[str, np.ndarray]]:
     """Per unit: {term: (n_sentences, n_contexts)} for every term with a non-zero λ."""
     w = settings.weights()
     terms: list[dict[str, np.ndarray]] = [{} for _ in units]
@@ -255,7 +299,7 @@ def combine(terms: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarr
 
 
 def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
-                lm: CausalLM | None, reference: list[str] = ()) -> tuple[list[dict], list[dict], dict]:
+                lm: TokenizedLM | None, reference: list[str] = ()) -> tuple[list[dict], list[dict], dict]:
     """Pair rows, quarantine rows and counts for a list of units."""
     weights = settings.weights()
     scorable = [u for u in units if len(u.context_ids) >= settings.min_contexts]
@@ -370,8 +414,7 @@ def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str]
     if settings.lambda_disc:
         digest = read_manifest(Path(coherence_dir))["outputs"]["model.pt"]["sha256"]
         trained = load_trained_cached(str(coherence_dir), digest)
-    lm = cached_lm(lm_path, lm_sha256, settings.dtype, settings.threads, str(resolve_device(settings.device))) \
-        if uses_lm(settings) else None
+    lm = load_scorer(settings, lm_path, lm_sha256) if uses_lm(settings) else None
     rows, rejected, counts = label_units(units, settings, trained, lm, reference)
     digest = write_parquet(out, finish_rows(rows + rejected, SHARD_SCHEMA))
     write_json(marker, {"sha256": digest, "counts": counts})

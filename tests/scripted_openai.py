@@ -2,6 +2,7 @@
 
 - GET  /v1/models              → the configured model ids
 - POST /v1/chat/completions    → the next scripted action, else a deterministic answer from `responder`
+- POST /v1/completions         → a one-token text completion without prompt log-probs (as llama.cpp's llama-server)
 - Batch API: POST /v1/files (multipart upload), GET /v1/files/{id}[/content], POST /v1/batches,
   GET /v1/batches/{id}: validating → in_progress → completed once the batch was polled `batch_polls` times; each
   line is answered by the same responder as chat completions (batch lines are not chat requests). Per-line faults:
@@ -85,6 +86,7 @@ class ScriptedOpenAI:
         self.latency_s = latency_s
         self.script: deque = deque()
         self.requests: list[dict] = []  # every chat request: {"t": monotonic, "body": …, "action": …}
+        self.text_requests: list[dict] = []  # every /v1/completions body
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -350,7 +352,16 @@ class ScriptedOpenAI:
                     code, data = server.create_batch(json.loads(raw or b"{}"))
                     return self._send(code, json.dumps(data).encode())
                 body = json.loads(raw or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
+                if path.endswith("/v1/completions"):
+                    # Text completions answered like llama.cpp's llama-server: no prompt log-probs echoed.
+                    with server._lock:
+                        server.text_requests.append(body)
+                    return self._send(200, json.dumps({
+                        "id": "cmpl-scripted", "object": "text_completion", "created": int(time.time()),
+                        "model": body.get("model"), "choices": [{"index": 0, "text": " the", "logprobs": None,
+                                                                 "finish_reason": "length"}],
+                        "usage": {"prompt_tokens": 8, "completion_tokens": 1, "total_tokens": 9}}).encode())
+                if not path.endswith("/chat/completions"):
                     return self._send(404, b'{"error": {"message": "not found"}}')
                 with server._lock:
                     action = server.script.popleft() if server.script else "ok"

@@ -48,6 +48,8 @@ class CallResult:
     key: str = ""
     # [(token, logprob), …] of the first generated token, when the request asked for `logprobs` (LLM ratings).
     top_logprobs: list[list] | None = None
+    # Log-probs of the prompt's tokens (`prompt_logprobs` calls: stage-3 scoring through a served LM).
+    prompt_logprobs: list[float | None] | None = None
 
 
 @dataclass
@@ -145,6 +147,12 @@ def first_token_top_logprobs(choice: Any) -> list[list] | None:
     return [[t.token, float(t.logprob)] for t in (content[0].top_logprobs or [])]
 
 
+def _usage(response: Any) -> dict[str, int]:
+    usage = response.usage
+    return {"prompt_tokens": int(getattr(usage, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
+
+
 def estimate_tokens(messages: list[dict[str, str]], max_tokens: int) -> int:
     """Rough pre-call token count for the TPM limiter (4 chars/token), corrected after the call."""
     return sum(len(m.get("content", "")) for m in messages) // 4 + 8 * len(messages) + max_tokens
@@ -185,7 +193,38 @@ class LLMClient:
         client: openai.AsyncOpenAI | None = None,
     ) -> CallResult:
         """One chat completion with retries; never raises for per-call failures."""
-        key = request_key(self.settings.model, messages, params)
+
+        async def send(api: openai.AsyncOpenAI) -> dict[str, Any]:
+            response = await api.chat.completions.create(model=self.settings.model, messages=messages, **params)
+            choice = response.choices[0]
+            return dict(text=choice.message.content or "", top_logprobs=first_token_top_logprobs(choice),
+                        finish_reason=choice.finish_reason, **_usage(response))
+
+        return await self._call(request_key(self.settings.model, messages, params),
+                                estimate_tokens(messages, int(params.get("max_tokens", 256))), send, client)
+
+    async def prompt_logprobs(self, prompt: list[int] | str, client: openai.AsyncOpenAI | None = None
+                              ) -> CallResult:
+        """Log-probabilities of the prompt's own tokens from /v1/completions (echo + logprobs, one generated token,
+        as vLLM and llama-cpp-python's server answer it): `CallResult.prompt_logprobs` holds one entry per echoed
+        token (None for the first) and the generated token's last; same retries, limiter and cache as chat calls."""
+        params = {"echo": True, "logprobs": 1, "max_tokens": 1, "temperature": 0.0}
+
+        async def send(api: openai.AsyncOpenAI) -> dict[str, Any]:
+            response = await api.completions.create(model=self.settings.model, prompt=prompt, **params)
+            choice = response.choices[0]
+            logprobs = getattr(choice, "logprobs", None)
+            values = getattr(logprobs, "token_logprobs", None)
+            return dict(text=choice.text or "", finish_reason=choice.finish_reason, **_usage(response),
+                        prompt_logprobs=None if values is None else [None if v is None else float(v) for v in values])
+
+        size = len(prompt) if isinstance(prompt, list) else len(prompt) // 4
+        return await self._call(request_key(self.settings.model, [{"role": "prompt", "content": prompt}], params),
+                                size + 1, send, client)
+
+    async def _call(self, key: str, estimate: int, send: Callable[[openai.AsyncOpenAI], Awaitable[dict[str, Any]]],
+                    client: openai.AsyncOpenAI | None) -> CallResult:
+        """`send` with the cache, the limiter and the retry loop around it; `send` returns CallResult fields."""
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -194,7 +233,6 @@ class LLMClient:
 
         own_client = client is None
         client = client or self._client()
-        estimate = estimate_tokens(messages, int(params.get("max_tokens", 256)))
         last_error = "no attempt made"
         attempts = 0
         try:
@@ -205,20 +243,8 @@ class LLMClient:
                 started = time.perf_counter()
                 delay: float | None = None
                 try:
-                    response = await client.chat.completions.create(
-                        model=self.settings.model, messages=messages, **params
-                    )
-                    choice = response.choices[0]
-                    text = choice.message.content or ""
-                    usage = response.usage
-                    result = dict(
-                        text=text,
-                        top_logprobs=first_token_top_logprobs(choice),
-                        finish_reason=choice.finish_reason,
-                        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                        latency_s=round(time.perf_counter() - started, 4),
-                    )
+                    result = await send(client)
+                    result["latency_s"] = round(time.perf_counter() - started, 4)
                 except openai.APIStatusError as exc:
                     kind = f"http_{exc.status_code}"
                     last_error = f"{kind}: {exc.message}"
@@ -261,15 +287,17 @@ class LLMClient:
             self.stats.count_error(kind)
 
     @asynccontextmanager
-    async def open(self) -> AsyncIterator[Callable[[list[dict[str, str]], dict[str, Any]], Awaitable[CallResult]]]:
-        """Yield `call(messages, params)`: `complete` with at most `max_concurrency` calls in flight, sharing one
-        HTTP connection pool (use inside one event loop)."""
+    async def open(self, kind: str = "chat") -> AsyncIterator[Callable[..., Awaitable[CallResult]]]:
+        """Yield `call(…)` — `complete(messages, params)` for kind 'chat', `prompt_logprobs(prompt)` for kind
+        'prompt_logprobs' — with at most `max_concurrency` calls in flight, sharing one HTTP connection pool (use
+        inside one event loop)."""
         semaphore = asyncio.Semaphore(self.settings.max_concurrency)
         client = self._client()
+        method = {"chat": self.complete, "prompt_logprobs": self.prompt_logprobs}[kind]
 
-        async def call(messages: list[dict[str, str]], params: dict[str, Any]) -> CallResult:
+        async def call(*args: Any) -> CallResult:
             async with semaphore:
-                return await self.complete(messages, params, client=client)
+                return await method(*args, client=client)
 
         try:
             yield call
@@ -280,6 +308,11 @@ class LLMClient:
         """Run requests with bounded concurrency; results in input order."""
         async with self.open() as call:
             return list(await asyncio.gather(*(call(m, p) for m, p in requests)))
+
+    async def prompt_logprobs_many(self, prompts: list[list[int] | str]) -> list[CallResult]:
+        """`prompt_logprobs` for many prompts with bounded concurrency; results in input order."""
+        async with self.open("prompt_logprobs") as call:
+            return list(await asyncio.gather(*(call(p) for p in prompts)))
 
 
 def check_endpoint(settings: LLMSettings) -> list[str]:

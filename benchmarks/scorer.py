@@ -1,0 +1,117 @@
+"""Stage-3 LM scorers side by side on the same (sentence, context) inputs, one run: the in-process scorer
+(transformers, SmolLM2-135M's GGUF dequantized; c< once per context, its KV cache shared by the sentences) against
+the served scorer (`label.lm` = an endpoint: llama-cpp-python's server on 127.0.0.1 with the same GGUF, one
+/v1/completions echo request per (s, c), the response cache off so every request is paid for).
+
+Inputs: STS-B dev sentences (s) and contexts (c<, c>) of consecutive sentences of the default corpus, drawn with a
+fixed seed — a throughput and agreement check, not a label-quality one (that is benchmarks/labeling.py).
+Prints scored tokens/s per scorer, the ratio, the agreement of the per-(s, c) scores, and the server's peak RSS.
+
+    .venv/bin/python -m benchmarks.scorer [--sentences 32] [--contexts 16] [--concurrency 1,2,4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import psutil  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tasks.config import CorpusSettings  # noqa: E402
+from tasks.corpus import load_corpus  # noqa: E402
+from tasks.labeling import LabelSettings, context_groups, load_scorer, lm_endpoint, resolve_lm  # noqa: E402
+from tasks.llm.server import local_server  # noqa: E402
+from tasks.sts_data import read_stsb  # noqa: E402
+
+MODEL = "smollm2-135m-instruct"
+
+
+def inputs(n_sentences: int, n_contexts: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
+    rng = np.random.default_rng(seed)
+    dev = read_stsb("dev")["sentence1"].drop_duplicates().to_numpy()
+    sentences = [str(s) for s in dev[rng.permutation(len(dev))[:n_sentences]]]
+    text = load_corpus(CorpusSettings()).usable["text"].to_numpy()
+    starts = rng.permutation(len(text) - 1)[:n_contexts]
+    return sentences, [str(text[i]) for i in starts], [str(text[i + 1]) for i in starts]
+
+
+def groups_for(lm, settings: LabelSettings, sentences, lefts, rights):
+    m = settings.max_segment_tokens
+    return context_groups(lm, lm.encode(lefts, m, keep="end"), lm.encode([" " + s for s in sentences], m),
+                          lm.encode([" " + t for t in rights], m), with_right=False,
+                          start=lm.start_for(settings.start_token))
+
+
+class PeakRSS:
+    """Peak resident memory of a process, sampled every 50 ms."""
+
+    def __init__(self, pid: int):
+        self.proc, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.05):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    def __enter__(self) -> "PeakRSS":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self.thread.join()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", type=int, default=32)
+    ap.add_argument("--contexts", type=int, default=16)
+    ap.add_argument("--concurrency", default="1,2", help="requests in flight to the server, per served row")
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    sentences, lefts, rights = inputs(args.sentences, args.contexts)
+    local = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=args.threads)
+    lm = load_scorer(local, *map(str, resolve_lm(local)))
+    groups = groups_for(lm, local, sentences, lefts, rights)
+    tokens = sum(len(seg) for g in groups for cont in g.continuations for seg in cont)
+    n_inputs = sum(len(g.continuations) for g in groups)
+    print(f"{len(groups)} contexts × {len(sentences)} sentences = {n_inputs} (s, c) inputs, {tokens} scored tokens "
+          f"(+ {sum(len(g.prefix) for g in groups)} prefix tokens, once per context in-process)\n")
+    lm.score(groups[:1])  # warm-up
+    t = time.perf_counter()
+    reference = lm.score(groups, local.max_batch_tokens)
+    t_local = time.perf_counter() - t
+    rows = [("in-process (transformers, float32, shared c< KV cache)", t_local, None, None)]
+    with local_server(MODEL, n_ctx=512, threads=args.threads) as server:
+        with PeakRSS(server.process.pid) as rss:
+            for concurrency in [int(c) for c in args.concurrency.split(",")]:
+                served = LabelSettings(method="context", lambda_disc=0.0, lm=server.base_url, lm_model=MODEL,
+                                       lm_tokenizer=MODEL, lm_max_concurrency=concurrency)
+                scorer = load_scorer(served, *map(str, resolve_lm(served)))
+                scorer.client = type(scorer.client)(lm_endpoint(served).model_copy(update={"cache_path": "off"}))
+                t = time.perf_counter()
+                result = scorer.score(groups)
+                elapsed = time.perf_counter() - t
+                diff = np.concatenate([np.abs(a[0] / np.maximum(a[1], 1) - b[0] / np.maximum(b[1], 1)).ravel()
+                                       for a, b in zip(result, reference)])
+                rows.append((f"served (llama-cpp-python, Q4_1, {scorer.prompt_form} prompts, {concurrency} in flight)",
+                             elapsed, diff.mean(), diff.max()))
+    print("| scorer | seconds | scored tokens/s | ratio to in-process | mean / max \\|Δ mean log-prob\\| |")
+    print("|---|---|---|---|---|")
+    for name, seconds, mean, peak in rows:
+        agreement = "—" if mean is None else f"{mean:.3f} / {peak:.3f}"
+        print(f"| {name} | {seconds:.1f} | {tokens / seconds:.0f} | {t_local / seconds:.2f} | {agreement} |")
+    print(f"\nserver peak RSS: {rss.peak / 2**20:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
