@@ -7,6 +7,11 @@
 
     .venv/bin/python -m benchmarks.generation --part a --n 300
     .venv/bin/python -m benchmarks.generation --part b --n 20 [--model qwen2.5-coder-1.5b-instruct]
+(c) a GPU endpoint's shape: the flow against the scripted server answering each request after 200 ms (a served model
+    that is never the bottleneck), max_concurrency 16 / 64 / 256, then the same at 256 with an instant server — the
+    orchestration limit.
+
+    .venv/bin/python -m benchmarks.generation --part c --n 600
 
 Responses are not cached in either arm (cache off), so both pay for every request.
 """
@@ -69,9 +74,24 @@ def plain_arm(base_url: str, model: str, n: int, seed: int = 13) -> dict:
     return {"requests": sent, "generation_s": round(elapsed, 2), "rps": sent / elapsed}
 
 
+def concurrency_sweep(n: int, out: Path, latency_s: float = 0.2) -> None:
+    from tests.scripted_openai import ScriptedOpenAI
+
+    print(f"## generation flow vs max_concurrency (scripted server, {latency_s * 1000:.0f} ms per request, n={n})\n")
+    print("| server latency | max_concurrency | requests | seconds | requests/s | ideal (in flight / latency) | "
+          "max in flight seen |\n|---|---|---|---|---|---|---|")
+    with ScriptedOpenAI(latency_s=latency_s) as server:
+        for latency, concurrency in ((latency_s, 16), (latency_s, 64), (latency_s, 256), (0.0, 256)):
+            server.latency_s, server.max_in_flight = latency, 0
+            flow = flow_arm(server.base_url, "scripted-model", n, concurrency, out / f"c{concurrency}-{latency}")
+            ideal = f"{concurrency / latency:.0f}" if latency else "—"
+            print(f"| {latency * 1000:.0f} ms | {concurrency} | {flow['requests']} | {flow['generation_s']:.1f} | "
+                  f"{flow['rps']:.0f} | {ideal} | {server.max_in_flight} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--part", choices=("a", "b"), required=True)
+    parser.add_argument("--part", choices=("a", "b", "c"), required=True)
     parser.add_argument("--n", type=int, default=None)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     parser.add_argument("--concurrency", type=int, default=None)
@@ -85,6 +105,8 @@ def main() -> None:
             plain = plain_arm(server.base_url, "scripted-model", n)
             flow = flow_arm(server.base_url, "scripted-model", n, args.concurrency or 16, out)
         label = "instant scripted server"
+    elif args.part == "c":
+        return concurrency_sweep(args.n or 600, out)
     else:
         from tasks.llm.server import local_server
 

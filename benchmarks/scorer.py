@@ -5,9 +5,11 @@ the served scorer (`label.lm` = an endpoint: llama-cpp-python's server on 127.0.
 
 Inputs: STS-B dev sentences (s) and contexts (c<, c>) of consecutive sentences of the default corpus, drawn with a
 fixed seed — a throughput and agreement check, not a label-quality one (that is benchmarks/labeling.py).
-Prints scored tokens/s per scorer, the ratio, the agreement of the per-(s, c) scores, and the server's peak RSS.
+Prints scored tokens/s per scorer, the ratio, the agreement of the per-(s, c) scores, the Spearman between the two
+scorers' labels of every sentence pair (centred cosine of the score rows, as the labeler computes them), and the
+server's peak RSS.
 
-    .venv/bin/python -m benchmarks.scorer [--sentences 32] [--contexts 16] [--concurrency 1,2,4]
+    .venv/bin/python -m benchmarks.scorer [--sentences 8] [--contexts 8] [--concurrency 1,2]
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.config import CorpusSettings  # noqa: E402
 from tasks.corpus import load_corpus  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+
+from tasks.label_similarity import CONSTANT_RTOL, similarity_matrix  # noqa: E402
 from tasks.labeling import LabelSettings, context_groups, load_scorer, lm_endpoint, resolve_lm  # noqa: E402
 from tasks.llm.server import local_server  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
@@ -49,6 +54,17 @@ def groups_for(lm, settings: LabelSettings, sentences, lefts, rights):
     return context_groups(lm, lm.encode(lefts, m, keep="end"), lm.encode([" " + s for s in sentences], m),
                           lm.encode([" " + t for t in rights], m), with_right=False,
                           start=lm.start_for(settings.start_token))
+
+
+def score_rows(scored) -> np.ndarray:
+    """(sentences, contexts) mean token log-probs from per-context (sums, counts)."""
+    return np.stack([sums[:, 0] / np.maximum(counts[:, 0], 1) for sums, counts in scored], axis=1)
+
+
+def pair_labels(rows: np.ndarray) -> np.ndarray:
+    """The labeler's label of every sentence pair from one score matrix (centred cosine, upper triangle)."""
+    labels = similarity_matrix(rows, "centered_cosine", np.zeros(rows.shape, dtype=bool), CONSTANT_RTOL["float32"])
+    return labels[np.triu_indices(len(rows), 1)]
 
 
 class PeakRSS:
@@ -73,8 +89,8 @@ class PeakRSS:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sentences", type=int, default=32)
-    ap.add_argument("--contexts", type=int, default=16)
+    ap.add_argument("--sentences", type=int, default=8)
+    ap.add_argument("--contexts", type=int, default=8)
     ap.add_argument("--concurrency", default="1,2", help="requests in flight to the server, per served row")
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
@@ -90,7 +106,7 @@ def main() -> None:
     t = time.perf_counter()
     reference = lm.score(groups, local.max_batch_tokens)
     t_local = time.perf_counter() - t
-    rows = [("in-process (transformers, float32, shared c< KV cache)", t_local, None, None)]
+    rows = [("in-process (transformers, float32, shared c< KV cache)", t_local, None, None, None)]
     with local_server(MODEL, n_ctx=512, threads=args.threads) as server:
         with PeakRSS(server.process.pid) as rss:
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
@@ -101,15 +117,19 @@ def main() -> None:
                 t = time.perf_counter()
                 result = scorer.score(groups)
                 elapsed = time.perf_counter() - t
-                diff = np.concatenate([np.abs(a[0] / np.maximum(a[1], 1) - b[0] / np.maximum(b[1], 1)).ravel()
-                                       for a, b in zip(result, reference)])
+                served_rows, local_rows = score_rows(result), score_rows(reference)
+                diff = np.abs(served_rows - local_rows)
+                rho = spearmanr(pair_labels(served_rows), pair_labels(local_rows)).statistic
                 rows.append((f"served (llama-cpp-python, Q4_1, {scorer.prompt_form} prompts, {concurrency} in flight)",
-                             elapsed, diff.mean(), diff.max()))
-    print("| scorer | seconds | scored tokens/s | ratio to in-process | mean / max \\|Δ mean log-prob\\| |")
-    print("|---|---|---|---|---|")
-    for name, seconds, mean, peak in rows:
+                             elapsed, diff.mean(), diff.max(), rho))
+    n_pairs = len(sentences) * (len(sentences) - 1) // 2
+    print("| scorer | seconds | scored tokens/s | ratio to in-process | mean / max \\|Δ mean log-prob\\| | "
+          f"Spearman of the {n_pairs} pair labels with in-process |")
+    print("|---|---|---|---|---|---|")
+    for name, seconds, mean, peak, rho in rows:
         agreement = "—" if mean is None else f"{mean:.3f} / {peak:.3f}"
-        print(f"| {name} | {seconds:.1f} | {tokens / seconds:.0f} | {t_local / seconds:.2f} | {agreement} |")
+        print(f"| {name} | {seconds:.1f} | {tokens / seconds:.1f} | {t_local / seconds:.3f} | {agreement} | "
+              f"{'—' if rho is None else f'{rho:.3f}'} |")
     print(f"\nserver peak RSS: {rss.peak / 2**20:.0f} MiB")
 
 

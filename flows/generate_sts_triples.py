@@ -79,6 +79,13 @@ def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -
     return "\n".join(lines)
 
 
+def batch_step(batch_size: int, max_concurrency: int) -> int:
+    """Slots per batch task. A batch ends when its slowest slot (up to max_attempts generations and judge calls, one
+    after another) ends, and at most one batch runs at a time: with fewer slots than 4× the requests allowed in
+    flight, the endpoint would idle while a batch drains (a GPU server's 64–256 in flight never reached)."""
+    return max(batch_size, 4 * max_concurrency)
+
+
 @flow(name=STAGE, log_prints=True)
 def generate_sts_triples(
     n: int = 20,
@@ -157,7 +164,7 @@ def generate_sts_triples(
         progress.advance(cfg.n - len(slots))
         counts_per_kind[kind]["slots"] = len(slots)
         # Batch API: one batch per attempt round holds every slot of the kind (a batch is slow, not small).
-        step = MAX_BATCH_LINES if cfg.llm.batch_api else cfg.batch_size
+        step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
             gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
