@@ -73,7 +73,7 @@ def _print_outputs(outputs: dict) -> None:
         report = json.loads(Path(trained["eval"]).read_text())
         print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):")
         print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
-        print(verdict(report["shipped_step"]))
+        print(verdict(report["shipped_step"], report.get("checkpoint_turned_down")))
     if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
         from tasks.run_quality import quality_markdown, quality_rows
         from tasks.store import read_manifest

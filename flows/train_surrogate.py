@@ -132,6 +132,7 @@ def train_surrogate(
     state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
     train_s = time.perf_counter() - t1
     shipped_step = state.best_step
+    reverted = None  # the checkpoint the full-dev guard turned down, with its scores (kept for the record)
     if shipped_step is not None:
         module.load_state_dict(torch.load(workdir / "best.pt", weights_only=False)["model"])
     if shipped_step == 0:
@@ -142,6 +143,7 @@ def train_surrogate(
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
             module, info = load_backbone(settings.backbone)
+            reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
             shipped_step, results = 0, backbone_results
     comparison = comparison_rows(backbone_results, results)
     evals = [r for r in state.history if "align_heldout" in r and r["step"] > 0]  # RFD: over trained checkpoints
@@ -160,6 +162,7 @@ def train_surrogate(
     curves = plot_curves(state.history, folder / "training_curves.png")
     rfd_plot = plot_rfd(state.history, folder / "rfd.png")
     report = {"results": results, "backbone_results": backbone_results, "shipped_step": shipped_step,
+              "checkpoint_turned_down": reverted,
               "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,
               **rfd_values, "history": [r for r in state.history if "dev_spearman" in r]}
     digests = {"eval.json": write_json(folder / "eval.json", report),
@@ -174,14 +177,15 @@ def train_surrogate(
                    "train_pairs": len(data.pairs), "steps": state.step},
         "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
                       "backbone": {k: r["spearman"] for k, r in backbone_results.items()},
-                      "surrogate": {k: r["spearman"] for k, r in results.items()}},
+                      "surrogate": {k: r["spearman"] for k, r in results.items()},
+                      "checkpoint_turned_down": reverted},
         "timings": {"train_s": round(train_s, 2), "total_s": round(time.perf_counter() - t0, 2)},
     }, digests)
 
     publish_table("train-results", comparison, "Backbone vs surrogate (Spearman ×100)")
     publish_markdown("train-summary", "\n".join([
         f"# train-surrogate — {info['kind']} from {info['source']}", "", comparison_markdown(comparison), "",
-        f"**{verdict(shipped_step)}**", "",
+        f"**{verdict(shipped_step, reverted)}**", "",
         f"- best dev during training (training-time split) at step {state.best_step}; "
         + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
         f"- {state.step} steps in {train_s:.0f} s; model: `{model_dir}`",
@@ -190,7 +194,7 @@ def train_surrogate(
     publish_image("train-rfd", rfd_plot, "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": model_dir, "eval.json": folder / "eval.json",
                             "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
-    print(comparison_markdown(comparison) + "\n" + verdict(shipped_step))
+    print(comparison_markdown(comparison) + "\n" + verdict(shipped_step, reverted))
     return paths
 
 
