@@ -75,18 +75,27 @@ def plain_arm(base_url: str, model: str, n: int, seed: int = 13) -> dict:
 
 
 def concurrency_sweep(n: int, out: Path, latency_s: float = 0.2) -> None:
-    from tests.scripted_openai import ScriptedOpenAI
+    """The scripted server runs in its own process (in this one it would share the GIL and the cores' time with the
+    flow and lower the very limit being measured)."""
+    import subprocess
+    import sys
 
-    print(f"## generation flow vs max_concurrency (scripted server, {latency_s * 1000:.0f} ms per request, n={n})\n")
-    print("| server latency | max_concurrency | requests | seconds | requests/s | ideal (in flight / latency) | "
-          "max in flight seen |\n|---|---|---|---|---|---|---|")
-    with ScriptedOpenAI(latency_s=latency_s) as server:
-        for latency, concurrency in ((latency_s, 16), (latency_s, 64), (latency_s, 256), (0.0, 256)):
-            server.latency_s, server.max_in_flight = latency, 0
-            flow = flow_arm(server.base_url, "scripted-model", n, concurrency, out / f"c{concurrency}-{latency}")
-            ideal = f"{concurrency / latency:.0f}" if latency else "—"
-            print(f"| {latency * 1000:.0f} ms | {concurrency} | {flow['requests']} | {flow['generation_s']:.1f} | "
-                  f"{flow['rps']:.0f} | {ideal} | {server.max_in_flight} |", flush=True)
+    print(f"## generation flow vs max_concurrency (scripted server process, {latency_s * 1000:.0f} ms per request, "
+          f"n={n})\n")
+    print("| server latency | max_concurrency | requests | seconds | requests/s | ideal (in flight / latency) |\n"
+          "|---|---|---|---|---|---|")
+    for latency, concurrency in ((latency_s, 16), (latency_s, 64), (latency_s, 256), (0.0, 256)):
+        server = subprocess.Popen([sys.executable, "-m", "tests.scripted_openai", "0", str(latency)],
+                                  stdout=subprocess.PIPE, text=True)
+        try:
+            base_url = server.stdout.readline().strip()
+            flow = flow_arm(base_url, "scripted-model", n, concurrency, out / f"c{concurrency}-{latency}")
+        finally:
+            server.terminate()
+            server.wait(10)
+        ideal = f"{concurrency / latency:.0f}" if latency else "—"
+        print(f"| {latency * 1000:.0f} ms | {concurrency} | {flow['requests']} | {flow['generation_s']:.1f} | "
+              f"{flow['rps']:.0f} | {ideal} |", flush=True)
 
 
 def main() -> None:

@@ -42,7 +42,7 @@ MODEL = "smollm2-135m-instruct"
 
 def inputs(n_sentences: int, n_contexts: int, seed: int = 0) -> tuple[list[str], list[str], list[str]]:
     rng = np.random.default_rng(seed)
-    dev = read_stsb("dev")["sentence1"].drop_duplicates().to_numpy()
+    dev = read_stsb("dev")["s1"].drop_duplicates().to_numpy()
     sentences = [str(s) for s in dev[rng.permutation(len(dev))[:n_sentences]]]
     text = load_corpus(CorpusSettings()).usable["text"].to_numpy()
     starts = rng.permutation(len(text) - 1)[:n_contexts]
