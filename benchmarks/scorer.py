@@ -10,6 +10,9 @@ scorers' labels of every sentence pair (centred cosine of the score rows, as the
 server's peak RSS.
 
     .venv/bin/python -m benchmarks.scorer [--sentences 8] [--contexts 8] [--concurrency 1,2]
+    # on a GPU node: the served row against vLLM, the in-process row on the GPU, same model
+    .venv/bin/python -m benchmarks.scorer --lm /models/Qwen2.5-7B --base-url http://127.0.0.1:8000/v1 \
+        --model Qwen/Qwen2.5-7B --concurrency 16,64 --sentences 32 --contexts 16
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -67,15 +71,25 @@ def pair_labels(rows: np.ndarray) -> np.ndarray:
     return labels[np.triu_indices(len(rows), 1)]
 
 
-class PeakRSS:
-    """Peak resident memory of a process, sampled every 50 ms."""
+@contextmanager
+def endpoint(args: argparse.Namespace):
+    """(base URL, model name, local server pid or None): --base-url as given, else a local llama-cpp-python server."""
+    if args.base_url:
+        yield args.base_url, args.model, None
+        return
+    with local_server(args.lm, n_ctx=512, threads=args.threads) as server:
+        yield server.base_url, server.model, server.process.pid
 
-    def __init__(self, pid: int):
-        self.proc, self.peak, self._stop = psutil.Process(pid), 0, threading.Event()
+
+class PeakRSS:
+    """Peak resident memory of a process (none: nothing to sample), sampled every 50 ms."""
+
+    def __init__(self, pid: int | None):
+        self.proc, self.peak, self._stop = pid and psutil.Process(pid), 0, threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.wait(0.05):
+        while self.proc and not self._stop.wait(0.05):
             self.peak = max(self.peak, self.proc.memory_info().rss)
 
     def __enter__(self) -> "PeakRSS":
@@ -93,9 +107,12 @@ def main() -> None:
     ap.add_argument("--contexts", type=int, default=8)
     ap.add_argument("--concurrency", default="1,2", help="requests in flight to the server, per served row")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lm", default=MODEL, help="the in-process model and the served model's tokenizer")
+    ap.add_argument("--base-url", help="a served endpoint of the same model (default: llama-cpp-python on 127.0.0.1)")
+    ap.add_argument("--model", help="the model's name at --base-url")
     args = ap.parse_args()
     sentences, lefts, rights = inputs(args.sentences, args.contexts)
-    local = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=args.threads)
+    local = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, threads=args.threads)
     lm = load_scorer(local, *map(str, resolve_lm(local)))
     groups = groups_for(lm, local, sentences, lefts, rights)
     tokens = sum(len(seg) for g in groups for cont in g.continuations for seg in cont)
@@ -106,12 +123,12 @@ def main() -> None:
     t = time.perf_counter()
     reference = lm.score(groups, local.max_batch_tokens)
     t_local = time.perf_counter() - t
-    rows = [("in-process (transformers, float32, shared c< KV cache)", t_local, None, None, None)]
-    with local_server(MODEL, n_ctx=512, threads=args.threads) as server:
-        with PeakRSS(server.process.pid) as rss:
+    rows = [(f"in-process (transformers, float32 on {lm.device}, shared c< KV cache)", t_local, None, None, None)]
+    with endpoint(args) as (base_url, model, pid):
+        with PeakRSS(pid) as rss:
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
-                served = LabelSettings(method="context", lambda_disc=0.0, lm=server.base_url, lm_model=MODEL,
-                                       lm_tokenizer=MODEL, lm_max_concurrency=concurrency)
+                served = LabelSettings(method="context", lambda_disc=0.0, lm=base_url, lm_model=model,
+                                       lm_tokenizer=args.lm, lm_max_concurrency=concurrency)
                 scorer = load_scorer(served, *map(str, resolve_lm(served)))
                 scorer.client = type(scorer.client)(lm_endpoint(served).model_copy(update={"cache_path": "off"}))
                 t = time.perf_counter()
@@ -120,7 +137,8 @@ def main() -> None:
                 served_rows, local_rows = score_rows(result), score_rows(reference)
                 diff = np.abs(served_rows - local_rows)
                 rho = spearmanr(pair_labels(served_rows), pair_labels(local_rows)).statistic
-                rows.append((f"served (llama-cpp-python, Q4_1, {scorer.prompt_form} prompts, {concurrency} in flight)",
+                rows.append((f"served ({args.base_url or 'llama-cpp-python, 127.0.0.1'}, {scorer.prompt_form} prompts, "
+                             f"{concurrency} in flight)",
                              elapsed, diff.mean(), diff.max(), rho))
     n_pairs = len(sentences) * (len(sentences) - 1) // 2
     print("| scorer | seconds | scored tokens/s | ratio to in-process | mean / max \\|Δ mean log-prob\\| | "
@@ -130,7 +148,8 @@ def main() -> None:
         agreement = "—" if mean is None else f"{mean:.3f} / {peak:.3f}"
         print(f"| {name} | {seconds:.1f} | {tokens / seconds:.1f} | {t_local / seconds:.3f} | {agreement} | "
               f"{'—' if rho is None else f'{rho:.3f}'} |")
-    print(f"\nserver peak RSS: {rss.peak / 2**20:.0f} MiB")
+    if pid:
+        print(f"\nserver peak RSS: {rss.peak / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":
