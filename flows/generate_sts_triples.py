@@ -29,7 +29,7 @@ from tasks.config import (
 from tasks.corpus import Corpus, load_corpus, sample_sources
 from tasks.generation import FAILED_CALL_REASONS, Judge, Slot, generate_batch
 from tasks.llm.batch import MAX_BATCH_LINES
-from tasks.llm.client import check_endpoint, merge_stats
+from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
 from tasks.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
@@ -220,7 +220,7 @@ def generate_sts_triples(
                      "threshold": cfg.verifier.threshold if judges else None,
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
-                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"), "endpoint_kind": _endpoint_kind(cfg.llm.base_url)},
+                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"), "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
         "llm_stats": stats_total, "counts": counts, "timings": timings,
     }, digests)
 
@@ -269,7 +269,3 @@ def ordering_check_task(triples, verifier: VerifierSettings):
                                  pa.array(gaps.astype(float)))
     return triples.filter(pa.array(keep)), failed
 
-
-def _endpoint_kind(base_url: str) -> str:
-    # Record whether the endpoint was local without recording URLs that might embed credentials.
-    return "loopback" if any(h in base_url for h in ("127.0.0.1", "localhost", "[::1]")) else "remote"

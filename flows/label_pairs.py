@@ -40,6 +40,7 @@ from tasks.labeling import (
     is_endpoint,
     label_shard,
     lm_endpoint,
+    lm_public,
     load_scorer,
     reference_sentences,
     resolve_lm,
@@ -165,6 +166,9 @@ def label_pairs(
         except (OSError, ValueError, ImportError) as exc:
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
+    # A served LM is identified by its model and tokenizer (lm_sha), not its URL: another URL serving the same model
+    # reuses the scores, and the URL (it may embed credentials) goes into no key or manifest.
+    url_field = {"lm"} if served else set()
     calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
     inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"}] + (
         [{"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}] if contexts_path
@@ -172,7 +176,8 @@ def label_pairs(
     # The scores depend on everything but the calibration (applied after the shards are merged): shards are
     # keyed without it, so adding a calibration re-scores nothing.
     score_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                             "settings": settings.model_dump(exclude={"max_batch_tokens", "threads", "device"}),
+                             "settings": settings.model_dump(exclude={"max_batch_tokens", "threads", "device",
+                                                                      *url_field}),
                              "coherence": coherence[1], "lm": lm_sha, "rater": _rater(llm)})
     key = fingerprint({"scores": score_key, "calibration": calibration_info and calibration_info["sha256"]})
     folder = Path(output_dir) / STAGE
@@ -188,7 +193,7 @@ def label_pairs(
     # and models — not by input file hashes: a re-run skips the shards already written, also when an input file was
     # rebuilt with the same content (e.g. triples regenerated from the LLM cache).
     scorer_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "reference": reference,
-                              "settings": settings.model_dump(exclude=LABEL_ONLY_FIELDS),
+                              "settings": settings.model_dump(exclude=LABEL_ONLY_FIELDS | url_field),
                               "coherence": coherence[1], "lm": lm_sha})
     shard_dir = folder / ".shards" / scorer_key[:16]
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)] if uses_contexts(settings) else []
@@ -243,11 +248,11 @@ def label_pairs(
     timings["total_s"] = round(time.perf_counter() - t0, 3)
     write_manifest(folder, {
         "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
-        "parameters": {"label": settings.model_dump(), "shard_size": shard_size,
+        "parameters": {"label": settings.model_dump() | {"lm": lm_public(settings)}, "shard_size": shard_size,
                        "workers": runner_kind(workers, dask_address)},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": coherence[0], "sha256": coherence[1]},
-        "lm": {"source": settings.lm, "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype,
+        "lm": {"source": lm_public(settings), "path": lm_path and str(lm_path), "sha256": lm_sha, "dtype": settings.dtype,
                "device": lm_device and device_info(lm_device),
                "served": {"model": lm_endpoint(settings).model, "tokenizer": str(lm_path),
                           "prompt_form": load_scorer(settings, str(lm_path), lm_sha).prompt_form} if served else None},

@@ -51,9 +51,11 @@ def gold_agreement(pairs: pd.DataFrame) -> dict | None:
 
 def labeler_description(settings) -> dict:
     """The labeler's configuration as the summary and manifest show it (what produced the labels)."""
+    from tasks.labeling import lm_public
+
     out = {"method": settings.method}
     if settings.method != "llm_rating":
-        out |= {"similarity": settings.similarity, "lambdas": settings.weights(), "lm": settings.lm,
+        out |= {"similarity": settings.similarity, "lambdas": settings.weights(), "lm": lm_public(settings),
                 "dtype": settings.dtype, "lm_prompt": settings.lm_prompt, "start_token": settings.start_token,
                 "contexts_per_sentence": settings.contexts_per_sentence}
     if settings.method != "context":

@@ -38,6 +38,7 @@ from tasks.config import ConfigError, LLMSettings
 from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
 from tasks.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
 from tasks.llm_rating import Rating, RatingSettings
+from tasks.llm.client import endpoint_kind
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 from tasks.llm.served_lm import ServedLM, served_lm
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
@@ -127,6 +128,14 @@ class LabelSettings(BaseModel):
 
 def is_endpoint(source: str) -> bool:
     return source.startswith(("http://", "https://"))
+
+
+def lm_public(settings: LabelSettings) -> str:
+    """label.lm as manifests and artifacts show it: a served LM by endpoint kind and model, never its URL (it may
+    embed credentials)."""
+    if not is_endpoint(settings.lm):
+        return settings.lm
+    return f"endpoint ({endpoint_kind(settings.lm)}): {settings.lm_model or settings.lm_tokenizer}"
 
 
 def lm_endpoint(settings: LabelSettings) -> LLMSettings:

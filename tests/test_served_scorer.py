@@ -115,3 +115,14 @@ def test_api_key_for_the_scoring_endpoint_comes_from_its_env_var(monkeypatch, ti
     monkeypatch.setenv("STSGEN_LM_API_KEY", "sk-scoring")
     llm = lm_endpoint(LabelSettings(lm="http://127.0.0.1:9/v1", lm_model="m", lm_tokenizer=str(tiny_lm_dir)))
     assert isinstance(llm, LLMSettings) and api_key(llm) == "sk-scoring" and "sk-scoring" not in llm.model_dump_json()
+
+
+def test_the_endpoint_url_goes_into_no_description_or_key(tiny_lm_dir):
+    from tasks.label_quality import labeler_description
+    from tasks.labeling import LabelSettings, lm_public
+
+    settings = LabelSettings(method="context", lm="https://user:s3cret@gpu.example:8000/v1", lm_model="m",
+                             lm_tokenizer=str(tiny_lm_dir))
+    assert lm_public(settings) == "endpoint (remote): m"
+    assert "s3cret" not in str(labeler_description(settings))
+    assert lm_public(settings.model_copy(update={"lm": "http://127.0.0.1:8000/v1"})) == "endpoint (loopback): m"

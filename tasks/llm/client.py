@@ -112,6 +112,11 @@ def api_key(settings: LLMSettings) -> str:
     return os.environ.get(settings.api_key_env) or "sk-no-key"
 
 
+def endpoint_kind(base_url: str) -> str:
+    """'loopback' or 'remote': what a manifest records of an endpoint (its URL might embed credentials)."""
+    return "loopback" if any(h in base_url for h in ("127.0.0.1", "localhost", "[::1]")) else "remote"
+
+
 def redact(text: str, settings: LLMSettings) -> str:
     key = os.environ.get(settings.api_key_env)
     return text.replace(key, "***") if key and len(key) >= 4 else text
