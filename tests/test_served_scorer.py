@@ -46,7 +46,7 @@ def smollm2_server():
     from tasks.llm.server import local_server
 
     # A small context: llama-cpp-python turns all n_ctx rows of logits into log-probs for every echo request.
-    with local_server(MODEL, n_ctx=128, threads=2) as server:
+    with local_server(MODEL, n_ctx=64, threads=2) as server:
         yield server
 
 
