@@ -258,13 +258,18 @@ def test_pairs_file_errors_name_the_file_and_the_fix(tmp_path):
 
 # --- the flow -----------------------------------------------------------------------------------------------------
 
-@pytest.fixture
-def stage2(prefect_harness, topic_corpus, tmp_path):
-    """Triples and a contexts.parquet (with its coherence model) from the retrieve-contexts flow."""
+@pytest.fixture(scope="module")
+def stage2(prefect_harness, tmp_path_factory):
+    """Triples and a contexts.parquet (with its coherence model) from the retrieve-contexts flow — built once for the
+    module: the tests only read them (each writes its labels under its own tmp_path)."""
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.config import CorpusSettings
     from tasks.retrieval import SelectionSettings
+    from tests.conftest import write_topic_corpus
     from tests.test_retrieval import SMALL_MODEL
+
+    tmp_path = tmp_path_factory.mktemp("stage2")
+    topic_corpus = write_topic_corpus(tmp_path / "topics")
 
     triples = pd.DataFrame({
         "source_id": ["t1", "t2", "t3"],
