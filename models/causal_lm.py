@@ -68,7 +68,7 @@ class TokenizedLM:
         raise NotImplementedError
 
 
-def _source(path: Path) -> tuple[Path, dict]:
+def pretrained_source(path: Path) -> tuple[Path, dict]:
     """(folder, from_pretrained kwargs) of a transformers folder or a .gguf file."""
     if path.suffix == ".gguf":
         return path.parent, {"gguf_file": path.name}
@@ -77,7 +77,7 @@ def _source(path: Path) -> tuple[Path, dict]:
 
 def load_tokenizer(path: Path) -> TokenizedLM:
     """Only the tokenizer of a transformers folder or .gguf file (a served model's, scored elsewhere)."""
-    folder, kwargs = _source(path)
+    folder, kwargs = pretrained_source(path)
     return TokenizedLM(tokenizer=AutoTokenizer.from_pretrained(folder, **kwargs), path=path)
 
 
@@ -98,7 +98,7 @@ def load_causal_lm(path: Path, dtype: str = "float32", threads: int | None = Non
     """A causal LM from a transformers folder or a .gguf file, in eval mode."""
     if threads:
         torch.set_num_threads(threads)
-    folder, kwargs = _source(path)
+    folder, kwargs = pretrained_source(path)
     config = AutoConfig.from_pretrained(folder, **kwargs)
     archs = getattr(config, "architectures", None) or []
     # An encoder folder (e.g. BertModel) would load as a "causal LM" with a fresh, untrained head: refuse it.

@@ -20,6 +20,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from models.bellm import BeLLMEncoder
+from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.config import ConfigError
@@ -74,8 +75,7 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
         info = {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
     else:
         path, sha = resolve_model_files(source)
-        kwargs = {"gguf_file": path.name} if path.suffix == ".gguf" else {}
-        folder = path.parent if path.suffix == ".gguf" else path
+        folder, kwargs = pretrained_source(path)
         decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()
         module = BeLLMEncoder(decoder, AutoTokenizer.from_pretrained(folder, **kwargs), settings.bidirectional_layers,
                               settings.max_length)

@@ -135,7 +135,7 @@ def lm_public(settings: LabelSettings) -> str:
     embed credentials)."""
     if not is_endpoint(settings.lm):
         return settings.lm
-    return f"endpoint ({endpoint_kind(settings.lm)}): {settings.lm_model or settings.lm_tokenizer}"
+    return f"endpoint ({endpoint_kind(settings.lm)}): {lm_endpoint(settings).model}"
 
 
 def lm_endpoint(settings: LabelSettings) -> LLMSettings:

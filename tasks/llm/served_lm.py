@@ -111,8 +111,7 @@ def probe(llm: LLMSettings, tokenized: TokenizedLM, start: list[int]) -> tuple[s
     result = asyncio.run(client.prompt_logprobs(ids))
     form, adds_bos = "ids", False
     # An endpoint that refuses token-id prompts (llama-cpp-python answers its validation error with a 500) gets text.
-    if not result.ok and not result.error.startswith(("gave up after 1 attempts: timeout", "gave up after 1 attempts: "
-                                                      "connection")):
+    if not result.ok and not {"timeout", "connection"} & set(client.stats.errors_by_kind):
         form = "text"
         if start != tokenized.start_ids or tokenized.tokenizer.bos_token_id is None:
             raise ConfigError(f"label.lm endpoint {llm.base_url} takes text prompts only and drops a leading BOS "
