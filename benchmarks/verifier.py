@@ -96,7 +96,7 @@ def score(args) -> None:
     if not data["human"].isin(["good", "bad"]).all():
         raise SystemExit(f"{args.labels}: every row needs human = good or bad")
     bad = (data["human"] == "bad").to_numpy()
-    print(f"| verifier | kind | n | bad | rejected | precision | recall | good among accepted |\n|---|---|---|---|---|---|"
+    print("| verifier | kind | n | bad | rejected | precision | recall | good among accepted |\n|---|---|---|---|---|---|"
           "---|---|")
     for kind in (*KINDS, "all"):
         mask = np.ones(len(data), bool) if kind == "all" else (data["kind"] == kind).to_numpy()

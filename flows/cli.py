@@ -17,6 +17,7 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # No outbound traffic from Prefect (must be set before prefect is imported). The ephemeral API's 20 s start-up limit
 # is too short on a busy 2-core machine (a fresh SQLite database is migrated first): 120 s.
@@ -28,6 +29,10 @@ for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED",
 from pydantic import ValidationError  # noqa: E402
 
 from tasks.config import ConfigError, settings_problem  # noqa: E402
+
+if TYPE_CHECKING:  # imported lazily below: `./stsgen --help` stays fast
+    from tasks.config import VerifierSettings
+    from tasks.labeling import LabelSettings
 
 
 def _progress_bar(console):

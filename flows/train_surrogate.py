@@ -24,7 +24,6 @@ from tasks.backbones import load_backbone
 from tasks.config import ConfigError
 from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
-from tasks.model_export import export_bellm, export_encoder
 from tasks.pair_units import read_triples
 from tasks.store import (
     atomic_write_bytes,
@@ -154,6 +153,10 @@ def train_surrogate(
     model_dir = folder / "model"
     module.to("cpu")  # exported and reloaded on any machine
     merge_lora(module)  # adapters folded into the weights: the exported folder is a plain model
+    # Imported here: sentence-transformers takes ~2 s to import, a cost every pipeline process paid before any stage
+    # that does not train.
+    from tasks.model_export import export_bellm, export_encoder
+
     if info["kind"] == "encoder":
         export_encoder(module, model_dir)
     else:

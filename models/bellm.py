@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 from torch import nn
-from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
 
 PROMPT = 'The representative word for sentence {sentence} is:"'
 _BEFORE, _AFTER = PROMPT.split("{sentence}")
@@ -56,6 +55,10 @@ class BeLLMEncoder(nn.Module):
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Final hidden states at every position (B, L, D)."""
+        # Imported here: transformers.masking_utils pulls in torch._dynamo (~1.5 s), which every pipeline process
+        # would otherwise pay at import whether or not it trains a BeLLM.
+        from transformers.masking_utils import create_bidirectional_mask, create_causal_mask
+
         d = self.decoder
         hidden = d.embed_tokens(input_ids)
         positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)

@@ -5,6 +5,7 @@ Environment variables are set before Prefect is imported anywhere (pytest loads 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -45,6 +46,16 @@ def prefect_harness():
         yield
 
 
+@pytest.fixture(scope="session")
+def child_env(tmp_path_factory, prefect_harness) -> dict:
+    """Environment of pipeline child processes: their own Prefect home, and the session's test API server (one
+    server for every child: starting an ephemeral one per child costs ~10 s each on 2 cores)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("fault-prefect")),
+                PREFECT_API_URL=PREFECT_API_URL.value())
+
+
 def latest_artifacts() -> dict:
     """The newest artifact of each key. Tests run one flow at a time, so these are the last flow run's; reading all
     artifacts unsorted would mix in an earlier test's run of the same flow (same keys)."""
@@ -66,24 +77,59 @@ def scripted():
         yield server
 
 
-@pytest.fixture
-def local_stack(tmp_path, monkeypatch):
+@contextlib.contextmanager
+def running_stack(folder: Path):
     """A real local stack (flows/stack.py): Prefect server (SQLite), process work pool, the prefect.yaml deployments
     and a worker, against the scripted LLM server; yields (settings, info, llm) and stops everything after."""
     from flows import stack
     from tasks.llm.server import free_port
 
-    monkeypatch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")
-    monkeypatch.setenv("STSGEN_HOME", str(tmp_path / "stsgen-home"))  # the worker's LLM cache starts empty
-    with ScriptedOpenAI() as llm:
+    with ScriptedOpenAI() as llm, pytest.MonkeyPatch.context() as patch:
+        # Read by the worker when it starts (its flow-run processes inherit them); restored for the rest of the session.
+        patch.setenv("PREFECT_WORKER_QUERY_SECONDS", "2")
+        patch.setenv("STSGEN_HOME", str(folder / "stsgen-home"))  # the worker's LLM cache starts empty
         settings = stack.StackSettings(prefect_port=free_port(), llm_base_url=llm.base_url,
-                                       llm_model="scripted-model", home=tmp_path / "home")
+                                       llm_model="scripted-model", home=folder / "home")
         try:
             info = stack.up(settings)
+            patch.undo()
             yield settings, info, llm
         finally:
             stopped = stack.down(settings)
             assert "worker" in stopped and "prefect-server" in stopped
+
+
+@pytest.fixture
+def local_stack(tmp_path):
+    """A local stack of this test's own (for tests that disturb it)."""
+    with running_stack(tmp_path) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def shared_stack(tmp_path_factory):
+    """One local stack for the tests that only read from it (deployments, the UI): starting one costs ~40 s."""
+    with running_stack(tmp_path_factory.mktemp("shared-stack")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def adhoc_generate_run(shared_stack, tmp_path_factory) -> dict:
+    """`prefect deployment run generate-sts-triples/adhoc -p n=4 … --watch` on the shared stack, once per session:
+    its stdout, flow run id, output folder, corpus and the LLM requests it sent."""
+    import re
+
+    settings, _, llm = shared_stack
+    corpus = write_tiny_corpus(tmp_path_factory.mktemp("adhoc-corpus"))
+    out = tmp_path_factory.mktemp("adhoc-outputs")
+    sent_before = len(llm.chat_requests())
+    run = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4",
+                      "-p", f"corpus={corpus}", "-p", f"output_dir={out}", "--watch", timeout=300)
+    assert run.returncode == 0 and "Completed" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
+    found = re.search(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", run.stdout)
+    assert found, run.stdout[-3000:]
+    return {"stdout": run.stdout, "flow_run_id": found.group(1), "out": out, "corpus": corpus,
+            "requests": llm.chat_requests()[sent_before:]}
 
 
 def prefect_cli(settings, *args, timeout=240) -> subprocess.CompletedProcess:
@@ -98,7 +144,11 @@ def prefect_cli(settings, *args, timeout=240) -> subprocess.CompletedProcess:
 @pytest.fixture
 def tiny_corpus(tmp_path) -> Path:
     """A folder of three small text documents (one document per file)."""
-    folder = tmp_path / "corpus"
+    return write_tiny_corpus(tmp_path)
+
+
+def write_tiny_corpus(parent: Path) -> Path:
+    folder = parent / "corpus"
     folder.mkdir()
     texts = {
         "a.txt": "The river flooded the lower town after three days of heavy rain. Residents moved their cattle to "

@@ -14,8 +14,8 @@ from tests.scripted_openai import is_judge_request
 pytestmark = pytest.mark.slow
 
 
-def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
-    settings, info, llm = local_stack
+def test_deployment_run_via_worker(shared_stack, adhoc_generate_run):
+    settings, info, llm = shared_stack
     listed = prefect_cli(settings, "deployment", "ls")
     assert "generate-sts-triples/adhoc" in listed.stdout and "generate-sts-triples/nightly" in listed.stdout
     # The ls table truncates long names: inspect each.
@@ -27,13 +27,11 @@ def test_deployment_run_via_worker(local_stack, tiny_corpus, tmp_path):
     nightly = prefect_cli(settings, "deployment", "inspect", "generate-sts-triples/nightly")
     assert "0 2 * * *" in nightly.stdout
 
-    out = tmp_path / "outputs"
-    run = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4",
-                      "-p", f"corpus={tiny_corpus}", "-p", f"output_dir={out}", "--watch")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "Completed" in run.stdout
+    # The run `prefect deployment run generate-sts-triples/adhoc -p n=4 … --watch` (tests/conftest.py) started:
+    # the worker picked it up, ran it in its own process against the scripted LLM server, and it completed.
+    out, requests = adhoc_generate_run["out"], adhoc_generate_run["requests"]
     triples = pq.read_table(out / "generate-sts-triples" / "triples.parquet")
-    judged = sum(is_judge_request(r["body"]["messages"]) for r in llm.chat_requests())
-    assert triples.num_rows == 4 and (len(llm.chat_requests()) - judged, judged) == (12, 12)  # each one judged
+    judged = sum(is_judge_request(r["body"]["messages"]) for r in requests)
+    assert triples.num_rows == 4 and (len(requests) - judged, judged) == (12, 12)  # each one judged
     manifest = json.loads((out / "generate-sts-triples" / "manifest.json").read_text())
     assert manifest["parameters"]["llm"]["model"] == "scripted-model"

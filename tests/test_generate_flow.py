@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
 from functools import partial
 
 import pyarrow.parquet as pq
@@ -15,9 +12,8 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
 from tasks.config import ConfigError, LLMSettings, VerifierSettings
-from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
-from tests.conftest import PROJECT, latest_artifacts, shared
-from tests.faults.processes import kill_group
+from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA
+from tests.conftest import latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
@@ -128,58 +124,6 @@ def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, ti
     with pytest.raises(ConfigError, match=expected[0]):
         generate_sts_triples(**kwargs)
     assert not (tmp_path / "out").exists() and len(scripted.chat_requests()) == 0
-
-
-RUNNER = """
-import sys
-from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import LLMSettings, VerifierSettings
-base_url, cache, out, corpus = sys.argv[1:5]
-no_judge = VerifierSettings(judge=False)
-generate_sts_triples(n=10, corpus=corpus, batch_size=4, output_dir=out, verifier=no_judge,
-                     llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=cache, max_concurrency=1))
-"""
-
-
-def _run_flow(base_url, cache, out, corpus, env, kill_after_requests=None, server=None):
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, base_url, str(cache), str(out), str(corpus)],
-                            cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    if kill_after_requests is None:
-        output, _ = proc.communicate(timeout=300)
-        assert proc.returncode == 0, output.decode()[-3000:]
-        return
-    deadline = time.monotonic() + 300
-    while len(server.chat_requests()) < kill_after_requests and time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
-        time.sleep(0.02)
-    kill_group(proc)
-
-
-def test_resume_after_kill_redoes_nothing_and_matches_uninterrupted(tiny_corpus, tmp_path):
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"))
-    with ScriptedOpenAI(latency_s=0.05) as reference:
-        _run_flow(reference.base_url, tmp_path / "ref.sqlite", tmp_path / "ref", tiny_corpus, env)
-        total = len(reference.chat_requests())
-    assert total == 30
-
-    with ScriptedOpenAI(latency_s=0.05) as server:
-        _run_flow(server.base_url, tmp_path / "run.sqlite", tmp_path / "run", tiny_corpus, env,
-                  kill_after_requests=17, server=server)
-        before = len(server.chat_requests())
-        assert before < total and not (tmp_path / "run" / "generate-sts-triples" / "manifest.json").exists()
-        _run_flow(server.base_url, tmp_path / "run.sqlite", tmp_path / "run", tiny_corpus, env)
-        after = len(server.chat_requests())
-    manifest = json.loads((tmp_path / "run" / "generate-sts-triples" / "manifest.json").read_text())
-    # Only unfinished requests are sent again (at most the one in flight at the kill is repeated);
-    # everything finished before the kill comes from the cache.
-    rerun_sent = after - before
-    assert rerun_sent <= total - before + 1
-    assert manifest["llm_stats"]["requests_sent"] == rerun_sent
-    assert manifest["llm_stats"]["cache_hits"] == total - rerun_sent
-    ref = pq.read_table(tmp_path / "ref" / "generate-sts-triples" / "triples.parquet").drop(list(VOLATILE_COLUMNS))
-    run = pq.read_table(tmp_path / "run" / "generate-sts-triples" / "triples.parquet").drop(list(VOLATILE_COLUMNS))
-    assert run.equals(ref)
 
 
 def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):

@@ -25,10 +25,14 @@ def files_under(*roots: Path) -> list[Path]:
     return [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
 
 
-def test_api_key_never_lands_in_any_output(tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir):
-    prefect_home, stsgen_home = tmp_path / "prefect-home", tmp_path / "stsgen-home"
-    env = dict(os.environ, OPENAI_API_KEY=CANARY, PREFECT_HOME=str(prefect_home), STSGEN_HOME=str(stsgen_home),
-               PREFECT_LOGGING_LEVEL="DEBUG")
+def test_api_key_never_lands_in_any_output(tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir, child_env):
+    from prefect.settings import PREFECT_SERVER_DATABASE_CONNECTION_URL
+
+    # The session's Prefect API server receives the child runs' logs (at DEBUG), artifacts and parameters: its
+    # SQLite database is searched too.
+    database_dir = Path(PREFECT_SERVER_DATABASE_CONNECTION_URL.value().split(":///", 1)[1]).parent
+    stsgen_home = tmp_path / "stsgen-home"
+    env = dict(child_env, OPENAI_API_KEY=CANARY, STSGEN_HOME=str(stsgen_home), PREFECT_LOGGING_LEVEL="DEBUG")
     with ScriptedOpenAI() as server:
         server.push(("status", 500), ("status", 429, {"Retry-After": "0"}), "malformed")  # error paths too
         work = tmp_path / "run"
@@ -42,10 +46,10 @@ def test_api_key_never_lands_in_any_output(tmp_path, topic_corpus, tiny_lm_dir, 
     failed_output, _ = failing.communicate(timeout=300)
     assert failing.returncode != 0 and b"unreachable" in failed_output
 
-    written = files_under(work, tmp_path / "failed", prefect_home, stsgen_home)
+    written = files_under(work, tmp_path / "failed", Path(child_env["PREFECT_HOME"]), stsgen_home, database_dir)
     names = {p.name for p in written}
     assert {"llm.sqlite", "manifest.json", "triples.parquet", "pairs.parquet", "model.safetensors"} <= names
-    assert any(p.name == "prefect.db" for p in written)  # Prefect's database: logs, artifacts, parameters
+    assert any(p.suffix == ".db" for p in written)  # Prefect's database: logs, artifacts, parameters
     for path in written:
         assert CANARY.encode() not in path.read_bytes(), path
     assert CANARY.encode() not in output and CANARY.encode() not in failed_output

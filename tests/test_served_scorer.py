@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from scipy.stats import spearmanr
 
 from tasks.config import ConfigError, LLMSettings
 from tests.conftest import TOPICS

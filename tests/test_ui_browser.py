@@ -1,8 +1,8 @@
 """The Prefect UI, in headless Chromium, shows what the stages publish: a real local stack (Prefect server, process
 worker, the prefect.yaml deployments), two deployment runs started with `prefect deployment run … --watch`
-(generate-sts-triples/adhoc against the scripted LLM server, then label-pairs/label-adhoc on its triples with the
-tiny causal LM), then the UI served by that same server, navigated as a user would: a flow run's page, its
-Artifacts tab, an artifact's page (progress, table, markdown summary, the label plot as a data: URL image) and the
+(generate-sts-triples/adhoc against the scripted LLM server, the session's run shared with tests/test_deployment.py;
+then label-pairs/label-adhoc on its triples with the tiny causal LM), then the UI served by that same server,
+navigated as a user would: a flow run's page, its Artifacts tab, an artifact's page (progress, table, markdown summary, the label plot as a data: URL image) and the
 artifacts list.
 
 Full-page screenshots go to $STSGEN_TEST_OUTPUTS (default data/outputs/test-screenshots/, git-ignored); their paths
@@ -210,21 +210,20 @@ def check_ui(base_url: str, generate_id: str, label_id: str, anchors: list[str])
     return ui.shots
 
 
-def test_ui_shows_stage_artifacts(local_stack, tiny_corpus, tiny_lm_dir, tmp_path):
-    settings, info, _ = local_stack
-    out = tmp_path / "outputs"
-    generate_id = run_deployment(settings, "generate-sts-triples/adhoc",
-                                 {"n": 4, "corpus": str(tiny_corpus), "output_dir": str(out)})
+def test_ui_shows_stage_artifacts(shared_stack, adhoc_generate_run, tiny_lm_dir, tmp_path):
+    settings, info, _ = shared_stack
+    out, generate_id = adhoc_generate_run["out"], adhoc_generate_run["flow_run_id"]
     triples_path = out / "generate-sts-triples" / "triples.parquet"
     triples = pq.read_table(triples_path)
     assert triples.num_rows == 4
     contexts = hand_made_contexts(triples_path, tmp_path / "contexts.parquet")
     # λ1 = 0: no coherence model needed; the LM terms come from the tiny causal LM.
+    label_out = tmp_path / "outputs"
     label_id = run_deployment(settings, "label-pairs/label-adhoc", {
-        "triples": str(triples_path), "contexts": str(contexts), "output_dir": str(out),
+        "triples": str(triples_path), "contexts": str(contexts), "output_dir": str(label_out),
         "label": {"method": "context", "lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3,
                   "reference_sentences": 0}})
-    assert (out / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
+    assert (label_out / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
     shots = check_ui(info["ui"], generate_id, label_id, triples.column("anchor").to_pylist())
     assert len(shots) == 7, shots

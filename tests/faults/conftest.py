@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from pathlib import Path
 
@@ -18,16 +17,6 @@ from tests.faults.processes import ScriptedServerProcess, finish, pipeline_proce
 @pytest.fixture(scope="session")
 def fault_corpus(tmp_path_factory) -> Path:
     return write_topic_corpus(tmp_path_factory.mktemp("fault-corpus") / "topics")
-
-
-@pytest.fixture(scope="session")
-def child_env(tmp_path_factory, prefect_harness) -> dict:
-    """Environment of pipeline child processes: their own Prefect home, and the session's test API server (one
-    server for every child: starting an ephemeral one per child costs ~10 s each on 2 cores)."""
-    from prefect.settings import PREFECT_API_URL
-
-    return dict(os.environ, PREFECT_HOME=str(tmp_path_factory.mktemp("fault-prefect")),
-                PREFECT_API_URL=PREFECT_API_URL.value())
 
 
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
