@@ -111,8 +111,9 @@ def _with_llm(args: argparse.Namespace, job) -> int:
             outputs = job(LLMSettings(base_url=args.base_url, model=model, **llm_kwargs))
     else:
         console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
-        with local_server(args.local_model) as server:
+        with local_server(args.local_model, engine=args.llm_engine, parallel=args.concurrency) as server:
             os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
+            os.environ["STSGEN_LLM_SERVER_ENGINE"] = server.engine
             with _progress_bar(console):
                 outputs = job(LLMSettings(base_url=server.base_url, model=server.model, **llm_kwargs))
         console.print("Local LLM server stopped.")
@@ -150,12 +151,19 @@ def verifier_settings(args: argparse.Namespace) -> "VerifierSettings":
     return VerifierSettings(**{k: v for k, v in given.items() if v is not None})
 
 
+def add_engine_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--llm-engine", choices=("auto", "llama-server", "llama-cpp-python"), default="auto",
+                   help="the local server: llama.cpp's llama-server (built by setup; auto picks it when there) or "
+                   "llama-cpp-python's server")
+
+
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     """The OpenAI-compatible endpoint (stage 1, and stage 3's LLM rating), or the embedded local server."""
     p.add_argument("--local-model", default="qwen2.5-coder-1.5b-instruct",
                    help="embedded model started on 127.0.0.1 (ignored with --base-url)")
     p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
     p.add_argument("--model", help="model name at --base-url")
+    add_engine_argument(p)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--rpm", type=float)
 
@@ -326,8 +334,9 @@ def _eval(args: argparse.Namespace) -> int:
 def _llm_server(args: argparse.Namespace) -> int:
     from tasks.llm.server import start_server
 
-    server = start_server(args.model, port=args.port, host=args.host)
-    print(f"Serving {server.model} at {server.base_url} (sha256 {server.sha256[:12]}…); Ctrl-C stops it.",
+    server = start_server(args.model, port=args.port, host=args.host, engine=args.llm_engine,
+                          parallel=args.parallel)
+    print(f"Serving {server.model} with {server.engine} at {server.base_url} (sha256 {server.sha256[:12]}…); Ctrl-C stops it.",
           flush=True)
     try:
         server.process.wait()
@@ -459,6 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 only inside a container network)")
+    p.add_argument("--parallel", type=int, default=4, help="llama-server's slots (requests decoded together)")
+    add_engine_argument(p)
     p.set_defaults(func=_llm_server)
     p = sub.add_parser("stack", help="start/stop the local stack (Prefect server, pool, deployments, worker, LLM)")
     p.add_argument("action", choices=("up", "down"))

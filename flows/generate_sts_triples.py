@@ -27,7 +27,9 @@ from tasks.config import (
     VerifierSettings,
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
-from tasks.generation import FAILED_CALL_REASONS, Judge, Slot, generate_batch
+from tasks.generation import (
+    FAILED_CALL_REASONS, Judge, Slot, Source, base_rejected_row, generate_batch, generate_source_batch, kind_counts,
+)
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
@@ -40,7 +42,7 @@ STAGE = "generate-sts-triples"
 # LLM settings that change how requests are sent, not what they return: not part of the cache key.
 _TRANSPORT = {"max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries",
               "backoff_base_s", "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url",
-              "batch_api", "batch_poll_s", "prefect_limit"}
+              "batch_api", "batch_poll_s", "prefect_limit", "request_order"}
 
 
 def stage_key(cfg: GenerateConfig, input_hashes: list[str], prompt_hashes: dict[str, str]) -> str:
@@ -84,6 +86,54 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
     after another) ends, and at most one batch runs at a time: with fewer slots than 4× the requests allowed in
     flight, the endpoint would idle while a batch drains (a GPU server's 64–256 in flight never reached)."""
     return max(batch_size, 4 * max_concurrency)
+
+
+def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+                       accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+    """Batches of sources, every kind of each chained (tasks.generation.generate_chains); fills `accepted` and
+    `quarantine`, returns the LLM stats."""
+    stats_total: dict = {}
+    bases = {k: BASE_OF_KIND[k] for k in kinds}
+    step = batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    for start in range(0, len(sources), step):
+        batch = sources[start : start + step]
+        gens, rejected, stats = generate_source_batch(batch, kinds, bases, templates, systems, cfg.llm, cfg.sampling,
+                                                      cfg.validation, cfg.max_attempts, cfg.seed, judges)
+        for g in gens:
+            accepted[g["kind"]][g["source_id"]] = g
+        quarantine.extend(rejected)
+        stats_total = merge_stats(stats_total, stats)
+        progress.advance(len(batch) * len(kinds))
+    return stats_total
+
+
+def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+                     accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+    """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
+    batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
+    stats_total: dict = {}
+    step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    for kind in kinds:
+        base_kind = BASE_OF_KIND[kind]
+        slots = []
+        for src in sources:
+            base = src.text if base_kind == "anchor" else accepted[base_kind].get(src.source_id, {}).get("text")
+            if base is None:
+                quarantine.append(base_rejected_row(src, kind, base_kind))
+                continue
+            siblings = tuple(accepted[k][src.source_id]["text"] for k in kinds[: kinds.index(kind)]
+                             if src.source_id in accepted[k])
+            slots.append(Slot(src.source_id, kind, src.text, base, siblings))
+        progress.advance(len(sources) - len(slots))
+        for start in range(0, len(slots), step):
+            batch = slots[start : start + step]
+            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
+                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind))
+            accepted[kind].update({g["source_id"]: g for g in gens})
+            quarantine.extend(rejected)
+            stats_total = merge_stats(stats_total, stats)
+            progress.advance(len(batch))
+    return stats_total
 
 
 @flow(name=STAGE, log_prints=True)
@@ -144,38 +194,13 @@ def generate_sts_triples(
     example_ids = {k: [e.example_id for e in examples[k]] for k in kinds}
     accepted: dict[str, dict[str, dict]] = {k: {} for k in kinds}
     quarantine: list[dict] = list(corpus_data.rejected)
-    stats_total: dict = {}
-    counts_per_kind = {k: {"slots": 0, "accepted": 0, "attempts": 0} for k in kinds}
     progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
     t_gen = time.perf_counter()
-    for kind in kinds:
-        base_kind = BASE_OF_KIND[kind]
-        slots = []
-        for src in sample.itertuples(index=False):
-            base = src.text if base_kind == "anchor" else accepted[base_kind].get(src.source_id, {}).get("text")
-            if base is None:
-                quarantine.append({"stage": "generation", "source_id": src.source_id, "kind": kind,
-                                   "anchor": src.text, "reason": "base_rejected",
-                                   "detail": f"no accepted {base_kind} to derive the {kind} from"})
-                continue
-            siblings = tuple(accepted[k][src.source_id]["text"] for k in kinds[: kinds.index(kind)]
-                             if src.source_id in accepted[k])
-            slots.append(Slot(src.source_id, kind, src.text, base, siblings))
-        progress.advance(cfg.n - len(slots))
-        counts_per_kind[kind]["slots"] = len(slots)
-        # Batch API: one batch per attempt round holds every slot of the kind (a batch is slow, not small).
-        step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
-        for start in range(0, len(slots), step):
-            batch = slots[start : start + step]
-            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
-                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind))
-            accepted[kind].update({g["source_id"]: g for g in gens})
-            # Every generation received is either accepted or a quarantine row (failed calls are not attempts).
-            counts_per_kind[kind]["attempts"] += len(gens) + sum(r["reason"] != "llm_error" for r in rejected)
-            counts_per_kind[kind]["accepted"] += len(gens)
-            quarantine.extend(rejected)
-            stats_total = merge_stats(stats_total, stats)
-            progress.advance(len(batch))
+    request_order = cfg.llm.resolved_request_order()
+    sources = [Source(s.source_id, s.text) for s in sample.itertuples(index=False)]
+    run = generate_by_source if request_order == "by_source" else generate_by_kind
+    stats_total = run(sources, kinds, cfg, templates, systems, judges, accepted, quarantine, progress)
+    counts_per_kind = kind_counts(kinds, accepted, quarantine)
     timings["generation_s"] = round(time.perf_counter() - t_gen, 3)
 
     order = {sid: i for i, sid in enumerate(sample["source_id"])}
@@ -220,7 +245,11 @@ def generate_sts_triples(
                      "threshold": cfg.verifier.threshold if judges else None,
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
-                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"), "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
+                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"),
+                # Set by whoever started the embedded server (the CLI, the local stack): llama-server or
+                # llama-cpp-python; None for an endpoint stsgen did not start.
+                "server_engine": os.environ.get("STSGEN_LLM_SERVER_ENGINE"), "request_order": request_order,
+                "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
         "llm_stats": stats_total, "counts": counts, "timings": timings,
     }, digests)
 

@@ -121,6 +121,7 @@ def up(settings: StackSettings = StackSettings()) -> dict[str, str]:
         (settings.dir / "llm-server.pid").write_text(str(llm.process.pid))
         base_url, model = llm.base_url, llm.model
         env["STSGEN_LLM_MODEL_SHA256"] = llm.sha256
+        env["STSGEN_LLM_SERVER_ENGINE"] = llm.engine
     env.update(STSGEN_LLM_BASE_URL=base_url, STSGEN_LLM_MODEL=model)
     # The pool must exist before deploying: a deploy naming a missing pool creates nothing.
     pools = _prefect(["work-pool", "ls"], env).stdout
@@ -129,7 +130,7 @@ def up(settings: StackSettings = StackSettings()) -> dict[str, str]:
     _prefect(["--no-prompt", "deploy", "--all"], env)
     _spawn("worker", [exe, "worker", "start", "--pool", POOL, "--name", "stsgen-local"], env, settings)
     return {"api_url": settings.api_url, "ui": f"http://127.0.0.1:{settings.prefect_port}", "llm_base_url": base_url,
-            "llm_model": model, "logs": str(settings.dir)}
+            "llm_model": model, "llm_engine": env.get("STSGEN_LLM_SERVER_ENGINE"), "logs": str(settings.dir)}
 
 
 def down(settings: StackSettings = StackSettings()) -> list[str]:

@@ -72,6 +72,27 @@ class LLMSettings(_Settings):
         "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
     )
     batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
+    request_order: Literal["auto", "by_source", "by_kind"] = Field(
+        "auto",
+        description="Stage 1's request order (the same requests and results either way). 'by_source': each "
+        "sentence's next kind as soon as its base is accepted — keeps a multi-slot server (llama-server, vLLM) "
+        "busy; 'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a "
+        "single-slot server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded "
+        "server, by_source otherwise.",
+    )
+
+    @model_validator(mode="after")
+    def _batch_api_goes_kind_by_kind(self):
+        if self.batch_api and self.request_order == "by_source":
+            raise ValueError("request_order 'by_source' cannot be used with batch_api (a batch holds one prompt kind's "
+                             "attempt round): use 'by_kind' or 'auto'")
+        return self
+
+    def resolved_request_order(self) -> str:
+        if self.request_order != "auto":
+            return self.request_order
+        single_slot = os.environ.get("STSGEN_LLM_SERVER_ENGINE") == "llama-cpp-python"
+        return "by_kind" if self.batch_api or single_slot else "by_source"
 
     def resolved_cache_path(self) -> Path | None:
         if self.cache_path == "off":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 
 from prefect import task
@@ -114,6 +115,41 @@ def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: Ju
     return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail)
 
 
+async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplate, system: str,
+                        sampling: SamplingSettings, validation: ValidationSettings, max_attempts: int, run_seed: int,
+                        judge: Judge | None = None) -> tuple[Generation | None, list[dict]]:
+    """One slot: up to `max_attempts` generations (each judged when `judge` is given) until one is accepted.
+    Returns (the accepted generation or None, its quarantine rows)."""
+    rejected = []
+    messages = template.messages(system, slot.base_text)
+    tokens = [0, 0, 0.0]
+    for attempt in range(max_attempts):
+        seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
+        params = attempt_params(sampling, seed, attempt)
+        generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
+        if generation is not None and judge is not None:
+            verdict = await judge_one(judge_call, judge.template, slot.anchor, generation.text, judge.settings)
+            generation, row = _apply_verdict(slot, attempt, generation, verdict)
+        if generation is not None:
+            return generation, rejected
+        rejected.append(row)
+        if row["reason"] in FAILED_CALL_REASONS:
+            # The client already retried transport errors; another attempt would hit the same failure.
+            return None, rejected
+    return None, rejected
+
+
+@asynccontextmanager
+async def _calls(client: LLMClient, judge_client: LLMClient | None):
+    """The generator's call function and the judge's (the same one when the judge shares the endpoint)."""
+    async with client.open() as call:
+        if judge_client is None or judge_client is client:
+            yield call, call
+        else:
+            async with judge_client.open() as judge_call:
+                yield call, judge_call
+
+
 async def generate_slots(
     slots: list[Slot],
     *,
@@ -129,35 +165,83 @@ async def generate_slots(
 ) -> tuple[list[Generation], list[dict]]:
     """Generate one kind for a batch of slots. Returns (accepted generations, quarantine rows). With `judge`, each
     rule-passing generation is verified (through `judge_client`, default: `client`) before it counts."""
-
-    async def one(call, judge_call, slot: Slot) -> tuple[Generation | None, list[dict]]:
-        rejected = []
-        messages = template.messages(system, slot.base_text)
-        tokens = [0, 0, 0.0]
-        for attempt in range(max_attempts):
-            seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
-            params = attempt_params(sampling, seed, attempt)
-            generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
-            if generation is not None and judge is not None:
-                verdict = await judge_one(judge_call, judge.template, slot.anchor, generation.text, judge.settings)
-                generation, row = _apply_verdict(slot, attempt, generation, verdict)
-            if generation is not None:
-                return generation, rejected
-            rejected.append(row)
-            if row["reason"] in FAILED_CALL_REASONS:
-                # The client already retried transport errors; another attempt would hit the same failure.
-                return None, rejected
-        return None, rejected
-
-    async with client.open() as call:
-        if judge_client is None or judge_client is client:
-            outcomes = await asyncio.gather(*(one(call, call, s) for s in slots))
-        else:
-            async with judge_client.open() as judge_call:
-                outcomes = await asyncio.gather(*(one(call, judge_call, s) for s in slots))
+    async with _calls(client, judge_client) as (call, judge_call):
+        outcomes = await asyncio.gather(*(
+            generate_slot(call, judge_call, s, template=template, system=system, sampling=sampling,
+                          validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge)
+            for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
     return accepted, rejected
+
+
+def kind_counts(kinds, accepted: dict[str, dict], rows: list[dict]) -> dict[str, dict[str, int]]:
+    """Per kind: slots (sources that had a base to derive it from), accepted, attempts (every generation received:
+    accepted or quarantined; failed calls are not attempts)."""
+    counts = {k: {"slots": 0, "accepted": len(accepted[k]), "attempts": len(accepted[k])} for k in kinds}
+    tried: dict[str, set] = {k: set(accepted[k]) for k in kinds}
+    for row in rows:
+        if row.get("stage") == "generation" and row.get("kind") in counts and row["reason"] != "base_rejected":
+            tried[row["kind"]].add(row["source_id"])
+            counts[row["kind"]]["attempts"] += row["reason"] != "llm_error"
+    for k in kinds:
+        counts[k]["slots"] = len(tried[k])
+    return counts
+
+
+@dataclass(frozen=True)
+class Source:
+    source_id: str
+    text: str
+
+
+def base_rejected_row(source: Source, kind: str, base_kind: str) -> dict:
+    return {"stage": "generation", "source_id": source.source_id, "kind": kind, "anchor": source.text,
+            "reason": "base_rejected", "detail": f"no accepted {base_kind} to derive the {kind} from"}
+
+
+async def generate_chains(
+    sources: list[Source],
+    kinds: tuple[str, ...],
+    bases: dict[str, str],
+    *,
+    templates: dict[str, PromptTemplate],
+    systems: dict[str, str],
+    client: LLMClient,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judges: dict[str, Judge],
+    judge_client: LLMClient | None = None,
+) -> tuple[list[Generation], list[dict]]:
+    """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
+    accepted, so the endpoint always has `max_concurrency` requests to serve (kind by kind, each kind's last requests
+    leave it part idle). Servers that cache prompt prefixes per slot (llama-server, vLLM) keep each kind's few-shot
+    prefix; a single-slot server would re-read it on every switch (use order 'by_kind' there). Same slots, seeds,
+    requests and rows as kind by kind."""
+
+    async def chain(call, judge_call, source: Source) -> tuple[list[Generation], list[dict]]:
+        accepted: dict[str, Generation] = {}
+        rows: list[dict] = []
+        for kind in kinds:
+            base = source.text if bases[kind] == "anchor" else getattr(accepted.get(bases[kind]), "text", None)
+            if base is None:
+                rows.append(base_rejected_row(source, kind, bases[kind]))
+                continue
+            siblings = tuple(accepted[k].text for k in kinds[: kinds.index(kind)] if k in accepted)
+            generation, rejected = await generate_slot(
+                call, judge_call, Slot(source.source_id, kind, source.text, base, siblings),
+                template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
+                max_attempts=max_attempts, run_seed=run_seed, judge=judges.get(kind))
+            rows.extend(rejected)
+            if generation is not None:
+                accepted[kind] = generation
+        return list(accepted.values()), rows
+
+    async with _calls(client, judge_client) as (call, judge_call):
+        outcomes = await asyncio.gather(*(chain(call, judge_call, s) for s in sources))
+    return [g for gens, _ in outcomes for g in gens], [row for _, rows in outcomes for row in rows]
 
 
 def generate_slots_batched(
@@ -238,6 +322,35 @@ def generate_batch(
                            validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge,
                            judge_client=judge_client))
         stats = asdict(client.stats)
+    if judge_client is not client:
+        stats = merge_stats(stats, asdict(judge_client.stats))
+    return [asdict(g) for g in accepted], rejected, stats
+
+
+@task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def generate_source_batch(
+    sources: list[Source],
+    kinds: tuple[str, ...],
+    bases: dict[str, str],
+    templates: dict[str, PromptTemplate],
+    systems: dict[str, str],
+    llm: LLMSettings,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judges: dict[str, Judge],
+) -> tuple[list[dict], list[dict], dict]:
+    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`). Like `generate_batch`: no
+    Prefect result cache (the LLM response cache makes a retried batch free); the judge's calls count in the stats."""
+    judge_llm = next((j.settings.llm for j in judges.values() if j.settings.llm), None)
+    client = LLMClient(llm)
+    judge_client = LLMClient(judge_llm) if judge_llm else client
+    accepted, rejected = asyncio.run(generate_chains(
+        sources, kinds, bases, templates=templates, systems=systems, client=client, sampling=sampling,
+        validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges,
+        judge_client=judge_client))
+    stats = asdict(client.stats)
     if judge_client is not client:
         stats = merge_stats(stats, asdict(judge_client.stats))
     return [asdict(g) for g in accepted], rejected, stats

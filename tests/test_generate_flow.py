@@ -1,5 +1,5 @@
 """The generate-sts-triples flow against the scripted OpenAI-compatible server: outputs, quarantine, skip-if-
-unchanged, bad inputs, and resume after SIGKILL."""
+unchanged, both request orders, bad inputs (resume after SIGKILL: tests/faults/test_kill_resume.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
 from tasks.config import ConfigError, LLMSettings, VerifierSettings
-from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA
+from tasks.triples import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tests.conftest import latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
@@ -124,6 +124,49 @@ def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, ti
     with pytest.raises(ConfigError, match=expected[0]):
         generate_sts_triples(**kwargs)
     assert not (tmp_path / "out").exists() and len(scripted.chat_requests()) == 0
+
+
+def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(prefect_harness, tiny_corpus,
+                                                                              tmp_path):
+    doomed = "Prices for seed rose sharply in the local markets during March."
+
+    def responder(messages, body):  # one positive always rejected: its intermediate and negative are base_rejected
+        if prompt_kind(messages[0]["content"]) == "positive" and messages[-1]["content"] == doomed:
+            return doomed
+        return default_responder(messages, body)
+
+    results = {}
+    for order in ("by_kind", "by_source"):
+        (tmp_path / order).mkdir()
+        with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
+            paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), max_attempts=2, batch_size=4,
+                                         llm=llm(server, tmp_path / order, request_order=order, max_concurrency=3),
+                                         output_dir=str(tmp_path / order / "out"))
+            sent = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"], r["t"]) for r in server.chat_requests()]
+        triples, rejected, manifest = read(paths)
+        results[order] = {"triples": triples.drop(list(VOLATILE_COLUMNS)), "rejected": rejected,
+                          "counts": manifest["counts"], "order": manifest["llm"]["request_order"],
+                          "bodies": sorted(json.dumps(b, sort_keys=True) for _, b, _ in sent),
+                          "arrivals": {k: [t for kind, _, t in sent if kind == k] for k in ("positive", "intermediate")}}
+    by_kind, by_source = results["by_kind"], results["by_source"]
+    assert (by_kind["order"], by_source["order"]) == ("by_kind", "by_source")
+    assert by_kind["bodies"] == by_source["bodies"]  # the same requests (seeds depend on sentence, kind, attempt)
+    assert by_kind["triples"].equals(by_source["triples"]) and by_kind["rejected"].equals(by_source["rejected"])
+    assert by_kind["counts"] == by_source["counts"] and by_kind["counts"]["rejected_by_reason"]["base_rejected"] == 2
+    assert by_kind["counts"]["per_kind"]["positive"] == {"slots": 11, "accepted": 10, "attempts": 12}
+    # Kind by kind: the first intermediate only after the last positive was answered (each takes 0.2 s). Source by
+    # source: intermediates are sent while the last positives are still being served (no slot idles as a kind drains).
+    def first_intermediate_after_last_positive(arrivals: dict) -> float:
+        return min(arrivals["intermediate"]) - max(arrivals["positive"])
+
+    assert first_intermediate_after_last_positive(by_kind["arrivals"]) >= 0.2
+    assert first_intermediate_after_last_positive(by_source["arrivals"]) < 0.2
+
+
+def test_the_batch_api_cannot_be_sent_source_by_source():
+    with pytest.raises(ValueError, match="'by_source' cannot be used with batch_api"):
+        LLMSettings(batch_api=True, request_order="by_source")
+    assert LLMSettings(batch_api=True).resolved_request_order() == "by_kind"
 
 
 def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):

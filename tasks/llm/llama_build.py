@@ -1,0 +1,139 @@
+"""llama.cpp, compiled once at setup from the llama-cpp-python sdist pinned in constraints.txt: llama.cpp's own
+`llama-server` (the embedded stage-1 server: its slots keep their rate with requests in flight, docs/benchmarks.md)
+and the shared libraries llama-cpp-python loads (installed with its own compile switched off), so that a fresh
+machine compiles llama.cpp once, not twice.
+
+    python -m tasks.llm.llama_build            # build, or reuse the cached build; then link it into this venv
+
+The build is cached under $STSGEN_HOME/build/llama.cpp-<version>-<flags digest>/ (like pip's wheel cache: a new venv
+reuses it); extra CMake flags (e.g. `-DGGML_CUDA=ON` on a GPU node) come from $STSGEN_LLAMA_CMAKE_ARGS and are part
+of the cache key. Nothing is downloaded beyond the sdist itself (pip, from the package index).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tarfile
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from tasks.config import ConfigError, stsgen_home
+
+PACKAGE = "llama-cpp-python"
+# Only what llama-server needs: no tests, examples or other tools; no web UI (its assets would be fetched from the
+# network at build time); no OpenSSL (the server listens on loopback). Libraries shared, found next to the binary.
+CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_BUILD_TESTS=OFF",
+               "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_BUILD_TOOLS=ON", "-DLLAMA_BUILD_SERVER=ON",
+               "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
+               "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN"]
+BINARY = "llama-server"
+# Where the build is linked into a venv: the binary and its libraries together (their RPATH is $ORIGIN).
+VENV_DIR = Path("lib") / "llama.cpp"
+
+
+def pinned_version(project: Path) -> str:
+    """The llama-cpp-python version pinned in pyproject.toml (the one pip installs)."""
+    for line in (project / "pyproject.toml").read_text().splitlines():
+        text = line.strip().strip('",')
+        if text.startswith(f"{PACKAGE}[server]==") or text.startswith(f"{PACKAGE}=="):
+            return text.split("==", 1)[1]
+    raise ConfigError(f"{project / 'pyproject.toml'}: no pinned {PACKAGE}==VERSION in the dependencies")
+
+
+def extra_cmake_flags() -> list[str]:
+    return shlex.split(os.environ.get("STSGEN_LLAMA_CMAKE_ARGS", ""))
+
+
+def build_key(version: str, flags: list[str]) -> str:
+    return f"llama.cpp-{version}-{hashlib.sha256(' '.join(flags).encode()).hexdigest()[:12]}"
+
+
+def cached_build(version: str, flags: list[str]) -> Path:
+    return stsgen_home() / "build" / build_key(version, flags)
+
+
+def installed_dir(prefix: str | Path = sys.prefix) -> Path:
+    """The venv's copy of the build (bin + libraries)."""
+    return Path(prefix) / VENV_DIR
+
+
+def server_binary(prefix: str | Path = sys.prefix) -> Path | None:
+    """The venv's llama-server, or None when setup has not built it (llama-cpp-python's server is the fallback)."""
+    path = installed_dir(prefix) / BINARY
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def fetch_sdist(version: str, into: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                    "--no-binary", ":all:", f"{PACKAGE}=={version}", "-d", str(into)], check=True)
+    archive = next(into.glob("llama_cpp_python-*.tar.gz"))
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / archive.name.removesuffix(".tar.gz") / "vendor" / "llama.cpp"
+
+
+def compile_server(source: Path, build: Path, flags: list[str], jobs: int) -> Path:
+    cmake = shutil.which("cmake") or str(Path(sys.executable).with_name("cmake"))
+    subprocess.run([cmake, "-S", str(source), "-B", str(build), *flags], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return build / "bin"
+
+
+def build(version: str, flags: list[str], jobs: int | None = None) -> Path:
+    """The cached build folder (llama-server and its .so files), compiling it first if it is not there."""
+    target = cached_build(version, flags)
+    if (target / BINARY).is_file():
+        return target
+    jobs = jobs or os.cpu_count() or 1
+    print(f"stsgen: compiling llama.cpp's {BINARY} from {PACKAGE} {version} (once; ~6 min on 2 cores)…",
+          file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="stsgen-llama-build-") as tmp:
+        source = fetch_sdist(version, Path(tmp))
+        built = compile_server(source, Path(tmp) / "build", flags, jobs)
+        staging = target.with_name(target.name + ".partial")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for path in built.iterdir():
+            if path.name == BINARY or ".so" in path.name:
+                shutil.copy2(path, staging / path.name, follow_symlinks=False)
+        staging.rename(target)  # complete or absent: an interrupted build is redone, never half-used
+    return target
+
+
+def link_into_venv(built: Path, prefix: str | Path = sys.prefix) -> Path:
+    """Copy the build into the venv; point llama-cpp-python (installed without its own compile) at its libraries."""
+    dest = installed_dir(prefix)
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(built, dest, symlinks=True)
+    package_lib = Path(sysconfig.get_paths(vars={"base": str(prefix), "platbase": str(prefix)})["platlib"]) \
+        / "llama_cpp" / "lib"
+    package_lib.mkdir(parents=True, exist_ok=True)
+    for lib in dest.glob("*.so*"):
+        link = package_lib / lib.name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(lib)
+    return dest
+
+
+def main() -> None:
+    project = Path(__file__).resolve().parents[2]
+    version = pinned_version(project)
+    if metadata.version(PACKAGE) != version:
+        raise ConfigError(f"{PACKAGE} {metadata.version(PACKAGE)} is installed, pyproject.toml pins {version}: "
+                          "run ./stsgen setup")
+    flags = CMAKE_FLAGS + extra_cmake_flags()
+    dest = link_into_venv(build(version, flags))
+    print(f"stsgen: {dest / BINARY}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

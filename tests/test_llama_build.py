@@ -1,0 +1,66 @@
+"""The llama.cpp build of setup (tasks/llm/llama_build.py): the version comes from pyproject's pin, extra CMake
+flags change the cache key, a cached build is reused without compiling, and linking a build into a venv gives
+llama-server its libraries beside it and llama-cpp-python (installed without its own compile) the same libraries."""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from tasks.llm import llama_build
+from tests.conftest import PROJECT
+
+
+def test_the_pinned_version_is_the_installed_one():
+    assert llama_build.pinned_version(PROJECT) == metadata.version("llama-cpp-python")
+
+
+def test_the_dockerfile_installs_the_pinned_version():
+    assert f'"llama-cpp-python[server]=={llama_build.pinned_version(PROJECT)}"' in (PROJECT / "Dockerfile").read_text()
+
+
+def test_a_pyproject_without_the_pin_is_a_clear_error(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["numpy"]\n')
+    with pytest.raises(Exception, match=r"pyproject.toml: no pinned llama-cpp-python==VERSION"):
+        llama_build.pinned_version(tmp_path)
+
+
+def test_extra_cmake_flags_are_part_of_the_cache_key(monkeypatch):
+    base = llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS + llama_build.extra_cmake_flags())
+    monkeypatch.setenv("STSGEN_LLAMA_CMAKE_ARGS", "-DGGML_CUDA=ON")
+    cuda = llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS + llama_build.extra_cmake_flags())
+    assert base != cuda and base.startswith("llama.cpp-0.3.36-") and cuda.startswith("llama.cpp-0.3.36-")
+
+
+def fake_build(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "llama-server").write_text("#!/bin/sh\n")
+    (folder / "llama-server").chmod(0o755)
+    (folder / "libllama.so.0.5.0").write_bytes(b"\x7fELF")
+    (folder / "libllama.so.0").symlink_to("libllama.so.0.5.0")
+    return folder
+
+
+def test_a_cached_build_is_reused_without_compiling(tmp_path, monkeypatch):
+    monkeypatch.setenv("STSGEN_HOME", str(tmp_path))
+    flags = llama_build.CMAKE_FLAGS
+    fake_build(llama_build.cached_build("0.3.36", flags))
+    monkeypatch.setattr(llama_build, "compile_server", lambda *a, **k: pytest.fail("compiled again"))
+    monkeypatch.setattr(llama_build, "fetch_sdist", lambda *a, **k: pytest.fail("downloaded again"))
+    assert llama_build.build("0.3.36", flags) == llama_build.cached_build("0.3.36", flags)
+
+
+def test_linking_into_a_venv_puts_the_libraries_beside_the_server_and_under_llama_cpp(tmp_path):
+    built = fake_build(tmp_path / "build")
+    prefix = tmp_path / "venv"
+    dest = llama_build.link_into_venv(built, prefix)
+    assert llama_build.server_binary(prefix) == dest / "llama-server"
+    assert (dest / "libllama.so.0").is_symlink() and os.readlink(dest / "libllama.so.0") == "libllama.so.0.5.0"
+    package_lib = Path(sysconfig.get_paths(vars={"base": str(prefix), "platbase": str(prefix)})["platlib"]) \
+        / "llama_cpp" / "lib"
+    assert (package_lib / "libllama.so.0").resolve() == (dest / "libllama.so.0.5.0").resolve()
+    assert llama_build.server_binary(tmp_path / "elsewhere") is None
