@@ -1,4 +1,4 @@
-"""llama.cpp, compiled once at setup from the llama-cpp-python sdist pinned in constraints.txt: llama.cpp's own
+"""llama.cpp, compiled once at setup from the sdist of the llama-cpp-python version installed (pyproject pins it): llama.cpp's own
 `llama-server` (the embedded stage-1 server: its slots keep their rate with requests in flight, docs/benchmarks.md)
 and the shared libraries llama-cpp-python loads (installed with its own compile switched off), so that a fresh
 machine compiles llama.cpp once, not twice.
@@ -36,15 +36,6 @@ CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_
 BINARY = "llama-server"
 # Where the build is linked into a venv: the binary and its libraries together (their RPATH is $ORIGIN).
 VENV_DIR = Path("lib") / "llama.cpp"
-
-
-def pinned_version(project: Path) -> str:
-    """The llama-cpp-python version pinned in pyproject.toml (the one pip installs)."""
-    for line in (project / "pyproject.toml").read_text().splitlines():
-        text = line.strip().strip('",')
-        if text.startswith(f"{PACKAGE}[server]==") or text.startswith(f"{PACKAGE}=="):
-            return text.split("==", 1)[1]
-    raise ConfigError(f"{project / 'pyproject.toml'}: no pinned {PACKAGE}==VERSION in the dependencies")
 
 
 def extra_cmake_flags() -> list[str]:
@@ -125,11 +116,10 @@ def link_into_venv(built: Path, prefix: str | Path = sys.prefix) -> Path:
 
 
 def main() -> None:
-    project = Path(__file__).resolve().parents[2]
-    version = pinned_version(project)
-    if metadata.version(PACKAGE) != version:
-        raise ConfigError(f"{PACKAGE} {metadata.version(PACKAGE)} is installed, pyproject.toml pins {version}: "
-                          "run ./stsgen setup")
+    try:  # the libraries must match the Python bindings installed (setup installs the version pyproject pins)
+        version = metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        raise ConfigError(f"{PACKAGE} is not installed in {sys.prefix}: run ./stsgen setup") from None
     flags = CMAKE_FLAGS + extra_cmake_flags()
     dest = link_into_venv(build(version, flags))
     print(f"stsgen: {dest / BINARY}", file=sys.stderr)
