@@ -12,5 +12,7 @@ os.environ.setdefault("PREFECT_HOME", tempfile.mkdtemp(prefix="stsgen-bench-pref
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+# The ephemeral API migrates a fresh SQLite database first: 20 s (the default) is too short on a busy 2-core machine.
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 os.environ.pop("PREFECT_API_URL", None)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
