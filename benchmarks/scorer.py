@@ -77,7 +77,7 @@ def endpoint(args: argparse.Namespace):
     if args.base_url:
         yield args.base_url, args.model, None
         return
-    with local_server(args.lm, n_ctx=512, threads=args.threads) as server:
+    with local_server(args.lm, n_ctx=512, threads=args.threads, engine="llama-cpp-python") as server:
         yield server.base_url, server.model, server.process.pid
 
 

@@ -331,6 +331,19 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    from tasks.hf_dataset import EXPORTS, export_dataset, push_to_hub
+
+    for name in args.table or list(EXPORTS):
+        folder = export_dataset(Path(args.output_dir), name)
+        print(f"{name}: {folder} (datasets.load_from_disk; dataset card {folder / 'README.md'})")
+        if args.push_to_hub:
+            repo = f"{args.push_to_hub}-{name}" if len(args.table or EXPORTS) > 1 else args.push_to_hub
+            push_to_hub(folder, repo)
+            print(f"{name}: pushed to the hub as {repo}")
+    return 0
+
+
 def _llm_server(args: argparse.Namespace) -> int:
     from tasks.llm.server import start_server
 
@@ -464,6 +477,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
     p.add_argument("--json", help="also write the results as JSON here")
     p.set_defaults(func=_eval)
+    p = sub.add_parser("export", help="write stage tables as Hugging Face datasets with dataset cards")
+    p.add_argument("--output-dir", default="data/outputs", help="the output_dir the stages wrote to")
+    p.add_argument("--table", action="append", choices=("triples", "pairs"), help="default: both")
+    p.add_argument("--push-to-hub", metavar="REPO", help="also upload (needs a hub token and network; "
+                   "REPO-triples / REPO-pairs when both are exported)")
+    p.set_defaults(func=_export)
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
     p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     p.add_argument("--port", type=int, default=8765)

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tasks.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
+
 
 class ConfigError(ValueError):
     """A configuration or input problem the user must fix; the message names the file/field and the fix."""
@@ -25,9 +27,6 @@ def settings_problem(exc: ValidationError) -> str:
     return f"invalid {exc.title} setting — {fields}. Fix the flag or parameter of that name."
 
 
-def stsgen_home() -> Path:
-    """Where stsgen keeps caches (LLM responses, assembled model files, local Prefect DB)."""
-    return Path(os.environ.get("STSGEN_HOME", Path.home() / ".cache" / "stsgen")).expanduser()
 
 
 class _Settings(BaseModel):

@@ -290,6 +290,11 @@ def generate_slots_batched(
     return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
 
 
+def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) -> dict:
+    """A batch's LLM stats, the judge's own endpoint's counted in."""
+    return stats if judge_client is client else merge_stats(stats, asdict(judge_client.stats))
+
+
 @task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
 def generate_batch(
     slots: list[Slot],
@@ -322,9 +327,7 @@ def generate_batch(
                            validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge,
                            judge_client=judge_client))
         stats = asdict(client.stats)
-    if judge_client is not client:
-        stats = merge_stats(stats, asdict(judge_client.stats))
-    return [asdict(g) for g in accepted], rejected, stats
+    return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
 
 
 @task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
@@ -350,7 +353,4 @@ def generate_source_batch(
         sources, kinds, bases, templates=templates, systems=systems, client=client, sampling=sampling,
         validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges,
         judge_client=judge_client))
-    stats = asdict(client.stats)
-    if judge_client is not client:
-        stats = merge_stats(stats, asdict(judge_client.stats))
-    return [asdict(g) for g in accepted], rejected, stats
+    return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

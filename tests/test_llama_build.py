@@ -61,3 +61,16 @@ def test_linking_into_a_venv_puts_the_libraries_beside_the_server_and_under_llam
         / "llama_cpp" / "lib"
     assert (package_lib / "libllama.so.0").resolve() == (dest / "libllama.so.0.5.0").resolve()
     assert llama_build.server_binary(tmp_path / "elsewhere") is None
+
+
+def test_the_compile_step_needs_only_the_standard_library():
+    """Setup compiles llama.cpp while pip is still installing the dependencies: the module must load without them."""
+    import subprocess
+    import sys
+
+    blocked = ("pydantic", "openai", "prefect", "torch", "numpy", "yaml")
+    code = (f"import sys, runpy\nfor m in {blocked!r}: sys.modules[m] = None\n"
+            "runpy.run_path('tasks/llm/llama_build.py', run_name='loaded')")
+    done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)),
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]

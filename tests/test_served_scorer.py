@@ -44,8 +44,9 @@ def topic_units(n_units: int, n_sentences: int, n_contexts: int):
 def smollm2_server():
     from tasks.llm.server import local_server
 
-    # A small context: llama-cpp-python turns all n_ctx rows of logits into log-probs for every echo request.
-    with local_server(MODEL, n_ctx=64, threads=2) as server:
+    # llama-cpp-python: llama.cpp's llama-server does not echo prompt log-probs. A small context: llama-cpp-python
+    # turns all n_ctx rows of logits into log-probs for every echo request.
+    with local_server(MODEL, n_ctx=64, threads=2, engine="llama-cpp-python") as server:
         yield server
 
 

@@ -3,7 +3,9 @@
 and the shared libraries llama-cpp-python loads (installed with its own compile switched off), so that a fresh
 machine compiles llama.cpp once, not twice.
 
-    python -m tasks.llm.llama_build            # build, or reuse the cached build; then link it into this venv
+    PYTHONPATH=. python tasks/llm/llama_build.py build VERSION    # compile into the cache (standard library only:
+                                                                  # setup runs it while pip installs the rest)
+    python -m tasks.llm.llama_build                               # build or reuse; link it into this venv
 
 The build is cached under $STSGEN_HOME/build/llama.cpp-<version>-<flags digest>/ (like pip's wheel cache: a new venv
 reuses it); extra CMake flags (e.g. `-DGGML_CUDA=ON` on a GPU node) come from $STSGEN_LLAMA_CMAKE_ARGS and are part
@@ -24,7 +26,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from tasks.config import ConfigError, stsgen_home
+from tasks.home import stsgen_home
 
 PACKAGE = "llama-cpp-python"
 # Only what llama-server needs: no tests, examples or other tools; no web UI (its assets would be fetched from the
@@ -115,15 +117,18 @@ def link_into_venv(built: Path, prefix: str | Path = sys.prefix) -> Path:
     return dest
 
 
-def main() -> None:
+def main(argv: list[str]) -> None:
+    flags = CMAKE_FLAGS + extra_cmake_flags()
+    if argv[:1] == ["build"] and len(argv) == 2:  # setup, before the dependencies are installed
+        print(f"stsgen: {build(argv[1], flags)}", file=sys.stderr)
+        return
     try:  # the libraries must match the Python bindings installed (setup installs the version pyproject pins)
         version = metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
-        raise ConfigError(f"{PACKAGE} is not installed in {sys.prefix}: run ./stsgen setup") from None
-    flags = CMAKE_FLAGS + extra_cmake_flags()
+        sys.exit(f"stsgen: {PACKAGE} is not installed in {sys.prefix}: run ./stsgen setup")
     dest = link_into_venv(build(version, flags))
     print(f"stsgen: {dest / BINARY}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
