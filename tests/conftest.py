@@ -99,16 +99,10 @@ def running_stack(folder: Path):
             assert "worker" in stopped and "prefect-server" in stopped
 
 
-@pytest.fixture
-def local_stack(tmp_path):
-    """A local stack of this test's own (for tests that disturb it)."""
-    with running_stack(tmp_path) as running:
-        yield running
-
-
 @pytest.fixture(scope="session")
 def shared_stack(tmp_path_factory):
-    """One local stack for the tests that only read from it (deployments, the UI): starting one costs ~40 s."""
+    """One local stack for the session (the Prefect restart fault test, deployments, the UI): starting one costs
+    ~50 s on 2 cores."""
     with running_stack(tmp_path_factory.mktemp("shared-stack")) as running:
         yield running
 

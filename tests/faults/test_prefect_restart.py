@@ -24,17 +24,28 @@ def flow_run_state(settings, run_id: str) -> str:
     return json.loads(inspected.stdout)["state"]["type"] if inspected.returncode == 0 else "UNREACHABLE"
 
 
-def test_prefect_server_restart_during_a_deployment_run(local_stack, tiny_corpus, tmp_path):
-    settings, _, llm = local_stack
+def test_prefect_server_restart_during_a_deployment_run(shared_stack, tiny_corpus, tmp_path):
+    """On the session's shared stack (a stack costs ~50 s to start): the tests that use it after this one run on the
+    restarted server, so a restart that loses state fails them too."""
+    settings, _, llm = shared_stack
     llm.latency_s = 1.0  # 4 sources × 3 kinds at concurrency 4: ≥ 3 s of LLM calls, spanning the outage
+    try:
+        restart_during_a_run(settings, llm, tiny_corpus, tmp_path)
+    finally:
+        llm.latency_s = 0.0
+
+
+def restart_during_a_run(settings, llm, tiny_corpus, tmp_path):
+    sent_before = len(llm.chat_requests())
     out = tmp_path / "outputs"
-    started = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4",
+    # seed 7: other requests than the session's adhoc run (seed 13), which the shared LLM cache would answer.
+    started = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4", "-p", "seed=7",
                           "-p", f"corpus={tiny_corpus}", "-p", f"output_dir={out}")
     assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
     run_id = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout).group(1)
 
     deadline = time.monotonic() + 240
-    while not llm.chat_requests():  # the worker picked the run up and the flow is calling the LLM
+    while len(llm.chat_requests()) == sent_before:  # the worker picked the run up and the flow is calling the LLM
         assert time.monotonic() < deadline, "the run never started"
         time.sleep(0.2)
     assert not (out / "generate-sts-triples" / "manifest.json").exists()  # still in flight
@@ -54,4 +65,4 @@ def test_prefect_server_restart_during_a_deployment_run(local_stack, tiny_corpus
     rejected = pq.read_table(folder / "rejected.parquet").to_pandas()
     assert triples["source_id"].is_unique and len(triples) + manifest["counts"]["incomplete_sources"] == 4
     assert rejected["reason"].ne("llm_error").all()
-    assert manifest["llm_stats"]["requests_sent"] == len(llm.chat_requests())  # nothing sent twice
+    assert manifest["llm_stats"]["requests_sent"] == len(llm.chat_requests()) - sent_before  # nothing sent twice
