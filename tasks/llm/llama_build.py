@@ -74,7 +74,9 @@ def fetch_sdist(version: str, into: Path) -> Path:
 
 def compile_server(source: Path, build: Path, flags: list[str], jobs: int) -> Path:
     cmake = shutil.which("cmake") or str(Path(sys.executable).with_name("cmake"))
-    subprocess.run([cmake, "-S", str(source), "-B", str(build), *flags], check=True, stdout=subprocess.DEVNULL)
+    generator = [] if shutil.which("make") else ["-G", "Ninja"]  # setup installs ninja where make is missing
+    subprocess.run([cmake, "-S", str(source), "-B", str(build), *generator, *flags], check=True,
+                   stdout=subprocess.DEVNULL)
     subprocess.run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], check=True,
                    stdout=subprocess.DEVNULL)
     return build / "bin"
