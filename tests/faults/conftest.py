@@ -34,7 +34,7 @@ def reference_run(tmp_path_factory, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
         outputs = finish(pipeline_process(spec(server, work, fault_corpus, tiny_lm_dir, tiny_encoder_dir),
                                           child_env))
         bodies = set(server.bodies())
-        return {"outputs": outputs, "bodies": bodies, "requests": len(bodies)}
+        return {"outputs": outputs, "bodies": bodies, "requests": len(bodies), "work": work}
 
 
 def cached_answers(work: Path) -> int:

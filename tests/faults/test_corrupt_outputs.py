@@ -5,6 +5,7 @@ everything that still verifies (counted) and reproduces the original outputs."""
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -25,11 +26,18 @@ def flip_bytes(path: Path) -> None:
     Path(path).write_bytes(bytes(data))
 
 
+def copied_run(reference_run: dict, work: Path) -> dict:
+    """The reference run's work folder (outputs, shards, response cache) copied to `work`: its outputs re-pointed."""
+    shutil.copytree(reference_run["work"], work, dirs_exist_ok=True)
+    old = str(reference_run["work"])
+    return json.loads(json.dumps(reference_run["outputs"]).replace(json.dumps(old)[1:-1], json.dumps(str(work))[1:-1]))
+
+
 def test_corrupt_outputs_shards_and_cache_entries_are_rebuilt(tmp_path, fault_corpus, tiny_lm_dir,
-                                                              tiny_encoder_dir, child_env):
-    with ScriptedServerProcess(free_port(), tmp_path / "requests.log") as server:
+                                                              tiny_encoder_dir, child_env, reference_run):
+    first = copied_run(reference_run, tmp_path)  # an undisturbed run's files, corrupted below (no run of its own)
+    with ScriptedServerProcess(free_port(), tmp_path / "rerun-requests.log") as server:
         run_spec = spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir)
-        first = finish(pipeline_process(run_spec, child_env))
         tables = {(s, t): stage_table(first, s, t) for s, t in (
             ("generate-sts-triples", "triples"), ("retrieve-contexts", "contexts"), ("label-pairs", "pairs"))}
 
