@@ -28,7 +28,7 @@ from tasks.config import (
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
 from tasks.generation import (
-    FAILED_CALL_REASONS, Judge, Slot, Source, base_rejected_row, generate_batch, generate_source_batch, kind_counts,
+    FAILED_CALL_REASONS, Judge, Source, generate_batch, generate_source_batch, kind_counts, next_slot,
 )
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
@@ -93,11 +93,10 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templa
     """Batches of sources, every kind of each chained (tasks.generation.generate_chains); fills `accepted` and
     `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    bases = {k: BASE_OF_KIND[k] for k in kinds}
     step = batch_step(cfg.batch_size, cfg.llm.max_concurrency)
     for start in range(0, len(sources), step):
         batch = sources[start : start + step]
-        gens, rejected, stats = generate_source_batch(batch, kinds, bases, templates, systems, cfg.llm, cfg.sampling,
+        gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, cfg.llm, cfg.sampling,
                                                       cfg.validation, cfg.max_attempts, cfg.seed, judges)
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
@@ -114,16 +113,14 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
     stats_total: dict = {}
     step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
     for kind in kinds:
-        base_kind = BASE_OF_KIND[kind]
         slots = []
         for src in sources:
-            base = src.text if base_kind == "anchor" else accepted[base_kind].get(src.source_id, {}).get("text")
-            if base is None:
-                quarantine.append(base_rejected_row(src, kind, base_kind))
-                continue
-            siblings = tuple(accepted[k][src.source_id]["text"] for k in kinds[: kinds.index(kind)]
-                             if src.source_id in accepted[k])
-            slots.append(Slot(src.source_id, kind, src.text, base, siblings))
+            texts = {k: accepted[k][src.source_id]["text"] for k in kinds if src.source_id in accepted[k]}
+            slot, row = next_slot(src, kind, kinds, texts)
+            if slot is None:
+                quarantine.append(row)
+            else:
+                slots.append(slot)
         progress.advance(len(sources) - len(slots))
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]

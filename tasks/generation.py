@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.llm.batch import BatchRunner
 from tasks.llm.client import CallResult, LLMClient, merge_stats
-from tasks.prompting import PromptTemplate
+from tasks.prompting import BASE_OF_KIND, PromptTemplate
 from tasks.validation import validate
 from tasks.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 
@@ -195,15 +195,21 @@ class Source:
     text: str
 
 
-def base_rejected_row(source: Source, kind: str, base_kind: str) -> dict:
-    return {"stage": "generation", "source_id": source.source_id, "kind": kind, "anchor": source.text,
-            "reason": "base_rejected", "detail": f"no accepted {base_kind} to derive the {kind} from"}
+def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str, str]) -> tuple[Slot | None, dict | None]:
+    """The slot of `kind` for a source whose accepted generations so far are `texts` (kind -> text), or, when its
+    base was not accepted, the quarantine row saying so. Shared by both request orders."""
+    base_kind = BASE_OF_KIND[kind]
+    base = source.text if base_kind == "anchor" else texts.get(base_kind)
+    if base is None:
+        return None, {"stage": "generation", "source_id": source.source_id, "kind": kind, "anchor": source.text,
+                      "reason": "base_rejected", "detail": f"no accepted {base_kind} to derive the {kind} from"}
+    siblings = tuple(texts[k] for k in kinds[: kinds.index(kind)] if k in texts)
+    return Slot(source.source_id, kind, source.text, base, siblings), None
 
 
 async def generate_chains(
     sources: list[Source],
     kinds: tuple[str, ...],
-    bases: dict[str, str],
     *,
     templates: dict[str, PromptTemplate],
     systems: dict[str, str],
@@ -225,14 +231,12 @@ async def generate_chains(
         accepted: dict[str, Generation] = {}
         rows: list[dict] = []
         for kind in kinds:
-            base = source.text if bases[kind] == "anchor" else getattr(accepted.get(bases[kind]), "text", None)
-            if base is None:
-                rows.append(base_rejected_row(source, kind, bases[kind]))
+            slot, row = next_slot(source, kind, kinds, {k: g.text for k, g in accepted.items()})
+            if slot is None:
+                rows.append(row)
                 continue
-            siblings = tuple(accepted[k].text for k in kinds[: kinds.index(kind)] if k in accepted)
             generation, rejected = await generate_slot(
-                call, judge_call, Slot(source.source_id, kind, source.text, base, siblings),
-                template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
+                call, judge_call, slot, template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
                 max_attempts=max_attempts, run_seed=run_seed, judge=judges.get(kind))
             rows.extend(rejected)
             if generation is not None:
@@ -334,7 +338,6 @@ def generate_batch(
 def generate_source_batch(
     sources: list[Source],
     kinds: tuple[str, ...],
-    bases: dict[str, str],
     templates: dict[str, PromptTemplate],
     systems: dict[str, str],
     llm: LLMSettings,
@@ -344,13 +347,14 @@ def generate_source_batch(
     run_seed: int,
     judges: dict[str, Judge],
 ) -> tuple[list[dict], list[dict], dict]:
-    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`). Like `generate_batch`: no
-    Prefect result cache (the LLM response cache makes a retried batch free); the judge's calls count in the stats."""
+    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`, whose parameters it takes:
+    a thin task around the async function). Like `generate_batch`: no Prefect result cache (the LLM response cache
+    makes a retried batch free); the judge's calls count in the stats."""
     judge_llm = next((j.settings.llm for j in judges.values() if j.settings.llm), None)
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
     accepted, rejected = asyncio.run(generate_chains(
-        sources, kinds, bases, templates=templates, systems=systems, client=client, sampling=sampling,
+        sources, kinds, templates=templates, systems=systems, client=client, sampling=sampling,
         validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges,
         judge_client=judge_client))
     return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

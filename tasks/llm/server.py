@@ -53,7 +53,7 @@ class LocalServer:
     gguf: Path
     sha256: str
     log_path: Path
-    engine: str = "llama-cpp-python"
+    engine: str  # "llama-server" or "llama-cpp-python"
 
     def stop(self, timeout: float = 20.0) -> None:
         if self.process.poll() is not None:
