@@ -1,4 +1,4 @@
-"""Encoding speed of a trained surrogate: stsgen's encoder (`tasks.training.encode`, length-sorted batches) versus
+"""Encoding speed of a trained surrogate: the reference loop's encoder (`benchmarks.reference_loop.encode`, length-sorted batches) versus
 sentence-transformers encoding the same sentences with the same weights, in one run; the embeddings must agree.
 
     .venv/bin/python -m benchmarks.encode [--model data/outputs/train-surrogate/model] [--sentences 3000]
@@ -20,7 +20,7 @@ import torch  # noqa: E402
 
 from tasks.backbones import BackboneSettings, load_backbone  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
-from tasks.training import encode  # noqa: E402
+from benchmarks.reference_loop import encode  # noqa: E402
 
 
 def main() -> None:

@@ -78,14 +78,14 @@ CONFIGS = {c.name: c for c in (
     # The rest on the first pairs of A (LM scoring runs at ~150 tokens/s on these 2 cores), each compared with the
     # main pass on the same pairs: today's start token, the right context, λ4 and λ2's per-context correction,
     # larger k, bfloat16, BM25 screening, larger LMs.
-    Config("smollm2-bos", start_token="bos", kmax=8, limit=40),
-    Config("smollm2-rightfirst", lm_prompt="right_first", kmax=8, limit=25),
-    Config("smollm2-right", right=True, kmax=8, limit=20),
-    Config("smollm2-bf16", dtype="bfloat16", kmax=8, limit=10),
-    Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=12),
+    Config("smollm2-bos", start_token="bos", kmax=8, limit=60),
+    Config("smollm2-rightfirst", lm_prompt="right_first", kmax=8, limit=60),
+    Config("smollm2-right", right=True, kmax=8, limit=30),
+    Config("smollm2-bf16", dtype="bfloat16", kmax=8, limit=60),
+    Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=60),
     Config("smollm2-k64", kmax=64, limit=10),
-    Config("smollm2-bm25", screener="bm25", kmax=8, limit=25),
-    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=6),
+    Config("smollm2-bm25", screener="bm25", kmax=8, limit=60),
+    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=30),
 )}
 
 
@@ -97,10 +97,10 @@ def samples(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pick(perm[:n]), pick(perm[n : 2 * n])
 
 
-def retrieve(frame: pd.DataFrame, out: Path, screener: str, kmax: int) -> Path:
+def retrieve(frame: pd.DataFrame, out: Path, screener: str, kmax: int, tag: str = "") -> Path:
     from flows.retrieve_contexts import retrieve_contexts
 
-    folder = out / f"contexts-{screener}-{kmax}"
+    folder = out / f"contexts-{screener}-{kmax}{tag}"
     folder.mkdir(parents=True, exist_ok=True)
     pairs_path = folder / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), pairs_path)
@@ -320,7 +320,10 @@ def main() -> None:
     frame = {"A": a, "B": b}[args.sample].iloc[: args.limit].reset_index(drop=True)
     configs = [CONFIGS[c] for c in args.configs.split(",") if c]
     screeners = sorted({"tfidf"} | {c.screener for c in configs})
-    contexts = {s: retrieve(pd.concat([a, b], ignore_index=True), out, s, args.kmax) for s in screeners}
+    # With --limit only the scored pairs' sentences are retrieved for (same contexts per sentence, less screening).
+    wanted, tag = (pd.concat([a, b], ignore_index=True), "") if args.limit is None else \
+        (frame, f"-{args.sample}{args.limit}")
+    contexts = {s: retrieve(wanted, out, s, args.kmax, tag) for s in screeners}
     coherence_folder = read_manifest(contexts["tfidf"].parent)["coherence_model"]["folder"]
     trained = load_trained_cached(coherence_folder,
                                   read_manifest(Path(coherence_folder))["outputs"]["model.pt"]["sha256"])

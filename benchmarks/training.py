@@ -29,10 +29,11 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from tasks.backbones import BackboneSettings, load_backbone  # noqa: E402
+from tasks.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
 from tasks.sts_evaluation import evaluate_sources  # noqa: E402
-from tasks.training import LossSettings, TrainSettings, encode, split_data, train  # noqa: E402
+from tasks.trainer import train  # noqa: E402
+from tasks.training import LossSettings, TrainSettings, split_data  # noqa: E402
 
 NO_TRAINING = None
 ROWS = {
@@ -43,7 +44,9 @@ ROWS = {
         ("InfoNCE on triples (s⁻ hard negative)", BackboneSettings(kind="encoder"),
          LossSettings(hierarchical_triplet=0.0)),
         ("+ hierarchical triplet", BackboneSettings(kind="encoder"), LossSettings()),
-        ("+ context-label regression", BackboneSettings(kind="encoder"), LossSettings(regression=1.0)),
+        ("+ label regression, CosineSimilarityLoss", BackboneSettings(kind="encoder"), LossSettings(regression=1.0)),
+        ("+ label regression, CoSENTLoss", BackboneSettings(kind="encoder"),
+         LossSettings(regression=1.0, regression_loss="cosent")),
     ],
     "bellm": [
         ("zero-shot, 0 bidirectional layers", BackboneSettings(kind="bellm", bidirectional_layers=0), NO_TRAINING),
@@ -57,7 +60,10 @@ VARIANT_ROWS = [  # (row, losses, data variant)
     ("zero-shot backbone", NO_TRAINING, "verified"),
     ("unverified triples: InfoNCE + HT", LossSettings(), "unverified"),
     ("verified triples: InfoNCE + HT", LossSettings(), "verified"),
-    ("verified triples + labels: InfoNCE + HT + regression", LossSettings(regression=1.0), "verified"),
+    ("verified triples + labels: InfoNCE + HT + regression (CosineSimilarityLoss)", LossSettings(regression=1.0),
+     "verified"),
+    ("verified triples + labels: InfoNCE + HT + regression (CoSENTLoss)",
+     LossSettings(regression=1.0, regression_loss="cosent"), "verified"),
 ]
 
 
@@ -101,17 +107,15 @@ def main() -> None:
     print(f"{args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
     print("\n| backbone | row | STS-B dev | STS-B test | best step | train s |\n|---|---|---|---|---|---|")
     for name, backbone, losses, data in rows:
-        module, info = load_backbone(backbone)
+        model, info = load_sentence_transformer(backbone)
         t, best = time.perf_counter(), "—"
         if losses is not None:
             settings = base.model_copy(update={"backbone": backbone, "losses": losses})
             with tempfile.TemporaryDirectory() as work:
-                state = train(module, data, dev, settings, Path(work), key=name)
-                if state.best_step is not None:
-                    module.load_state_dict(torch.load(Path(work) / "best.pt", weights_only=False)["model"])
-                    best = str(state.best_step)
+                state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
+                best = str(state.best_step)
         seconds = time.perf_counter() - t
-        results = evaluate_sources(lambda s: encode(module, s, 64), ["stsb-dev", "stsb-test"])
+        results = evaluate_sources(lambda s: model.encode(s, batch_size=64), ["stsb-dev", "stsb-test"])
         print(f"| {info['source']} | {name} | {results['stsb-dev']['spearman']:.2f} | "
               f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
 

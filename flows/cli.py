@@ -309,19 +309,15 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from tasks.model_export import BELLM_MARKER, load_bellm
+    from tasks.model_export import BELLM_MARKER
     from tasks.sts_evaluation import evaluate_sources
-    from tasks.training import encode
 
     folder = Path(args.model)
-    if (folder / BELLM_MARKER).is_file():  # a BeLLM export: rebuilt with its prompt and bidirectional layers
-        bellm = load_bellm(folder)
-        encode_fn = lambda s: encode(bellm, s, 32)  # noqa: E731
-    elif (folder / "modules.json").is_file() or (folder / "config.json").is_file():
-        model = SentenceTransformer(str(folder))  # CUDA if present, else CPU
-        encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
-    else:
+    if not any((folder / f).is_file() for f in ("modules.json", "config.json", BELLM_MARKER)):
         raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")
+    # A BeLLM export carries stsgen's own module class (its prompt and bidirectional layers): trusted, it is ours.
+    model = SentenceTransformer(str(folder), trust_remote_code=(folder / BELLM_MARKER).is_file())  # CUDA if present
+    encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
     results = evaluate_sources(encode_fn, ["stsb-dev", "stsb-test", *args.eval_set])
     print("| set | pairs | Spearman ×100 |\n|---|---|---|")
     for name, r in results.items():

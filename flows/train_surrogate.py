@@ -1,10 +1,15 @@
 """Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004, 000).
 
-triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone (encoder with mean pooling, or a
-BeLLM-style decoder) → weighted InfoNCE + hierarchical triplet + context-label regression → evaluation every N steps
-(STS-B dev Spearman; alignment / uniformity on held-out pairs and dev → RFD) → best-on-dev weights →
-`<output_dir>/train-surrogate/model/` (a sentence-transformers folder for the encoder backbone), eval.json, curves,
-manifest. Checkpoints make an interrupted training resume where it stopped.
+triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
+mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/trainer.py): InfoNCE + hierarchical
+triplet + regression onto stage-3 labels, evaluation every N steps (STS-B dev Spearman; alignment / uniformity on
+held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/train-surrogate/model/` (a
+sentence-transformers folder with its model card), eval.json, curves, manifest. The trainer's checkpoints make an
+interrupted training resume where it stopped.
+
+Multi-GPU: the flow is a plain Python function; `torchrun --nproc_per_node N -m flows.cli train …` or
+`accelerate launch -m flows.cli train …` run the trainer data-parallel (the trainer reads the launcher's
+environment); on one CPU it runs as is.
 """
 
 from __future__ import annotations
@@ -15,18 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import torch
 from prefect import flow, get_run_logger
 
 from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
-from tasks.backbones import load_backbone
+from tasks.backbones import load_sentence_transformer
 from tasks.config import ConfigError
 from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
 from tasks.pair_units import read_triples
 from tasks.store import (
-    atomic_write_bytes,
     fingerprint,
     outputs_current,
     read_input_table,
@@ -38,11 +41,12 @@ from tasks.store import (
 from tasks.sts_data import read_stsb
 from tasks.sts_evaluation import evaluate_sources
 from tasks.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
-from tasks.training import TrainSettings, encode, split_data, train
+from tasks.trainer import check_training_data, train
+from tasks.training import TrainSettings, split_data
 from tasks.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
-CODE_VERSION = "train-v1"
+CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
 
 
 def _eval_hash(source: str) -> str:
@@ -54,22 +58,17 @@ def _eval_hash(source: str) -> str:
     return sha256_tree(Path(source)) if Path(source).exists() else source
 
 
-def _model_card(info: dict, settings: TrainSettings, inputs: list[dict], comparison: list[dict],
-                shipped_step: int | None) -> str:
-    sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256'][:16]}…`)" for i in inputs)
-    return (f"# stsgen surrogate ({info['kind']}, from {info['source']})\n\n"
-            "Trained by the stsgen `train-surrogate` flow on sentence pairs and triples the pipeline generated from "
-            "a corpus (LLM pattern simulation + context-vector labels); no human similarity labels were used in "
-            f"training.\n\n## Data\n{sources}\n\n## Training\n- losses: {settings.losses.model_dump()}\n"
+def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,
+                  reverted: dict | None) -> str:
+    """The provenance and selection section stsgen appends to sentence-transformers' own model card."""
+    sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256']}`)" + (
+        f", manifest sha256 `{i['manifest_sha256']}`" if i.get("manifest_sha256") else "") for i in inputs)
+    return ("\n\n## stsgen provenance\n\nTrained by the stsgen `train-surrogate` flow on sentence triples and pairs "
+            "the pipeline generated from a corpus (LLM pattern simulation, stage-3 labels); no human similarity "
+            f"labels were used in training.\n\n{sources}\n\n- losses: `{settings.losses.model_dump()}`\n"
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
-            f"shipped: step {shipped_step}\n- trainable parameters: {info['trainable_parameters']} of "
-            f"{info['parameters']}\n\n## Evaluation (Spearman ×100, cosine)\n"
-            f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step)}\n\n## Use\n" + (
-                "```python\nfrom sentence_transformers import SentenceTransformer\n"
-                "model = SentenceTransformer('path/to/this/folder')\n```\n" if info["kind"] == "encoder" else
-                "A BeLLM decoder with a custom sentence-transformers module (stsgen must be installed):\n"
-                "```python\nfrom sentence_transformers import SentenceTransformer\n"
-                "model = SentenceTransformer('path/to/this/folder', trust_remote_code=True)\n```\n"))
+            f"shipped: step {shipped_step}\n\n### Backbone vs surrogate (Spearman ×100, cosine)\n\n"
+            f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step, reverted)}\n")
 
 
 @flow(name=STAGE, log_prints=True)
@@ -94,10 +93,10 @@ def train_surrogate(
     pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
                                    ("s1", "s2", "label")).to_pandas() if pairs else \
         pd.DataFrame(columns=["s1", "s2", "label"])
-    inputs = [{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"}]
-    if pairs:
-        inputs.append({"path": pairs, "sha256": sha256_path(Path(pairs)), "role": "pairs"})
-    module, info = load_backbone(settings.backbone)
+    inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
+    data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
+    check_training_data(data, settings.losses, triples)  # before anything is loaded or written
+    model, info = load_sentence_transformer(settings.backbone, device=str(device))
     eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
     # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
     # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
@@ -111,7 +110,6 @@ def train_surrogate(
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
 
-    data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     dev = read_stsb("dev")
     if settings.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
@@ -124,24 +122,25 @@ def train_surrogate(
         print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
 
     workdir = folder / ".work" / train_key[:16]
-    module.to(device)
     batch = scaled_batch(settings.encode_batch, device)
-    backbone_results = _backbone_results(module, eval_sources, batch, workdir)
+
+    def encode(sentences: list[str]) -> np.ndarray:
+        return model.encode(sentences, batch_size=batch, convert_to_numpy=True)
+
+    backbone_results = _backbone_results(encode, eval_sources, workdir)
     t1 = time.perf_counter()
-    state = train(module, data, dev, settings, workdir, train_key, on_eval=on_eval)
+    state = train(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best weights loaded
     train_s = time.perf_counter() - t1
     shipped_step = state.best_step
     reverted = None  # the checkpoint the full-dev guard turned down, with its scores (kept for the record)
-    if shipped_step is not None:
-        module.load_state_dict(torch.load(workdir / "best.pt", weights_only=False)["model"])
     if shipped_step == 0:
         results = backbone_results  # best.pt holds the backbone's own weights
     else:
-        results = evaluate_sources(lambda s: encode(module, s, batch), eval_sources)
+        results = evaluate_sources(encode, eval_sources)
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
-            module, info = load_backbone(settings.backbone)
+            model, info = load_sentence_transformer(settings.backbone)
             reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
             shipped_step, results = 0, backbone_results
     comparison = comparison_rows(backbone_results, results)
@@ -151,17 +150,11 @@ def train_surrogate(
         if evals else {}
     folder.mkdir(parents=True, exist_ok=True)
     model_dir = folder / "model"
-    module.to("cpu")  # exported and reloaded on any machine
-    merge_lora(module)  # adapters folded into the weights: the exported folder is a plain model
-    # Imported here: sentence-transformers takes ~2 s to import, a cost every pipeline process paid before any stage
-    # that does not train.
-    from tasks.model_export import export_bellm, export_encoder
+    model.to("cpu")  # exported and reloaded on any machine
+    merge_lora(model)  # adapters folded into the weights: the exported folder is a plain model
+    from tasks.model_export import export_model  # lazy: sentence-transformers takes ~2 s to import
 
-    if info["kind"] == "encoder":
-        export_encoder(module, model_dir)
-    else:
-        export_bellm(module, model_dir)
-    atomic_write_bytes(model_dir / "README.md", _model_card(info, settings, inputs, comparison, shipped_step).encode())
+    export_model(model, model_dir, _card_section(settings, inputs, comparison, shipped_step, reverted))
     curves = plot_curves(state.history, folder / "training_curves.png")
     rfd_plot = plot_rfd(state.history, folder / "rfd.png")
     report = {"results": results, "backbone_results": backbone_results, "shipped_step": shipped_step,
@@ -201,7 +194,14 @@ def train_surrogate(
     return paths
 
 
-def _backbone_results(module: torch.nn.Module, sources: list[str], batch: int, workdir: Path) -> dict:
+def _input(path: str, role: str) -> dict:
+    """An input's content hash, and its stage manifest's where it has one (the card and manifest name both)."""
+    manifest = Path(path).parent / "manifest.json"
+    return {"path": path, "sha256": sha256_path(Path(path)), "role": role,
+            **({"manifest_sha256": sha256_path(manifest)} if manifest.is_file() else {})}
+
+
+def _backbone_results(encode, sources: list[str], workdir: Path) -> dict:
     """The untrained backbone on every evaluation set, computed once per training key and evaluation sets (a resumed
     run reads it back instead of encoding again)."""
     cache = workdir / "backbone_eval.json"
@@ -210,7 +210,7 @@ def _backbone_results(module: torch.nn.Module, sources: list[str], batch: int, w
         saved = json.loads(cache.read_text())
         if saved.get("eval") == key:
             return saved["results"]
-    results = evaluate_sources(lambda s: encode(module, s, batch), sources)
+    results = evaluate_sources(encode, sources)
     workdir.mkdir(parents=True, exist_ok=True)
     write_json(cache, {"eval": key, "results": results})
     return results

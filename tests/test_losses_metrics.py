@@ -8,45 +8,95 @@ import numpy as np
 import pytest
 import torch
 
-from models.losses import CosineRegressionLoss, HierarchicalTripletLoss, InfoNCELoss
+from models.losses import HierarchicalTripletLoss, hierarchical_triplet_parts
 from tasks.embedding_metrics import alignment, rfd, sts_spearman, uniformity
 
 E = torch.eye(3)
 
 
-def test_cosine_regression_is_the_mse_of_cosines():
+class Columns(torch.nn.Module):
+    """A stand-in encoder for the sentence-transformers losses: each column's "features" are its embeddings."""
+
+    def forward(self, features):
+        return {"sentence_embedding": features["embedding"]}
+
+
+def cols(*tensors):
+    return [{"embedding": t} for t in tensors]
+
+
+def at(deg):
+    return torch.tensor([[math.cos(math.radians(deg)), math.sin(math.radians(deg))]])
+
+
+def test_hierarchical_triplet_parts_and_margins():
+    a = torch.tensor([[1.0, 0.0]])
+    loss = HierarchicalTripletLoss(Columns(), m1=0.01, m2=0.02)
+    total = lambda *e: sum(loss(cols(a, *e)).values()).item()  # noqa: E731
+    # Well ordered with room to spare: zero.
+    assert total(at(0), at(60), at(90)) == 0.0
+    # Intermediate closer than the positive: ½ (cos 10° − cos 20° + m1) in the first part; second part zero.
+    parts = loss(cols(a, at(20), at(10), at(90)))
+    assert parts["ht_positive_intermediate"].item() == pytest.approx(
+        0.5 * (math.cos(math.radians(10)) - math.cos(math.radians(20)) + 0.01), rel=1e-5)
+    assert parts["ht_intermediate_negative"].item() == 0.0
+    # Negative as close as the intermediate: only the margin m2 remains in the second part.
+    parts = loss(cols(a, at(0), at(45), at(45)))
+    assert parts["ht_intermediate_negative"].item() == pytest.approx(0.5 * 0.02, rel=1e-4)
+    assert parts["ht_positive_intermediate"].item() == 0.0
+    with pytest.raises(ValueError, match="needs 4 columns"):
+        loss(cols(a, at(0), at(45)))
+
+
+def test_sentence_transformers_infonce_is_the_papers_and_the_weighted_sum_embeds_once():
+    from sentence_transformers.sentence_transformer.losses import MultipleNegativesRankingLoss
+
+    from models.losses import WeightedSumLoss
+
+    tau = 0.5
+    mnrl = MultipleNegativesRankingLoss(Columns(), scale=1 / tau)
+    # Positives on the diagonal, the other two candidates orthogonal: -log(e^2 / (e^2 + 2 e^0)).
+    assert mnrl(cols(E.clone(), E.clone()), None).item() == pytest.approx(
+        -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 2)), rel=1e-5)
+    # s⁻ (third column) equal to the anchor adds e^2 to every denominator.
+    assert mnrl(cols(E.clone(), E.clone(), E.clone()), None).item() == pytest.approx(
+        -math.log(math.exp(2) / (2 * math.exp(2) + 4)), rel=1e-5)
+
+    calls = []
+
+    class Counting(Columns):
+        def forward(self, features):
+            calls.append(1)
+            return super().forward(features)
+
+    encoder = Counting()
+    a, p, n, m = (torch.nn.functional.normalize(torch.randn(3, 4), dim=-1).requires_grad_() for _ in range(4))
+    ht = HierarchicalTripletLoss(encoder, 0.3, 0.3)
+    combined = WeightedSumLoss(encoder, {"infonce": (MultipleNegativesRankingLoss(encoder, scale=2.0), 2.0, (0, 1, 2)),
+                                         "hierarchical_triplet": (ht, 0.5, (0, 1, 3, 2))})
+    parts = combined(cols(a, p, n, m), None)
+    assert set(parts) == {"infonce", "ht_positive_intermediate", "ht_intermediate_negative"}
+    assert len(calls) <= 4  # each column embedded once, shared by both losses
+    ref_nce = MultipleNegativesRankingLoss(Columns(), scale=2.0)(cols(a, p, n), None)
+    ref_ht = hierarchical_triplet_parts(a, p, m, n, 0.3, 0.3)
+    assert parts["infonce"].item() == pytest.approx(2.0 * ref_nce.item(), rel=1e-5)
+    for key, value in ref_ht.items():
+        assert parts[key].item() == pytest.approx(0.5 * value.item(), rel=1e-5, abs=1e-7)
+    sum(parts.values()).backward()
+    assert all(t.grad is not None and t.grad.abs().sum() > 0 for t in (a, p, n))
+
+
+def test_regression_losses_on_the_label_scale():
+    from sentence_transformers.sentence_transformer.losses import CoSENTLoss, CosineSimilarityLoss
+
     a = torch.tensor([[1.0, 0.0], [1.0, 0.0]])
     b = torch.tensor([[2.0, 0.0], [0.0, 3.0]])  # cosines 1 and 0, whatever the norms
-    loss = CosineRegressionLoss()(a, b, torch.tensor([0.5, 0.5]))
-    assert loss.item() == pytest.approx((0.5**2 + 0.5**2) / 2)
-
-
-def test_infonce_with_and_without_hard_negatives():
-    a, p = E.clone(), E.clone()
-    tau = 0.5
-    # Positives on the diagonal, the other two candidates orthogonal: -log(e^2 / (e^2 + 2 e^0)).
-    expect = -math.log(math.exp(1 / tau) / (math.exp(1 / tau) + 2))
-    assert InfoNCELoss(tau)(a, p).item() == pytest.approx(expect, rel=1e-5)
-    # A hard negative equal to the anchor adds e^2 to every denominator.
-    hard = InfoNCELoss(tau)(a, p, E.clone()).item()
-    assert hard == pytest.approx(-math.log(math.exp(2) / (2 * math.exp(2) + 4)), rel=1e-5)
-    # Gradients flow to every input.
-    x = E.clone().requires_grad_()
-    InfoNCELoss()(x, E.clone() + 0.1, -E.clone()).backward()
-    assert x.grad is not None and x.grad.abs().sum() > 0
-
-
-def test_hierarchical_triplet_margins():
-    a = torch.tensor([[1.0, 0.0]])
-    at = lambda deg: torch.tensor([[math.cos(math.radians(deg)), math.sin(math.radians(deg))]])  # noqa: E731
-    loss = HierarchicalTripletLoss(m1=0.01, m2=0.02)
-    # Well ordered with room to spare: zero.
-    assert loss(a, at(0), at(60), at(90)).item() == 0.0
-    # Intermediate closer than the positive: ½ (cos 10° − cos 20° + m1); second term zero.
-    got = loss(a, at(20), at(10), at(90)).item()
-    assert got == pytest.approx(0.5 * (math.cos(math.radians(10)) - math.cos(math.radians(20)) + 0.01), rel=1e-5)
-    # Negative as close as the intermediate: only the margin m2 remains in the second term.
-    assert loss(a, at(0), at(45), at(45)).item() == pytest.approx(0.5 * 0.02, rel=1e-4)
+    assert CosineSimilarityLoss(Columns())(cols(a, b), torch.tensor([0.5, 0.5])).item() == \
+        pytest.approx((0.5**2 + 0.5**2) / 2)
+    # CoSENT reads only the labels' order: right order → log(1 + e^{20·(0 − 1)}), wrong order → log(1 + e^{20}).
+    cosent = CoSENTLoss(Columns())
+    assert cosent(cols(a, b), torch.tensor([0.9, 0.1])).item() == pytest.approx(math.log1p(math.exp(-20)), abs=1e-6)
+    assert cosent(cols(a, b), torch.tensor([0.1, 0.9])).item() == pytest.approx(math.log1p(math.exp(20)), rel=1e-4)
 
 
 def test_alignment_uniformity_rfd_and_spearman():

@@ -1,5 +1,5 @@
-"""Surrogate training on tiny random backbones: the loss falls, evaluation records the RFD inputs, and a run resumed
-from its checkpoint ends with exactly the weights of an uninterrupted run."""
+"""Stage 4 on SentenceTransformerTrainer with tiny random backbones: the objective's datasets, best-on-dev selection
+with the backbone as a candidate, resume after a kill, the flow's outputs and model card, bad input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from tasks.config import ConfigError
-from tasks.training import LossSettings, TrainSettings, evaluate, split_data, step_loss, train
+from tasks.trainer import check_training_data, train, training_datasets
+from tasks.training import LossSettings, TrainSettings, split_data
 from tests.conftest import TOPICS, latest_artifacts
 
 
@@ -32,52 +33,87 @@ def synthetic_data():
 
 
 @pytest.fixture
-def tiny_encoder(tiny_lm_dir):
-    from transformers import AutoTokenizer, BertConfig, BertModel
+def tiny_st(tiny_encoder_dir):
+    """A fresh SentenceTransformer (tiny random BERT, mean pooling) per call, as the flow builds it."""
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
 
-    from models.mean_pooling_encoder import MeanPoolingEncoder
-
-    tok = AutoTokenizer.from_pretrained(tiny_lm_dir)
-
-    def make():
-        torch.manual_seed(0)
-        config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                            intermediate_size=64, max_position_embeddings=128)
-        return MeanPoolingEncoder(BertModel(config), tok, max_length=48)
-
-    return make
+    return lambda **kw: load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir), **kw))[0]
 
 
 SETTINGS = TrainSettings(steps=6, batch_size=4, lr=1e-3, warmup_steps=1, eval_every=3, heldout_fraction=0.2,
                          losses=LossSettings(regression=1.0))
 
+CHILD = """
+import sys, time
+sys.path.insert(0, {root!r})
+from pathlib import Path
+import pandas as pd
+from transformers import TrainerCallback
+from tasks.backbones import BackboneSettings, load_sentence_transformer
+from tasks.trainer import train
+from tasks.training import TrainSettings, split_data
+from tests.test_training import synthetic_data
 
-def test_resumed_training_equals_uninterrupted(tiny_encoder, tmp_path):
+class StallAfterStep4(TrainerCallback):  # the parent kills the process here, between checkpoints (3 and 6)
+    def on_step_end(self, args, state, control, **kw):
+        if state.global_step == 4:
+            Path({flag!r}).write_text("4")
+            time.sleep(600)
+
+settings = TrainSettings.model_validate_json({settings!r})
+triples, pairs, dev = synthetic_data()
+data = split_data(triples, pairs, settings.heldout_fraction, settings.seed)
+model = load_sentence_transformer(BackboneSettings(source={source!r}))[0]
+train(model, data, dev, settings, Path({workdir!r}), callbacks=[StallAfterStep4()])
+"""
+
+
+def test_trainer_resumes_after_a_kill_like_an_uninterrupted_run(tiny_st, tiny_encoder_dir, tmp_path):
+    """A training process SIGKILLed after step 4 (checkpoint at 3) and started again ends like an uninterrupted run:
+    same step count, the same evaluations and best step, the same weights. Tolerance 1e-5: the resumed run replays
+    the same batches (the sampler's seed and position) and dropout masks (the saved RNG state) from the same
+    optimizer and scheduler state; what may differ is float rounding of threaded CPU kernels (~1e-7 relative)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
     triples, pairs, dev = synthetic_data()
     data = split_data(triples, pairs, SETTINGS.heldout_fraction, SETTINGS.seed)
-    full = tiny_encoder()
-    state = train(full, data, dev, SETTINGS, tmp_path / "a", key="k")
+    full = tiny_st()
+    state = train(full, data, dev, SETTINGS, tmp_path / "a")
     assert state.step == 6 and [r["step"] for r in state.history if "dev_spearman" in r] == [0, 3, 6]
     assert {"align_heldout", "uniform_heldout", "align_dev", "uniform_dev"} <= set(state.history[-1])
+    assert {"infonce", "ht_positive_intermediate", "ht_intermediate_negative", "regression"} <= \
+        {k for r in state.history for k in r}  # each part of the objective is logged
     assert (tmp_path / "a" / "best.pt").is_file() and state.best_step in (0, 3, 6)
 
-    first = tiny_encoder()
-    # "Killed" after step 4, between checkpoints (written at step 3): the resume redoes step 4 from the checkpoint.
-    partial = train(first, data, dev, SETTINGS, tmp_path / "b", key="k", stop_after=4)
-    assert partial.step == 4
-    resumed_module = tiny_encoder()  # a fresh process: weights come from the checkpoint
-    resumed = train(resumed_module, data, dev, SETTINGS, tmp_path / "b", key="k")
-    assert resumed.step == 6 and (resumed.best_step, resumed.best_dev) == (state.best_step, state.best_dev)
-    assert [r.get("loss", 0) for r in resumed.history] == pytest.approx([r.get("loss", 0) for r in state.history],
-                                                                         abs=1e-6)
-    for (name, p), q in zip(full.state_dict().items(), resumed_module.state_dict().values()):
-        assert torch.allclose(p, q, atol=1e-6), name
-    # A different key (changed inputs or parameters) starts over instead of resuming.
-    again = train(tiny_encoder(), data, dev, SETTINGS, tmp_path / "b", key="other", stop_after=1)
-    assert again.step == 1
+    flag = tmp_path / "at-step-4"
+    child = subprocess.Popen([sys.executable, "-c", CHILD.format(
+        root=str(Path(__file__).resolve().parents[1]), flag=str(flag), settings=SETTINGS.model_dump_json(),
+        source=str(tiny_encoder_dir), workdir=str(tmp_path / "b"))])
+    deadline = time.time() + 300
+    while not flag.exists() and child.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
+    assert flag.exists(), "the training process never reached step 4"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert [p.name for p in (tmp_path / "b" / "checkpoints").glob("checkpoint-*")] == ["checkpoint-3"]
+    resumed_model = tiny_st()  # a fresh process's model: the weights come from the checkpoint
+    resumed = train(resumed_model, data, dev, SETTINGS, tmp_path / "b")
+    assert resumed.step == 6 and resumed.best_step == state.best_step
+    assert resumed.best_dev == pytest.approx(state.best_dev, abs=1e-5)
+    evals = lambda h: {r["step"]: r["dev_spearman"] for r in h if "dev_spearman" in r}  # noqa: E731
+    assert list(evals(resumed.history)) == [0, 3, 6]
+    assert list(evals(resumed.history).values()) == pytest.approx(list(evals(state.history).values()), abs=1e-5)
+    losses = lambda h: [r["loss"] for r in h if "loss" in r]  # noqa: E731
+    assert len(losses(resumed.history)) == 6 and losses(resumed.history) == pytest.approx(losses(state.history),
+                                                                                          abs=1e-5)
+    for (name, p), q in zip(full.state_dict().items(), resumed_model.state_dict().values()):
+        assert torch.allclose(p, q, atol=1e-5), name
 
 
-def _selection_run(tiny_encoder, workdir: Path, dev_agrees: bool):
+def _selection_run(tiny_st, workdir: Path, dev_agrees: bool):
     """Regression that pulls each anchor towards its negative (which shares fewer words than its positive). A dev set
     whose gold agrees with that (negatives close) is helped by training; one whose gold follows word overlap (where
     the untrained mean-pooled model already scores high) is only hurt."""
@@ -87,24 +123,24 @@ def _selection_run(tiny_encoder, workdir: Path, dev_agrees: bool):
     pairs = pd.DataFrame({"s1": list(triples["anchor"]) * 2, "s2": s2, "label": negative})
     dev = pd.DataFrame({"s1": pairs["s1"], "s2": s2, "gold": 4.5 * (negative if dev_agrees else 1 - negative)})
     data = split_data(triples, pairs, 0.0, 0)
-    module = tiny_encoder()
-    before = {k: v.clone() for k, v in module.state_dict().items()}
+    model = tiny_st()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
     settings = TrainSettings(steps=24, batch_size=12, lr=5e-3, warmup_steps=1, eval_every=8, heldout_fraction=0.0,
                              losses=LossSettings(infonce=0.0, hierarchical_triplet=0.0, regression=1.0))
-    state = train(module, data, dev, settings, workdir, key="k")
+    state = train(model, data, dev, settings, workdir)
     best = torch.load(workdir / "best.pt", weights_only=False)["model"]
     return state, before, best
 
 
-def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_encoder, tmp_path):
-    hurt, before, best = _selection_run(tiny_encoder, tmp_path / "hurt", dev_agrees=False)
+def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_st, tmp_path):
+    hurt, before, best = _selection_run(tiny_st, tmp_path / "hurt", dev_agrees=False)
     scores = {r["step"]: r["dev_spearman"] for r in hurt.history if "dev_spearman" in r}
     assert list(scores) == [0, 8, 16, 24] and max(scores[8], scores[16], scores[24]) < scores[0]
     assert hurt.best_step == 0 and hurt.best_dev == scores[0]
     for name, value in before.items():  # best.pt holds the untrained weights
         assert torch.equal(best[name], value), name
 
-    helped, _, best = _selection_run(tiny_encoder, tmp_path / "help", dev_agrees=True)
+    helped, _, best = _selection_run(tiny_st, tmp_path / "help", dev_agrees=True)
     scores = {r["step"]: r["dev_spearman"] for r in helped.history if "dev_spearman" in r}
     assert helped.best_step > 0 and helped.best_dev == max(scores.values()) > scores[0]
     assert any(not torch.equal(best[name], value) for name, value in before.items())
@@ -147,37 +183,45 @@ def test_held_out_triples_never_reach_training():
     assert not held & set(data.pairs["triple_id"]) and not held & set(data.pairs["other_triple_id"].dropna())
 
 
-def test_training_lowers_the_loss_on_a_fixed_batch(tiny_encoder, tmp_path):
-    triples, pairs, dev = synthetic_data()
-    settings = SETTINGS.model_copy(update={"steps": 25, "eval_every": 25})
-    data = split_data(triples, pairs, 0.0, settings.seed)
-    module = tiny_encoder()
-    module.eval()  # no dropout: the same batch scores the same before and after
-    with torch.no_grad():
-        before, parts = step_loss(module, data, settings, step=0)
-    assert set(parts) == {"infonce", "hierarchical_triplet", "regression"}
-    train(module, data, dev, settings, tmp_path, key="k")
-    module.eval()
-    with torch.no_grad():
-        after, _ = step_loss(module, data, settings, step=0)
-    assert after < before * 0.8
-
-
-def test_simcse_baseline_and_missing_terms(tiny_encoder):
-    triples, pairs, dev = synthetic_data()
-    data = split_data(triples, pairs, 0.0, 13)
-    module = tiny_encoder()
-    simcse = TrainSettings(losses=LossSettings(simcse=True), batch_size=4)
-    module.eval()  # no dropout: both views identical, the positive is the easiest candidate
-    _, same = step_loss(module, data, simcse, step=0)
-    module.train()  # dropout on: the views differ, the task is harder
-    _, parts = step_loss(module, data, simcse, step=0)
-    assert set(parts) == {"simcse"} and parts["simcse"] > same["simcse"]
+def test_datasets_follow_the_loss_weights_and_bad_data_fails_clearly():
+    triples, pairs, _ = synthetic_data()
+    data = split_data(triples.assign(intermediate=[None] * 3 + list(triples["intermediate"][3:])), pairs, 0.0, 13)
+    sets = training_datasets(data, LossSettings(regression=1.0))
+    assert sets["hierarchical"].column_names == ["anchor", "positive", "negative", "intermediate"]
+    assert (len(sets["hierarchical"]), len(sets["contrastive"]), len(sets["pairs"])) == (len(triples) - 3, 3,
+                                                                                        len(pairs))
+    assert sets["pairs"].column_names == ["sentence1", "sentence2", "score"]
+    assert list(training_datasets(data, LossSettings(hierarchical_triplet=0.0))) == ["contrastive"]
+    simcse = training_datasets(data, LossSettings(simcse=True, regression=1.0))
+    assert list(simcse) == ["simcse"] and simcse["simcse"]["anchor"] == simcse["simcse"]["positive"]
     empty = split_data(triples.iloc[:0], pairs.iloc[:0], 0.0, 13)
     with pytest.raises(ConfigError, match="No loss term has both data"):
-        step_loss(module, empty, TrainSettings(batch_size=4), step=0)
-    metrics = evaluate(module, data, dev)
-    assert -100 <= metrics["dev_spearman"] <= 100 and np.isfinite(metrics["uniform_dev"])
+        training_datasets(empty, LossSettings())
+    with pytest.raises(ConfigError, match=r"lack column\(s\) intermediate.*hierarchical_triplet"):
+        check_training_data(split_data(triples.drop(columns="intermediate"), pairs, 0.0, 1), LossSettings(), "t.pq")
+    check_training_data(split_data(triples.drop(columns="intermediate"), pairs, 0.0, 1),
+                        LossSettings(hierarchical_triplet=0.0), "t.pq")  # InfoNCE alone needs no intermediate
+    with pytest.raises(ConfigError, match=r"1 label\(s\) outside \[-1, 1\] \(first: row 2, 4\.5\)"):
+        check_training_data(split_data(triples, pairs.assign(label=[0.9, 0.9, 4.5] + [0.9] * (len(pairs) - 3)),
+                                       0.0, 1), LossSettings(regression=1.0), "t.pq")
+
+
+def test_bad_training_input_fails_before_anything_is_written(prefect_harness, tiny_encoder_dir, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from flows.train_surrogate import train_surrogate
+    from tasks.backbones import BackboneSettings
+
+    triples, pairs, _ = synthetic_data()
+    pq.write_table(pa.Table.from_pandas(triples.drop(columns="intermediate"), preserve_index=False),
+                   tmp_path / "triples.parquet")
+    pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
+    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir))})
+    with pytest.raises(ConfigError, match="triples.parquet: the triples lack column"):
+        train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
+                        train_settings=settings, output_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
 
 
 def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tmp_path):
@@ -270,14 +314,3 @@ def test_cli_eval_on_a_sentence_transformers_folder(tmp_path, capsys):
     assert results["stsb-test"]["spearman"] > 80  # all-MiniLM-L6-v2: 82.03 reported
     assert results[str(sick)]["pairs"] == 3
     assert main(["eval", str(tmp_path)]) == 2 and "not a model folder" in capsys.readouterr().err
-
-
-def test_encode_keeps_input_order_across_length_sorted_batches(tiny_encoder):
-    from tasks.training import encode
-
-    module = tiny_encoder().eval()
-    sentences = ["a", "the river flooded the lower town after the rain .", "farmers planted wheat .", "the town"]
-    batched = encode(module, sentences, batch=2)
-    with torch.no_grad():
-        one_by_one = np.stack([module(**module.tokenize([s]))[0].numpy() for s in sentences])
-    assert np.allclose(batched, one_by_one, atol=1e-5)

@@ -1,12 +1,12 @@
-"""Training losses for the surrogate sentence encoder, one per module (inputs documented in each):
+"""Training losses for the surrogate sentence encoder, one per module (inputs documented in each). InfoNCE and the
+regression onto stage-3 labels are sentence-transformers' own (`MultipleNegativesRankingLoss` and its Cached variant,
+`CosineSimilarityLoss`, `CoSENTLoss`); these are what it lacks:
 
-- `CosineRegressionLoss` — L2 between predicted cosine and context labels (seed 003, §3.4)
-- `InfoNCELoss` — contrastive, in-batch + hard negatives, temperature τ (seed 004, eq. 1)
-- `HierarchicalTripletLoss` — s⁺ > sᵐ > s⁻ with margins m1, m2 (seed 004, eq. 6)
+- `HierarchicalTripletLoss` — s⁺ > sᵐ > s⁻ with margins m1, m2 (seed 004, eq. 6), logging its two parts
+- `WeightedSumLoss` — several losses on one batch's columns, embedded once, each with its weight (seed 004, eq. 7)
 """
 
-from models.losses.cosine_regression import CosineRegressionLoss
-from models.losses.hierarchical_triplet import HierarchicalTripletLoss
-from models.losses.infonce import InfoNCELoss
+from models.losses.hierarchical_triplet import HierarchicalTripletLoss, hierarchical_triplet_parts
+from models.losses.weighted_sum import WeightedSumLoss
 
-__all__ = ["CosineRegressionLoss", "HierarchicalTripletLoss", "InfoNCELoss"]
+__all__ = ["HierarchicalTripletLoss", "WeightedSumLoss", "hierarchical_triplet_parts"]
