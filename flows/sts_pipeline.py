@@ -104,7 +104,7 @@ def sts_pipeline(
         outputs["train-surrogate"] = train_surrogate(
             triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"],
             train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
-            eval_sets=eval_sets, output_dir=output_dir)
+            eval_sets=eval_sets, output_dir=output_dir, mining_corpus=corpus)
     rows = []
     for stage, paths in outputs.items():
         manifest_path = Path(paths["manifest"])

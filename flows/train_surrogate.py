@@ -25,7 +25,9 @@ from prefect import flow, get_run_logger
 from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.backbones import load_sentence_transformer
-from tasks.config import ConfigError
+from tasks.corpus import load_corpus
+from tasks.hard_negatives import mine
+from tasks.config import ConfigError, CorpusSettings
 from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
 from tasks.pair_units import read_triples
@@ -78,9 +80,12 @@ def train_surrogate(
     train_settings: TrainSettings | None = None,
     eval_sets: list[str] | None = None,
     output_dir: str = "data/outputs",
+    mining_corpus: str = "default",
 ) -> dict[str, str]:
     """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from
-    label-pairs (needed when the regression weight is non-zero); `eval_sets`: extra STS12–16 folders or SICK files
+    label-pairs (needed when the regression weight is non-zero); `mining_corpus`: the corpus hard negatives are mined
+    from when train_settings.mining.num_negatives > 0 (stage 2's, as a path, or 'default'); `eval_sets`: extra
+    STS12–16 folders or SICK files
     evaluated at the end beside STS-B dev and test. Returns output paths."""
     logger = get_run_logger()
     settings = train_settings or TrainSettings()
@@ -96,6 +101,11 @@ def train_surrogate(
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples)  # before anything is loaded or written
+    candidates = None
+    if settings.mining.num_negatives:
+        corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written
+        candidates = corpus.usable["text"].tolist()
+        inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
     model, info = load_sentence_transformer(settings.backbone, device=str(device))
     eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
     # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
@@ -110,6 +120,12 @@ def train_surrogate(
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
 
+    mining = None
+    if candidates is not None:
+        data.triples, mining = mine(data.triples, candidates, model, settings.mining, settings.seed,
+                                    scaled_batch(settings.encode_batch, device))
+        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences",
+                    mining["per_triple"], mining["with_mined_negatives"], mining["triples"], mining["candidates"])
     dev = read_stsb("dev")
     if settings.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
@@ -170,7 +186,8 @@ def train_surrogate(
         "parameters": settings.model_dump(), "device": device_info(device), "backbone": info,
         "eval_sets": eval_sources,
         "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
-                   "train_pairs": len(data.pairs), "steps": state.step},
+                   "train_pairs": len(data.pairs), "steps": state.step,
+                   **({"mined_negatives": mining} if mining else {})},
         "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
                       "backbone": {k: r["spearman"] for k, r in backbone_results.items()},
                       "surrogate": {k: r["spearman"] for k, r in results.items()},

@@ -7,6 +7,8 @@ step, so every kind gets the same number of steps whatever its size):
 - `hierarchical` — anchor, positive, negative, intermediate: InfoNCE (`MultipleNegativesRankingLoss`, s⁻ as hard
   negative, or its Cached variant for large batches in bounded memory) + β·hierarchical triplet, one forward pass;
 - `contrastive` — anchor, positive, negative: the triples without an intermediate, InfoNCE only;
+  (both triple datasets carry `mined_negative_1..k` after their own columns when mined negatives are in use:
+  InfoNCE reads the generated s⁻, the mined ones or both, `losses.negatives`);
 - `pairs` — sentence1, sentence2, score: stage-3 labels, `CosineSimilarityLoss` (L2 on the cosine, seed 003) or
   `CoSENTLoss` (ranking; `losses.regression_loss`);
 - `simcse` — anchor, anchor: the unsupervised SimCSE baseline (dropout makes the two views differ).
@@ -28,6 +30,7 @@ import torch
 
 from tasks.config import ConfigError
 from tasks.device import resolve_device
+from tasks.hard_negatives import mined_columns
 from tasks.training import LossSettings, TrainingData, TrainSettings, TrainState
 
 DEV_METRIC = "eval_sts-dev_spearman_cosine"
@@ -59,10 +62,14 @@ def check_training_data(data: TrainingData, losses: LossSettings, source: str) -
 
 
 def training_datasets(data: TrainingData, losses: LossSettings):
-    """DatasetDict of the non-empty datasets the losses' weights ask for (see the module doc)."""
+    """DatasetDict of the non-empty datasets the losses' weights ask for (see the module doc). With mined negatives
+    in use, their columns follow the triple's own, and triples without them are left out (counted by the flow)."""
     from datasets import Dataset, DatasetDict
 
     t = data.triples
+    mined = mined_columns(t) if losses.negatives != "generated" else []
+    if mined:
+        t = t[t[mined].notna().all(axis=1)]
     sets = {}
     if losses.simcse:
         sets["simcse"] = Dataset.from_dict({"anchor": t["anchor"].tolist(), "positive": t["anchor"].tolist()})
@@ -71,10 +78,10 @@ def training_datasets(data: TrainingData, losses: LossSettings):
             else np.zeros(len(t), bool)
         if with_m.any():  # negative third: the column order sentence-transformers' InfoNCE expects
             sets["hierarchical"] = Dataset.from_dict(
-                {c: t.loc[with_m, c].tolist() for c in ("anchor", "positive", "negative", "intermediate")})
+                {c: t.loc[with_m, c].tolist() for c in ("anchor", "positive", "negative", "intermediate", *mined)})
         if losses.infonce and (~with_m).any():
             sets["contrastive"] = Dataset.from_dict(
-                {c: t.loc[~with_m, c].tolist() for c in ("anchor", "positive", "negative")})
+                {c: t.loc[~with_m, c].tolist() for c in ("anchor", "positive", "negative", *mined)})
         if losses.regression and len(data.pairs):
             p = data.pairs
             sets["pairs"] = Dataset.from_dict({"sentence1": p["s1"].tolist(), "sentence2": p["s2"].tolist(),
@@ -85,8 +92,14 @@ def training_datasets(data: TrainingData, losses: LossSettings):
     return DatasetDict(sets)
 
 
-def training_losses(model, losses: LossSettings, names: list[str]) -> dict:
-    """{dataset name: loss} for `training_datasets`' names."""
+def infonce_columns(losses: LossSettings, n_columns: int, first_mined: int) -> tuple[int, ...]:
+    """InfoNCE's columns: anchor, positive, then the generated s⁻ (column 2) and/or the mined ones."""
+    mined = tuple(range(first_mined, n_columns))
+    return (0, 1) + {"generated": (2,), "mined": mined, "both": (2, *mined)}[losses.negatives]
+
+
+def training_losses(model, losses: LossSettings, datasets) -> dict:
+    """{dataset name: loss} for `training_datasets`' datasets."""
     from sentence_transformers.sentence_transformer import losses as st_losses
 
     from models.losses import HierarchicalTripletLoss, WeightedSumLoss
@@ -100,17 +113,18 @@ def training_losses(model, losses: LossSettings, names: list[str]) -> dict:
 
     regression = {"cosine": st_losses.CosineSimilarityLoss, "cosent": st_losses.CoSENTLoss}[losses.regression_loss]
     out = {}
-    for name in names:
+    for name, dataset in datasets.items():
+        n = len(dataset.column_names)
         if name == "simcse":
             out[name] = infonce()
         elif name == "hierarchical":
             parts = {"hierarchical_triplet": (HierarchicalTripletLoss(model, losses.m1, losses.m2),
                                               losses.hierarchical_triplet, (0, 1, 3, 2))}
             if losses.infonce:
-                parts = {"infonce": (infonce(), losses.infonce, (0, 1, 2))} | parts
+                parts = {"infonce": (infonce(), losses.infonce, infonce_columns(losses, n, 4))} | parts
             out[name] = WeightedSumLoss(model, parts)
         elif name == "contrastive":
-            out[name] = WeightedSumLoss(model, {"infonce": (infonce(), losses.infonce, (0, 1, 2))})
+            out[name] = WeightedSumLoss(model, {"infonce": (infonce(), losses.infonce, infonce_columns(losses, n, 3))})
         else:
             out[name] = WeightedSumLoss(model, {"regression": (regression(model), losses.regression, (0, 1))})
     return out
@@ -238,7 +252,7 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
     callback = _selection_callback(model, workdir, on_eval)
     trainer = _trainer_class()(
         model=model, args=args, train_dataset=datasets,
-        loss=training_losses(model, settings.losses, list(datasets)),
+        loss=training_losses(model, settings.losses, datasets),
         evaluator=dev_evaluators(data, dev, encode_batch), callbacks=[callback, *(callbacks or [])])
     trainer.train(resume_from_checkpoint=resume)
     state = callback.state

@@ -9,10 +9,11 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from tasks.backbones import BackboneSettings
 from tasks.device import DEVICE_DESCRIPTION, DeviceSetting
+from tasks.hard_negatives import MiningSettings
 
 
 class LossSettings(BaseModel):
@@ -29,6 +30,9 @@ class LossSettings(BaseModel):
     temperature: float = Field(0.05, gt=0)
     m1: float = Field(5e-3, ge=0)
     m2: float = Field(1e-2, ge=0)
+    negatives: Literal["generated", "mined", "both"] = Field(
+        "generated", description="InfoNCE's hard negatives: the LLM's s⁻, negatives mined from the corpus "
+        "(mining.num_negatives > 0), or both")
     simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
                          "another dropout mask (ignores the other weights)")
 
@@ -38,6 +42,7 @@ class TrainSettings(BaseModel):
 
     backbone: BackboneSettings = BackboneSettings()
     losses: LossSettings = LossSettings()
+    mining: MiningSettings = MiningSettings()
     steps: int = Field(200, ge=1)
     batch_size: int = Field(16, ge=2)
     lr: float = Field(3e-5, gt=0)
@@ -48,6 +53,13 @@ class TrainSettings(BaseModel):
     encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
     seed: int = 13
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _mined_negatives_need_mining(self) -> "TrainSettings":
+        if self.losses.negatives != "generated" and not self.mining.num_negatives:
+            raise ValueError(f"losses.negatives={self.losses.negatives!r} needs mined negatives: set "
+                             "mining.num_negatives > 0 (or losses.negatives='generated')")
+        return self
 
 
 @dataclass

@@ -12,6 +12,7 @@ import torch
 
 from tasks.config import ConfigError
 from tasks.trainer import check_training_data, train, training_datasets
+from tasks.hard_negatives import MiningSettings
 from tasks.training import LossSettings, TrainSettings, split_data
 from tests.conftest import TOPICS, latest_artifacts
 
@@ -221,6 +222,15 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     with pytest.raises(ConfigError, match="triples.parquet: the triples lack column"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
                         train_settings=settings, output_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
+    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
+    (tmp_path / "empty-corpus").mkdir()
+    (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
+    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2)})
+    with pytest.raises(ConfigError, match="yielded no sentences"):
+        train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
+                        train_settings=mining, output_dir=str(tmp_path / "out"),
+                        mining_corpus=str(tmp_path / "empty-corpus"))
     assert not (tmp_path / "out").exists()
 
 
