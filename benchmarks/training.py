@@ -9,7 +9,9 @@ triples; + hierarchical triplet; + context-label regression. For the BeLLM decod
 
 With `--variants RUN` (a pipeline run's output folder) the rows are data variants instead, encoder backbone: the
 triples the run would have kept without the verifier (earliest rule-passing generation per slot), the verified
-triples, and the verified triples + stage-3 labels (regression term).
+triples, and the verified triples + stage-3 labels (regression term). With `--negatives RUN` the rows are InfoNCE's
+hard negatives on the run's verified triples + labels: the LLM's s⁻ only, negatives mined from the corpus
+(`--mining-corpus`, default the packaged one; `--mined 2` per triple) only, both.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import torch  # noqa: E402
 from tasks.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
 from tasks.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.hard_negatives import MiningSettings  # noqa: E402
 from tasks.trainer import train  # noqa: E402
 from tasks.training import LossSettings, TrainSettings, split_data  # noqa: E402
 
@@ -67,8 +70,28 @@ VARIANT_ROWS = [  # (row, losses, data variant)
 ]
 
 
+def negative_rows(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
+    from tasks.config import CorpusSettings
+    from tasks.corpus import load_corpus
+    from tasks.hard_negatives import MiningSettings, mine
+
+    run = Path(args.negatives)
+    triples = pq.read_table(run / "generate-sts-triples" / "triples.parquet").to_pandas()
+    pairs = pq.read_table(run / "label-pairs" / "pairs.parquet").to_pandas()
+    data = split_data(triples, pairs, heldout_fraction, seed)
+    model, _ = load_sentence_transformer(BackboneSettings(kind="encoder"))
+    t = time.perf_counter()
+    data.triples, counts = mine(data.triples, load_corpus(CorpusSettings(source=args.mining_corpus)).usable[
+        "text"].tolist(), model, MiningSettings(num_negatives=args.mined), seed)
+    print(f"mined {counts} in {time.perf_counter() - t:.0f} s")
+    return [(f"{negatives} negatives", BackboneSettings(kind="encoder"),
+             LossSettings(regression=1.0, negatives=negatives), data) for negatives in ("generated", "mined", "both")]
+
+
 def rows_and_data(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
     """(row, backbone, losses, training data) for every row the arguments ask for."""
+    if args.negatives:
+        return negative_rows(args, heldout_fraction, seed)
     if args.variants:
         from benchmarks.verifier import unverified_triples
 
@@ -98,6 +121,9 @@ def main() -> None:
     ap.add_argument("--dev-pairs", type=int, default=500, help="STS-B dev pairs for model selection during training")
     ap.add_argument("--backbones", default="encoder,bellm")
     ap.add_argument("--variants", default=None, help="a pipeline run's output folder: rows per data variant")
+    ap.add_argument("--negatives", default=None, help="a pipeline run's output folder: rows per InfoNCE negatives")
+    ap.add_argument("--mining-corpus", default="default")
+    ap.add_argument("--mined", type=int, default=2, help="mined negatives per triple")
     args = ap.parse_args()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
                          dev_pairs=args.dev_pairs)
@@ -110,7 +136,8 @@ def main() -> None:
         model, info = load_sentence_transformer(backbone)
         t, best = time.perf_counter(), "—"
         if losses is not None:
-            settings = base.model_copy(update={"backbone": backbone, "losses": losses})
+            settings = base.model_copy(update={"backbone": backbone, "losses": losses, "mining": MiningSettings(
+                num_negatives=args.mined if losses.negatives != "generated" else 0)})
             with tempfile.TemporaryDirectory() as work:
                 state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
                 best = str(state.best_step)

