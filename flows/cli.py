@@ -287,17 +287,21 @@ def _train(args: argparse.Namespace) -> int:
 
     from flows.train_surrogate import train_surrogate
     from tasks.backbones import BackboneSettings
+    from tasks.hard_negatives import MiningSettings
     from tasks.training import LossSettings, TrainSettings
 
     settings = TrainSettings(
         backbone=BackboneSettings(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
                                   train_layers=args.train_layers, lora_rank=args.lora_rank),
         losses=LossSettings(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
-                            simcse=args.simcse),
+                            regression_loss=args.regression_loss, infonce_mini_batch=args.infonce_mini_batch,
+                            negatives=args.negatives, simcse=args.simcse),
+        mining=MiningSettings(num_negatives=args.mine, cross_encoder=args.cross_encoder),
         steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed,
         **({"device": args.device} if args.device else {}))
     with _progress_bar(Console(stderr=True)):
         paths = train_surrogate(triples=args.triples, pairs=args.pairs, train_settings=settings,
+                                mining_corpus=args.mining_corpus,
                                 eval_sets=args.eval_set, output_dir=args.output_dir)
     _print_outputs(paths)
     return 0
@@ -457,7 +461,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lora-rank", type=int, default=None, help="train only rank-r LoRA adapters (merged on export)")
     p.add_argument("--infonce", type=float, default=1.0)
     p.add_argument("--ht", type=float, default=1.0, help="hierarchical triplet weight β")
-    p.add_argument("--regression", type=float, default=0.0, help="context-label regression weight")
+    p.add_argument("--regression", type=float, default=0.0, help="weight of the regression onto stage-3 labels")
+    p.add_argument("--regression-loss", choices=("cosine", "cosent"), default="cosine",
+                   help="CosineSimilarityLoss (L2 on the cosine) or CoSENTLoss (the labels' order only)")
+    p.add_argument("--infonce-mini-batch", type=int, default=None,
+                   help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
+    p.add_argument("--negatives", choices=("generated", "mined", "both"), default="generated",
+                   help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both")
+    p.add_argument("--mine", type=int, default=0, help="hard negatives to mine per triple (0 = none)")
+    p.add_argument("--mining-corpus", default="default", help="corpus to mine from (stage 1's: a path or 'default')")
+    p.add_argument("--cross-encoder", default=None, help="a local cross-encoder folder to rescore mined candidates")
     p.add_argument("--simcse", action="store_true", help="unsupervised SimCSE baseline (dropout positives)")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=16)
