@@ -25,7 +25,7 @@ from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.artifacts import publish_markdown, publish_table
+from tasks.artifacts import publish_links, publish_markdown, publish_table
 from tasks.coherence import CoherenceSettings
 from tasks.config import (
     ConfigError,
@@ -35,6 +35,7 @@ from tasks.config import (
     ValidationSettings,
     VerifierSettings,
 )
+from tasks.hf_dataset import export_run
 from tasks.labeling import LabelSettings, uses_contexts
 from tasks.retrieval import SelectionSettings
 from tasks.run_quality import quality_markdown, quality_rows
@@ -115,6 +116,8 @@ def sts_pipeline(
                      "counts": {k: v for k, v in manifest.get("counts", {}).items() if isinstance(v, (int, float))},
                      "manifest": paths["manifest"]})
     publish_table("pipeline-stages", rows, "sts-pipeline stages (cache key, counts, manifest)")
+    publish_links("hf-datasets", export_run(Path(output_dir)),
+                  "The run's tables as Hugging Face datasets (datasets.load_from_disk, each with a dataset card)")
     quality = quality_rows({stage: read_manifest(Path(paths["manifest"]).parent) or {}
                             for stage, paths in outputs.items()})
     publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" + quality_markdown(quality),

@@ -7,6 +7,10 @@ metadata and the provenance from the stage's manifest):
 
     triples → anchor, positive, negative           (MultipleNegativesRankingLoss: (anchor, positive, negative))
     pairs   → sentence1, sentence2, score          (CoSENTLoss / CosineSimilarityLoss: a cosine target)
+    contexts → sentence, left, right, rank, doc_id (stage 2's retrieved contexts, for inspection and reuse)
+
+`sts-pipeline` exports every table its stages wrote at the end of a run (`export_run`); `stsgen export` does it for
+any output folder.
 
 sentence-transformers feeds every column but `score`/`label` to the model, in order, so the copy carries no other
 column; the full table stays in the Parquet file. `push_to_hub` uploads the copy and its card (needs a hub account
@@ -39,6 +43,10 @@ EXPORTS = {
                            "(anchor, positive, negative) triples for MultipleNegativesRankingLoss"),
     "pairs": TableExport("label-pairs", "pairs", {"s1": "sentence1", "s2": "sentence2", "label": "score"},
                          "(sentence1, sentence2, score) pairs for CoSENTLoss / CosineSimilarityLoss"),
+    "contexts": TableExport("retrieve-contexts", "contexts",
+                            {"sentence": "sentence", "left": "left", "right": "right", "rank": "rank",
+                             "doc_id": "doc_id"},
+                            "each sentence's ranked corpus contexts (left and right of the gap it fills)"),
 }
 
 # What is known of the default inputs' terms; a user's own files are theirs to state before publishing.
@@ -126,6 +134,13 @@ def export_dataset(output_dir: Path, name: str) -> Path:
     features = {n: str(f.dtype) for n, f in dataset.features.items()}
     (folder / "README.md").write_text(card(export, manifest, dataset.num_rows, sha256_path(path), features))
     return folder
+
+
+def export_run(output_dir: Path) -> dict[str, Path]:
+    """Every table whose stage has a finished output in `output_dir`, exported; {name: folder}."""
+    done = {name: e for name, e in EXPORTS.items()
+            if read_manifest(Path(output_dir) / e.stage) and (Path(output_dir) / e.stage / f"{e.table}.parquet").is_file()}
+    return {name: export_dataset(output_dir, name) for name in done}
 
 
 def push_to_hub(folder: Path, repo: str) -> None:  # pragma: no cover - needs a hub account and network

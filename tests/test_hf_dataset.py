@@ -83,3 +83,19 @@ def test_bad_tables_are_refused_with_one_clear_error_and_nothing_written(tmp_pat
     with pytest.raises(ConfigError, match=match):
         export_dataset(tmp_path, name)
     assert not (tmp_path / stage / "hf").exists()
+
+
+def test_a_run_exports_every_finished_stage_table(tmp_path):
+    import datasets
+
+    from tasks.hf_dataset import export_run
+
+    write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES)
+    contexts = [{"sentence_id": "s0", "sentence": "a0", "context_id": f"c{i}", "doc_id": "d", "left": f"l{i}",
+                 "right": f"r{i}", "rank": i} for i in range(2)]
+    write_stage(tmp_path, "retrieve-contexts", "contexts", contexts)
+    folders = export_run(tmp_path)  # no label-pairs output: no pairs export
+    assert set(folders) == {"triples", "contexts"}
+    saved = datasets.load_from_disk(str(folders["contexts"]))
+    assert saved.to_list() == [{k: r[k] for k in ("sentence", "left", "right", "rank", "doc_id")} for r in contexts]
+    assert "ranked corpus contexts" in (folders["contexts"] / "README.md").read_text()

@@ -140,6 +140,11 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
     assert (pairs["label"] - pairs["label_rating"] / 5).abs().max() < 1e-9
     manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
     assert manifest["labeler"]["method"] == "llm_rating" and "hierarchy" in manifest["quality"]
+    import datasets  # the run's tables were exported as Hugging Face datasets, rows as in the Parquet
+
+    saved = datasets.load_from_disk(str(tmp_path / "out" / "label-pairs" / "hf" / "pairs"))
+    assert saved["sentence1"] == pairs["s1"].tolist() and saved["score"] == pytest.approx(pairs["label"].tolist())
+    assert (tmp_path / "out" / "generate-sts-triples" / "hf" / "triples" / "README.md").is_file()
 
 
 def test_match_error_rate_on_hand_computed_pairs():
