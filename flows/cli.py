@@ -86,8 +86,10 @@ def _print_outputs(outputs: dict) -> None:
         manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
                      if isinstance(paths, dict) and "manifest" in paths}
         print("\nRun quality:\n" + quality_markdown(quality_rows(manifests)))
-    if os.environ.get("PREFECT_API_URL"):
-        ui = os.environ["PREFECT_API_URL"].removesuffix("/api")
+    from tasks.env_settings import env
+
+    if env().prefect_api_url:
+        ui = env().prefect_api_url.removesuffix("/api")
         print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")
     else:
         print("\nTo inspect the run and its artifacts in the Prefect UI:\n"
@@ -99,6 +101,7 @@ def _with_llm(args: argparse.Namespace, job) -> int:
     from rich.console import Console
 
     from tasks.config import LLMSettings
+    from tasks.env_settings import env
     from tasks.llm.server import local_server
 
     console = Console(stderr=True)
@@ -106,12 +109,13 @@ def _with_llm(args: argparse.Namespace, job) -> int:
     if args.rpm:
         llm_kwargs["requests_per_minute"] = args.rpm
     if args.base_url:
-        model = args.model or os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct")
+        model = args.model or env().llm.model  # STSGEN_LLM_MODEL, default qwen2.5-coder-1.5b-instruct
         with _progress_bar(console):
             outputs = job(LLMSettings(base_url=args.base_url, model=model, **llm_kwargs))
     else:
         console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
         with local_server(args.local_model, engine=args.llm_engine, parallel=args.concurrency) as server:
+            # For the flows' manifests and request order (read back through env().llm; child processes inherit them).
             os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
             os.environ["STSGEN_LLM_SERVER_ENGINE"] = server.engine
             with _progress_bar(console):
@@ -521,6 +525,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "corpus", None) is None and args.command == "retrieve":
         args.corpus = ["default"]
     try:
+        from tasks.env_settings import env
+
+        env()  # STSGEN_* values checked before any work: a bad one stops here, naming the variable and the fix
         return args.func(args)
     except ConfigError as exc:
         print(f"stsgen: error: {exc}", file=sys.stderr)

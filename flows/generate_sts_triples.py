@@ -7,7 +7,6 @@ triples.parquet, rejected.parquet, manifest.json (committed last). Unchanged inp
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -27,6 +26,7 @@ from tasks.config import (
     VerifierSettings,
 )
 from tasks.corpus import Corpus, load_corpus, sample_sources
+from tasks.env_settings import env
 from tasks.generation import (
     FAILED_CALL_REASONS, Judge, Source, generate_batch, generate_source_batch, kind_counts, next_slot,
 )
@@ -242,10 +242,10 @@ def generate_sts_triples(
                      "threshold": cfg.verifier.threshold if judges else None,
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
-                "model_sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256"),
+                "model_sha256": env().llm.model_sha256,
                 # Set by whoever started the embedded server (the CLI, the local stack): llama-server or
                 # llama-cpp-python; None for an endpoint stsgen did not start.
-                "server_engine": os.environ.get("STSGEN_LLM_SERVER_ENGINE"), "request_order": request_order,
+                "server_engine": env().llm.server_engine, "request_order": request_order,
                 "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
         "llm_stats": stats_total, "counts": counts, "timings": timings,
     }, digests)

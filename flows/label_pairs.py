@@ -10,7 +10,6 @@ Shards are resumable and LLM answers cached: a re-run scores only unfinished sha
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -25,6 +24,7 @@ from prefect import flow, get_run_logger
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.config import ConfigError, LLMSettings
 from tasks.device import device_info, resolve_device
+from tasks.env_settings import env
 from tasks.label_quality import (
     fit_calibration,
     gold_agreement,
@@ -97,7 +97,7 @@ def _rater(llm: LLMSettings | None) -> dict | None:
     """What identifies the rating model (the endpoint's URL does not change what it answers)."""
     if llm is None:
         return None
-    return {"model": llm.model, "sha256": os.environ.get("STSGEN_LLM_MODEL_SHA256")}
+    return {"model": llm.model, "sha256": env().llm.model_sha256}  # STSGEN_LLM_MODEL_SHA256, set with the server
 
 
 def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings) -> tuple[pa.Table, list[dict], dict]:

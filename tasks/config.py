@@ -1,12 +1,12 @@
 """Typed settings for every stage, validated at the edge (flow parameters, CLI flags, env).
 
 Secrets never live in these objects: `LLMSettings.api_key_env` names the environment variable that holds the
-key, and the key itself is read only when a client is built (see `tasks.llm.client`).
+key, and the key itself is read only when a client is built (see `tasks.llm.client`). Defaults that come from
+`STSGEN_*` variables are read through `tasks.env_settings.env()` (typed, validated, one place).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -27,6 +27,11 @@ def settings_problem(exc: ValidationError) -> str:
     return f"invalid {exc.title} setting — {fields}. Fix the flag or parameter of that name."
 
 
+def _llm_env():
+    """`env().llm`, imported lazily: `import tasks.config` (so `./stsgen --help`) stays free of pydantic-settings."""
+    from tasks.env_settings import env
+
+    return env().llm
 
 
 class _Settings(BaseModel):
@@ -37,24 +42,24 @@ class LLMSettings(_Settings):
     """Where and how to call an OpenAI-compatible chat endpoint."""
 
     base_url: str = Field(
-        default_factory=lambda: os.environ.get("STSGEN_LLM_BASE_URL", "http://127.0.0.1:8765/v1"),
-        description="OpenAI-compatible base URL (…/v1). Env: STSGEN_LLM_BASE_URL.",
+        default_factory=lambda: _llm_env().base_url,
+        description="OpenAI-compatible base URL (…/v1). Env: STSGEN_LLM_BASE_URL (or STSGEN_LLM__BASE_URL).",
     )
     model: str = Field(
-        default_factory=lambda: os.environ.get("STSGEN_LLM_MODEL", "qwen2.5-coder-1.5b-instruct"),
-        description="Model name as the endpoint knows it. Env: STSGEN_LLM_MODEL.",
+        default_factory=lambda: _llm_env().model,
+        description="Model name as the endpoint knows it. Env: STSGEN_LLM_MODEL (or STSGEN_LLM__MODEL).",
     )
     api_key_env: str = Field("OPENAI_API_KEY", description="Name of the env var holding the API key.")
     max_concurrency: int = Field(4, ge=1, le=1024)
     requests_per_minute: float | None = Field(None, gt=0)
     tokens_per_minute: float | None = Field(None, gt=0)
     prefect_limit: str | None = Field(
-        default_factory=lambda: os.environ.get("STSGEN_LLM_PREFECT_LIMIT") or None, min_length=1,
+        default_factory=lambda: _llm_env().prefect_limit, min_length=1,
         description="Name of a Prefect global concurrency limit that paces requests across every process and "
         "worker (each HTTP attempt takes a slot with rate_limit()); create it with `prefect gcl create NAME --limit "
         "N --slot-decay-per-second R` (burst N, R requests/s). Requires a Postgres-backed Prefect server "
         "(PREFECT_API_URL). requests_per_minute/tokens_per_minute still apply in-process on top. "
-        "Env: STSGEN_LLM_PREFECT_LIMIT.",
+        "Env: STSGEN_LLM_PREFECT_LIMIT (or STSGEN_LLM__PREFECT_LIMIT).",
     )
     timeout_s: float = Field(120.0, gt=0)
     max_retries: int = Field(5, ge=0, le=50, description="Retries per request on 429/5xx/timeouts/bad JSON.")
@@ -90,7 +95,7 @@ class LLMSettings(_Settings):
     def resolved_request_order(self) -> str:
         if self.request_order != "auto":
             return self.request_order
-        single_slot = os.environ.get("STSGEN_LLM_SERVER_ENGINE") == "llama-cpp-python"
+        single_slot = _llm_env().server_engine == "llama-cpp-python"  # STSGEN_LLM_SERVER_ENGINE
         return "by_kind" if self.batch_api or single_slot else "by_source"
 
     def resolved_cache_path(self) -> Path | None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.config import ConfigError
+from tasks.env_settings import env
 
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = (
@@ -108,7 +109,7 @@ def write_parquet(path: Path, table: pa.Table) -> str:
 def max_input_bytes() -> int:
     """Largest single input file read whole (pairs/triples/contexts Parquet, pattern and STS files); env
     STSGEN_MAX_INPUT_BYTES, default 2 GiB. Corpus files have their own limit (corpus.max_file_bytes)."""
-    return int(os.environ.get("STSGEN_MAX_INPUT_BYTES", 2 * 1024**3))
+    return env().max_input_bytes
 
 
 def check_input_size(path: Path, what: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import os
 import random
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import openai
 
 from tasks.config import ConfigError, LLMSettings
+from tasks.env_settings import secret_env
 from tasks.llm.cache import ResponseCache, request_key
 from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_limit
 
@@ -109,7 +109,8 @@ def _shared_cache(path: Path | None) -> ResponseCache | None:
 
 def api_key(settings: LLMSettings) -> str:
     # Local servers accept any key; the placeholder keeps the openai client from refusing to start.
-    return os.environ.get(settings.api_key_env) or "sk-no-key"
+    key = secret_env(settings.api_key_env)
+    return key.get_secret_value() if key else "sk-no-key"
 
 
 def endpoint_kind(base_url: str) -> str:
@@ -118,8 +119,9 @@ def endpoint_kind(base_url: str) -> str:
 
 
 def redact(text: str, settings: LLMSettings) -> str:
-    key = os.environ.get(settings.api_key_env)
-    return text.replace(key, "***") if key and len(key) >= 4 else text
+    key = secret_env(settings.api_key_env)
+    value = key.get_secret_value() if key else ""
+    return text.replace(value, "***") if len(value) >= 4 else text
 
 
 def retry_after_seconds(headers: Any) -> float | None:
