@@ -37,6 +37,17 @@ sys.path.insert(0, str(PROJECT))
 
 from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
 
+# Session fixtures that cost a minute each: with pytest-xdist (`./stsgen test` runs 2 workers, --dist loadgroup) the
+# tests that use one run on one worker, so it is built once.
+XDIST_GROUPS = {"shared_stack": "stack", "adhoc_generate_run": "stack", "reference_run": "faults"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        group = next((g for f, g in XDIST_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
+        if group:
+            item.add_marker(pytest.mark.xdist_group(group))
+
 
 @pytest.fixture(scope="session")
 def prefect_harness():
