@@ -60,6 +60,13 @@ def _eval_hash(source: str) -> str:
     return sha256_tree(Path(source)) if Path(source).exists() else source
 
 
+def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
+    """sentence-transformers' model card fields: what the model is and the data it was trained on (by content)."""
+    source = settings.backbone.source or settings.backbone.kind
+    return {"model_name": f"stsgen surrogate ({settings.backbone.kind}, from {source})",
+            "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})"} for i in inputs]}
+
+
 def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,
                   reverted: dict | None) -> str:
     """The provenance and selection section stsgen appends to sentence-transformers' own model card."""
@@ -106,7 +113,7 @@ def train_surrogate(
         corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
-    model, info = load_sentence_transformer(settings.backbone, device=str(device))
+    model, info = load_sentence_transformer(settings.backbone, device=str(device), card=_card_data(settings, inputs))
     eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
     # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
     # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
@@ -156,7 +163,7 @@ def train_surrogate(
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
-            model, info = load_sentence_transformer(settings.backbone)
+            model, info = load_sentence_transformer(settings.backbone, card=_card_data(settings, inputs))
             reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
             shipped_step, results = 0, backbone_results
     comparison = comparison_rows(backbone_results, results)

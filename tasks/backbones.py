@@ -111,11 +111,14 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
     return module, _make_trainable(module, model, layers, settings, info)
 
 
-def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu"):
+def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu", card: dict | None = None):
     """(SentenceTransformer, provenance dict): Transformer → mean Pooling for encoders (the standard
-    sentence-transformers layout), the BeLLM module for decoders."""
-    from sentence_transformers import SentenceTransformer
+    sentence-transformers layout), the BeLLM module for decoders. `card`: fields of the model card
+    (`SentenceTransformerModelCardData`: model_name, train_datasets, …)."""
+    from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
     from sentence_transformers import models as st_models
+
+    card_data = SentenceTransformerModelCardData(language="en", local_files_only=True, **(card or {}))
 
     from models.bellm_sentence_transformer import BeLLMModule
 
@@ -123,13 +126,14 @@ def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu"):
         info = _encoder_info(settings.source or DEFAULT_SOURCES["encoder"])
         transformer = st_models.Transformer(info["path"], max_seq_length=settings.max_length)
         model = SentenceTransformer(modules=[transformer, st_models.Pooling(
-            transformer.get_embedding_dimension(), pooling_mode="mean")], device=device)
+            transformer.get_embedding_dimension(), pooling_mode="mean")], device=device, model_card_data=card_data)
         hf_model = transformer.auto_model
         layers = hf_model.encoder.layer
     else:
         decoder, tokenizer, layers, info = _hf_backbone(settings)
         model = SentenceTransformer(modules=[BeLLMModule(BeLLMEncoder(
-            decoder, tokenizer, settings.bidirectional_layers, settings.max_length))], device=device)
+            decoder, tokenizer, settings.bidirectional_layers, settings.max_length))], device=device,
+            model_card_data=card_data)
         hf_model = decoder
     return model, _make_trainable(model, hf_model, layers, settings, info)
 

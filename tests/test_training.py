@@ -243,6 +243,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
 
     from flows.train_surrogate import train_surrogate
     from tasks.backbones import BackboneSettings
+    from tasks.store import sha256_path
 
     triples, pairs, _ = synthetic_data()
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
@@ -261,7 +262,12 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert report["results"]["stsb-dev"]["spearman"] >= report["backbone_results"]["stsb-dev"]["spearman"]
     model = SentenceTransformer(paths["model"], device="cpu")
     assert model.encode(["the river flooded ."]).shape == (1, 32)
-    assert "no human similarity labels" in (Path(paths["model"]) / "README.md").read_text()
+    card = (Path(paths["model"]) / "README.md").read_text()  # sentence-transformers' card + stsgen's provenance
+    triples_sha = sha256_path(tmp_path / "triples.parquet")
+    assert "library_name: sentence-transformers" in card and "loss:WeightedSumLoss" in card
+    assert f"stsgen triples (sha256 {triples_sha[:16]})" in card  # the training data, by content
+    assert "## stsgen provenance" in card and triples_sha in card and "no human similarity labels" in card
+    assert f"shipped: step {report['shipped_step']}" in card
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
     assert manifest["device"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")  # device "auto"
@@ -280,31 +286,37 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert Path(paths["manifest"]).stat().st_mtime_ns == stamp
 
 
-def test_flow_with_lora_exports_a_plain_merged_model(prefect_harness, tiny_encoder_dir, tmp_path):
-    import json
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def test_bellm_with_lora_trains_on_the_same_trainer_and_exports_a_plain_merged_model(tiny_lm_dir, tmp_path):
+    """The decoder backbone (BeLLM module) through the same trainer with peft adapters: only adapters train, the
+    trainer's state-dict checkpoints hold them, they are merged on export, and the folder loads with
+    sentence-transformers (stsgen's module, trusted) giving the trained model's embeddings."""
     from safetensors import safe_open
     from sentence_transformers import SentenceTransformer
 
-    from flows.train_surrogate import train_surrogate
-    from tasks.backbones import BackboneSettings
+    from models.lora import merge_lora
+    from tasks.backbones import BackboneSettings, load_sentence_transformer
+    from tasks.model_export import export_model
 
-    triples, pairs, _ = synthetic_data()
-    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
-    pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
-    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir), lora_rank=2),
-                                           "dev_pairs": 50})
-    paths = train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
-                            train_settings=settings, output_dir=str(tmp_path / "out"))
-    manifest = json.loads(Path(paths["manifest"]).read_text())
-    assert manifest["backbone"]["lora"]["layers"] == 4
-    with safe_open(str(Path(paths["model"]) / "model.safetensors"), "pt") as f:
-        keys = list(f.keys())
-    assert keys and not any("lora" in k for k in keys)
-    model = SentenceTransformer(paths["model"], device="cpu")
-    assert model.encode(["the river flooded ."]).shape == (1, 32)
+    triples, pairs, dev = synthetic_data()
+    data = split_data(triples, pairs, 0.2, 13)
+    settings = SETTINGS.model_copy(update={
+        "backbone": BackboneSettings(kind="bellm", source=str(tiny_lm_dir), lora_rank=2), "losses": LossSettings()})
+    model, info = load_sentence_transformer(settings.backbone)
+    before = {k: v.clone() for k, v in model.state_dict().items() if "lora" not in k}
+    state = train(model, data, dev, settings, tmp_path / "work")
+    assert state.step == 6 and info["lora"]["layers"] == 4
+    assert (tmp_path / "work" / "checkpoints" / "checkpoint-6" / "model_state.pt").is_file()
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())  # base weights frozen
+    trained = model.encode(SENTENCES)
+    assert merge_lora(model) == 4
+    folder = export_model(model, tmp_path / "model")
+    with safe_open(str(folder / "model.safetensors"), "pt") as f:
+        assert not any("lora" in k for k in f.keys())
+    loaded = SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+    assert np.allclose(loaded.encode(SENTENCES), trained, atol=1e-5)
+
+
+SENTENCES = ["the river flooded the town .", "farmers planted wheat in the valley ."]
 
 
 def test_cli_eval_on_model_folders(tiny_encoder_dir, tiny_lm_dir, tmp_path, capsys):
