@@ -10,8 +10,9 @@ triples; + hierarchical triplet; + context-label regression. For the BeLLM decod
 With `--variants RUN` (a pipeline run's output folder) the rows are data variants instead, encoder backbone: the
 triples the run would have kept without the verifier (earliest rule-passing generation per slot), the verified
 triples, and the verified triples + stage-3 labels (regression term). With `--negatives RUN` the rows are InfoNCE's
-hard negatives on the run's verified triples + labels: the LLM's s⁻ only, negatives mined from the corpus
-(`--mining-corpus`, default the packaged one; `--mined 2` per triple) only, both.
+hard negatives on the run's verified triples + labels: the LLM's s⁻ only (with the regression as
+CosineSimilarityLoss and as CoSENTLoss), negatives mined from the corpus (`--mining-corpus`, default the packaged
+one; `--mined 2` per triple) only, both.
 """
 
 from __future__ import annotations
@@ -84,8 +85,12 @@ def negative_rows(args, heldout_fraction: float, seed: int) -> list[tuple[str, B
     data.triples, counts = mine(data.triples, load_corpus(CorpusSettings(source=args.mining_corpus)).usable[
         "text"].tolist(), model, MiningSettings(num_negatives=args.mined), seed)
     print(f"mined {counts} in {time.perf_counter() - t:.0f} s")
-    return [(f"{negatives} negatives", BackboneSettings(kind="encoder"),
-             LossSettings(regression=1.0, negatives=negatives), data) for negatives in ("generated", "mined", "both")]
+    rows = [(f"InfoNCE on {negatives} negatives + HT + regression (CosineSimilarityLoss)", "cosine", negatives)
+            for negatives in ("generated", "mined", "both")]
+    rows.insert(1, ("InfoNCE on generated negatives + HT + regression (CoSENTLoss)", "cosent", "generated"))
+    return [(name, BackboneSettings(kind="encoder"), LossSettings(regression=1.0, regression_loss=loss,
+                                                                  negatives=negatives), data)
+            for name, loss, negatives in rows]
 
 
 def rows_and_data(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
@@ -124,6 +129,8 @@ def main() -> None:
     ap.add_argument("--negatives", default=None, help="a pipeline run's output folder: rows per InfoNCE negatives")
     ap.add_argument("--mining-corpus", default="default")
     ap.add_argument("--mined", type=int, default=2, help="mined negatives per triple")
+    ap.add_argument("--save-best", default=None, help="export the row best on STS-B dev to this folder (for "
+                    "`stsgen eval` on other sets)")
     args = ap.parse_args()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
                          dev_pairs=args.dev_pairs)
@@ -132,6 +139,7 @@ def main() -> None:
     dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
     print(f"{args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
     print("\n| backbone | row | STS-B dev | STS-B test | best step | train s |\n|---|---|---|---|---|---|")
+    best_dev = (float("-inf"), None)
     for name, backbone, losses, data in rows:
         model, info = load_sentence_transformer(backbone)
         t, best = time.perf_counter(), "—"
@@ -145,6 +153,15 @@ def main() -> None:
         results = evaluate_sources(lambda s: model.encode(s, batch_size=64), ["stsb-dev", "stsb-test"])
         print(f"| {info['source']} | {name} | {results['stsb-dev']['spearman']:.2f} | "
               f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
+        if args.save_best and results["stsb-dev"]["spearman"] > best_dev[0]:
+            from models.lora import merge_lora
+            from tasks.model_export import export_model
+
+            best_dev = (results["stsb-dev"]["spearman"], name)
+            merge_lora(model)
+            export_model(model.to("cpu"), Path(args.save_best))
+    if args.save_best:
+        print(f"best on STS-B dev: {best_dev[1]} ({best_dev[0]:.2f}) → {args.save_best}")
 
 if __name__ == "__main__":
     main()
