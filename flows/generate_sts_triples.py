@@ -28,7 +28,13 @@ from tasks.config import (
 from tasks.corpus import Corpus, load_corpus, sample_sources
 from tasks.env_settings import env
 from tasks.generation import (
-    FAILED_CALL_REASONS, Judge, Source, generate_batch, generate_source_batch, kind_counts, next_slot,
+    FAILED_CALL_REASONS,
+    Judge,
+    Source,
+    generate_batch,
+    generate_source_batch,
+    kind_counts,
+    next_slot,
 )
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats

@@ -22,9 +22,9 @@ from prefect.cache_policies import NO_CACHE
 from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.coherence import CoherenceSettings, train_or_load
 from tasks.config import CorpusSettings, stsgen_home
-from tasks.device import device_info, resolve_device
 from tasks.contexts import context_windows
 from tasks.corpus import load_corpus
+from tasks.device import device_info, resolve_device
 from tasks.queries import load_query_sentences
 from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
 from tasks.runners import runner_kind, task_runner

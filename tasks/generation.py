@@ -25,7 +25,6 @@ from tasks.prompting import BASE_OF_KIND, PromptTemplate
 from tasks.validation import validate
 from tasks.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 
-
 # Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
 # and a re-run of the stage retries it.
 FAILED_CALL_REASONS = ("llm_error", "judge_llm_error")

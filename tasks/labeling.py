@@ -37,10 +37,10 @@ from tasks.coherence import TrainedCoherence, load_trained_cached
 from tasks.config import ConfigError, LLMSettings
 from tasks.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
 from tasks.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
-from tasks.llm_rating import Rating, RatingSettings
 from tasks.llm.client import endpoint_kind
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 from tasks.llm.served_lm import ServedLM, served_lm
+from tasks.llm_rating import Rating, RatingSettings
 from tasks.pair_units import SHARD_SCHEMA, Unit, finish_rows
 from tasks.store import fingerprint, read_manifest, sha256_path, sha256_tree, write_json, write_parquet
 

@@ -25,8 +25,8 @@ from models.coherence import encode_texts
 from tasks.coherence import load_trained_cached
 from tasks.config import ConfigError
 from tasks.contexts import select_diverse
-from tasks.device import scaled_batch
 from tasks.corpus import sentence_id
+from tasks.device import scaled_batch
 from tasks.screening import build_index, top_k
 from tasks.store import atomic_write_bytes, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 

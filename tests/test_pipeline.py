@@ -76,8 +76,8 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert report["values"]["negative"]["generated"]["mer"] == pytest.approx(match_error_rates(
         triples.column("anchor").to_pylist(), triples.column("negative").to_pylist()), abs=1e-4)
     # The cosines are the backbone's on the Parquet's sentences; the distance is the Wasserstein of the stored values.
-    from sentence_transformers import SentenceTransformer
     from scipy.stats import wasserstein_distance
+    from sentence_transformers import SentenceTransformer
 
     encoder = SentenceTransformer(str(tiny_encoder_dir), device="cpu")
     a, n = (encoder.encode(triples.column(c).to_pylist(), normalize_embeddings=True) for c in ("anchor", "negative"))

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from tasks.config import ConfigError
-from tasks.trainer import check_training_data, train, training_datasets
 from tasks.hard_negatives import MiningSettings
+from tasks.trainer import check_training_data, train, training_datasets
 from tasks.training import LossSettings, TrainSettings, split_data
 from tests.conftest import TOPICS, latest_artifacts
 
