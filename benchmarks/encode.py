@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks.reference_loop import encode  # noqa: E402
 from tasks.backbones import BackboneSettings, load_backbone  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
-from benchmarks.reference_loop import encode  # noqa: E402
 
 
 def main() -> None:

@@ -38,9 +38,9 @@ from scipy.stats import rankdata, spearmanr  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpora import CORPORA  # noqa: E402
+from models.causal_lm import score_groups, score_one  # noqa: E402
 from tasks.coherence import CoherenceSettings, load_trained_cached  # noqa: E402
 from tasks.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
-from models.causal_lm import score_groups, score_one  # noqa: E402
 from tasks.labeling import (  # noqa: E402
     LabelSettings,
     cached_lm,

@@ -32,12 +32,12 @@ import psutil  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.config import CorpusSettings  # noqa: E402
-from tasks.corpus import load_corpus  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
+from tasks.config import CorpusSettings  # noqa: E402
+from tasks.corpus import load_corpus  # noqa: E402
 from tasks.label_similarity import CONSTANT_RTOL, similarity_matrix  # noqa: E402
-from tasks.labeling import LabelSettings, context_groups, load_scorer, lm_endpoint, resolve_lm  # noqa: E402
+from tasks.labeling import LabelSettings, context_groups, lm_endpoint, load_scorer, resolve_lm  # noqa: E402
 from tasks.llm.server import local_server  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
 

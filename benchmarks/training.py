@@ -33,9 +33,9 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from tasks.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
+from tasks.hard_negatives import MiningSettings  # noqa: E402
 from tasks.sts_data import read_stsb  # noqa: E402
 from tasks.sts_evaluation import evaluate_sources  # noqa: E402
-from tasks.hard_negatives import MiningSettings  # noqa: E402
 from tasks.trainer import train  # noqa: E402
 from tasks.training import LossSettings, TrainSettings, split_data  # noqa: E402
 

@@ -25,11 +25,11 @@ from prefect import flow, get_run_logger
 from models.lora import merge_lora
 from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.backbones import load_sentence_transformer
-from tasks.corpus import load_corpus
-from tasks.hard_negatives import mine
 from tasks.config import ConfigError, CorpusSettings
+from tasks.corpus import load_corpus
 from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
+from tasks.hard_negatives import mine
 from tasks.pair_units import read_triples
 from tasks.store import (
     fingerprint,
