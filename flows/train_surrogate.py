@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from prefect import flow, get_run_logger
 
 from models.lora import merge_lora
@@ -39,6 +40,7 @@ from tasks.store import (
     sha256_tree,
     write_json,
     write_manifest,
+    write_parquet,
 )
 from tasks.sts_data import read_stsb
 from tasks.sts_evaluation import evaluate_sources
@@ -117,7 +119,9 @@ def train_surrogate(
     eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
     # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
     # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
+    cross_encoder = settings.mining.cross_encoder
     train_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
+                             "cross_encoder": sha256_tree(Path(cross_encoder)) if cross_encoder else None,
                              "settings": settings.model_dump(exclude={"device"}), "backbone": info["sha256"]})
     key = fingerprint({"train": train_key, "eval": [_eval_hash(s) for s in eval_sources]})
     folder = Path(output_dir) / STAGE
@@ -127,12 +131,14 @@ def train_surrogate(
         logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
         return paths
 
+    workdir = folder / ".work" / train_key[:16]
     mining = None
     if candidates is not None:
-        data.triples, mining = mine(data.triples, candidates, model, settings.mining, settings.seed,
-                                    scaled_batch(settings.encode_batch, device))
-        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences",
-                    mining["per_triple"], mining["with_mined_negatives"], mining["triples"], mining["candidates"])
+        data.triples, mining = _mined(data, candidates, model, settings, workdir,
+                                      scaled_batch(settings.encode_batch, device))
+        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences (the other %d "
+                    "train without: left out)", mining["per_triple"], mining["with_mined_negatives"],
+                    mining["triples"], mining["candidates"], mining["without"])
     dev = read_stsb("dev")
     if settings.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
@@ -144,7 +150,6 @@ def train_surrogate(
         loss = f"loss {record['loss']:.4f}" if "loss" in record else "backbone"
         print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
 
-    workdir = folder / ".work" / train_key[:16]
     batch = scaled_batch(settings.encode_batch, device)
 
     def encode(sentences: list[str]) -> np.ndarray:
@@ -216,6 +221,20 @@ def train_surrogate(
                             "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
     print(comparison_markdown(comparison) + "\n" + verdict(shipped_step, reverted))
     return paths
+
+
+def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):
+    """The training triples with mined negatives, mined once per training key (a resumed run trains on the same)."""
+    cache = workdir / "mined_triples.parquet"
+    if cache.is_file():
+        meta = json.loads((workdir / "mined_counts.json").read_text())
+        return pd.read_parquet(cache), meta
+    triples, counts = mine(data.triples, candidates, model, settings.mining, settings.seed, batch,
+                           exclude=data.heldout)
+    workdir.mkdir(parents=True, exist_ok=True)
+    write_parquet(cache, pa.Table.from_pandas(triples, preserve_index=False))
+    write_json(workdir / "mined_counts.json", counts)
+    return triples, counts
 
 
 def _input(path: str, role: str) -> dict:

@@ -51,7 +51,13 @@ class BeLLMEncoder(nn.Module):
         return {"input_ids": ids, "attention_mask": mask}
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.hidden_states(input_ids, attention_mask)[:, -1]  # left padding: every sequence's last token
+        """The hidden state of each sequence's last real token. `tokenize` pads on the left (the last position is the
+        prompt's closing quote), but sentence-transformers' losses may merge columns into one batch and pad the
+        narrower ones on the right: the position is read from the mask, not assumed."""
+        hidden = self.hidden_states(input_ids, attention_mask)
+        width = attention_mask.shape[1]
+        last = width - 1 - attention_mask.flip(-1).long().argmax(-1)  # index of the last 1 in each row
+        return hidden[torch.arange(len(hidden), device=hidden.device), last]
 
     def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Final hidden states at every position (B, L, D)."""

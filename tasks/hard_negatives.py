@@ -5,8 +5,10 @@ the backbone finds close to the anchor but not too close to be paraphrases, thro
 
 Candidates: the corpus without the triples' anchors (they come from the same corpus: an anchor's nearest corpus
 sentence is itself) and positives; `mine_hard_negatives` adds every triple's positive back, so another triple's
-positive can be a negative, never the triple's own (nor its anchor: checked after mining). Triples for which fewer than k candidates pass the margin keep no mined
-negatives (counted); with `negatives="mined"` they train on in-batch negatives only.
+positive can be a negative, never the triple's own (nor its anchor: checked after mining). The held-out triples'
+sentences are excluded too (`exclude`): their text never reaches training. Triples with fewer than k passing
+candidates get no mined negatives and are left out of training when mined negatives are used (the manifest counts
+them: `counts.mined_negatives.without`).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def mined_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def candidate_sentences(corpus: list[str], triples: pd.DataFrame, limit: int, seed: int) -> list[str]:
-    """Distinct corpus sentences that are not an anchor or positive of any triple, at most `limit` (seeded)."""
+    """Distinct corpus sentences that are not an anchor or positive of any of `triples`, at most `limit` (seeded)."""
     taken = set(triples["anchor"]) | set(triples["positive"])
     pool = pd.Series(pd.unique(pd.Series(corpus, dtype=object)))
     pool = pool[~pool.isin(taken)]
@@ -48,13 +50,17 @@ def candidate_sentences(corpus: list[str], triples: pd.DataFrame, limit: int, se
 
 
 def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettings, seed: int,
-         batch_size: int = 64) -> tuple[pd.DataFrame, dict]:
-    """`triples` with `mined_negative_1..k` columns (None where too few candidates passed) and counts."""
+         batch_size: int = 64, exclude: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict]:
+    """`triples` with `mined_negative_1..k` columns (None where too few candidates passed) and counts. `exclude`:
+    more triples whose sentences must not become candidates (the held-out split: its text never trains)."""
+    import random
+
     from datasets import Dataset
     from sentence_transformers.util import mine_hard_negatives
 
     k = settings.num_negatives
-    candidates = candidate_sentences(corpus, triples, settings.max_corpus_sentences, seed)
+    everyone = triples if exclude is None else pd.concat([triples, exclude], ignore_index=True)
+    candidates = candidate_sentences(corpus, everyone, settings.max_corpus_sentences, seed)
     if len(candidates) < k:
         raise ConfigError(f"Hard-negative mining needs a corpus with at least {k} sentences besides the triples' "
                           f"own (found {len(candidates)}): pass a larger mining corpus or set "
@@ -65,11 +71,16 @@ def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettin
 
         cross = CrossEncoder(settings.cross_encoder)
     pairs = triples[["anchor", "positive"]].drop_duplicates().reset_index(drop=True)
-    mined = mine_hard_negatives(
-        Dataset.from_pandas(pairs, preserve_index=False), model, anchor_column_name="anchor",
-        positive_column_name="positive", corpus=candidates, cross_encoder=cross, range_max=settings.range_max,
-        relative_margin=settings.relative_margin, num_negatives=k, sampling_strategy=settings.sampling,
-        output_format="n-tuple", batch_size=batch_size, verbose=False).to_pandas()
+    state = random.getstate()
+    random.seed(seed)  # sampling="random" draws from the global generator: the same key must give the same data
+    try:
+        mined = mine_hard_negatives(
+            Dataset.from_pandas(pairs, preserve_index=False), model, anchor_column_name="anchor",
+            positive_column_name="positive", corpus=candidates, cross_encoder=cross, range_max=settings.range_max,
+            relative_margin=settings.relative_margin, num_negatives=k, sampling_strategy=settings.sampling,
+            output_format="n-tuple", batch_size=batch_size, verbose=False).to_pandas()
+    finally:
+        random.setstate(state)
     negative_cols = [c for c in mined.columns if c not in ("anchor", "positive")]
     own = mined[negative_cols].eq(mined["anchor"], axis=0) | mined[negative_cols].eq(mined["positive"], axis=0)
     mined = mined[~own.any(axis=1)]  # defensive: such a row would teach the model its own anchor is a negative
@@ -78,5 +89,6 @@ def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettin
     with_all = out[mined_columns(out)].notna().all(axis=1) if len(mined_columns(out)) == k else \
         pd.Series(False, index=out.index)
     counts = {"candidates": len(candidates), "triples": len(out), "with_mined_negatives": int(with_all.sum()),
-              "without": int((~with_all).sum()), "per_triple": k}
+              "without": int((~with_all).sum()), "own_anchor_or_positive_mined": int(own.any(axis=1).sum()),
+              "per_triple": k}
     return out, counts

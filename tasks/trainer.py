@@ -137,13 +137,14 @@ def dev_evaluators(data: TrainingData, dev: pd.DataFrame, batch: int) -> list:
     from models.evaluators import AlignmentUniformityEvaluator
 
     positive = dev["gold"].to_numpy() >= 4.0
-    return [
-        AlignmentUniformityEvaluator((data.heldout["anchor"].tolist(), data.heldout["positive"].tolist())
-                                     if len(data.heldout) >= 2 else ([], []),
-                                     (dev.loc[positive, "s1"].tolist(), dev.loc[positive, "s2"].tolist()), batch),
-        EmbeddingSimilarityEvaluator(dev["s1"].tolist(), dev["s2"].tolist(), dev["gold"].astype(float).tolist(),
-                                     batch_size=batch, main_similarity="cosine", name="sts-dev", write_csv=False),
-    ]
+    heldout = (data.heldout["anchor"].tolist(), data.heldout["positive"].tolist()) if len(data.heldout) >= 2 \
+        else ([], [])
+    dev_positive = (dev.loc[positive, "s1"].tolist(), dev.loc[positive, "s2"].tolist())
+    sts = EmbeddingSimilarityEvaluator(dev["s1"].tolist(), dev["s2"].tolist(), dev["gold"].astype(float).tolist(),
+                                       batch_size=batch, main_similarity="cosine", name="sts-dev", write_csv=False)
+    if len(heldout[0]) < 2 and len(dev_positive[0]) < 2:  # nothing to measure alignment on
+        return [sts]
+    return [AlignmentUniformityEvaluator(heldout, dev_positive, batch), sts]
 
 
 # ---------------------------------------------------------------- trainer pieces
@@ -199,6 +200,14 @@ def _selection_callback(model, workdir: Path, on_eval: Callable[[TrainState, dic
     return BestOnDev()
 
 
+def last_complete_checkpoint(folder: Path) -> Path | None:
+    """The newest checkpoint the trainer finished writing (its state file is written after the weights): a kill
+    during a save leaves a partial newest folder, and the one before it is where to resume."""
+    done = [p for p in folder.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()
+            and (p / "trainer_state.json").is_file() and (p / "model_state.pt").is_file()]
+    return max(done, key=lambda p: int(p.name.split("-")[-1]), default=None)
+
+
 def eval_record(step: int, metrics: dict) -> dict:
     """The trainer's eval metrics → the project's record (dev Spearman ×100, alignment / uniformity)."""
     record = {"step": step, "dev_spearman": 100.0 * float(metrics.get(DEV_METRIC, float("nan")))}
@@ -228,15 +237,20 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
     in workdir/checkpoints; the best-on-dev weights (step 0 included) end in workdir/best.pt and are loaded into
     `model` before returning. `workdir` must be keyed by everything the training depends on. `callbacks`: extra
     transformers `TrainerCallback`s (logging, early stopping)."""
+    import json
+
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers, MultiDatasetBatchSamplers
-    from transformers.trainer_utils import get_last_checkpoint
 
     workdir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(settings.device)
     datasets = training_datasets(data, settings.losses)
     checkpoints = workdir / "checkpoints"
-    resume = get_last_checkpoint(str(checkpoints)) if checkpoints.is_dir() else None
+    resume = last_complete_checkpoint(checkpoints)
+    saved = json.loads((resume / "trainer_state.json").read_text()) if resume else {}
+    if saved.get("global_step", 0) >= settings.steps:
+        # Finished before (a later failure, or new evaluation sets): the trainer would take one more step.
+        return _finished(model, workdir, saved)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), max_steps=settings.steps, per_device_train_batch_size=settings.batch_size,
         learning_rate=settings.lr, warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",
@@ -254,10 +268,19 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
         model=model, args=args, train_dataset=datasets,
         loss=training_losses(model, settings.losses, datasets),
         evaluator=dev_evaluators(data, dev, encode_batch), callbacks=[callback, *(callbacks or [])])
-    trainer.train(resume_from_checkpoint=resume)
-    state = callback.state
-    state.step = trainer.state.global_step
-    state.history = history(trainer.state.log_history)
-    if state.best_step is not None:
-        model.load_state_dict(torch.load(workdir / BEST_FILE, map_location="cpu", weights_only=False)["model"])
+    trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    return _finished(model, workdir, {"global_step": trainer.state.global_step,
+                                      "log_history": trainer.state.log_history})
+
+
+def _finished(model, workdir: Path, trainer_state: dict) -> TrainState:
+    """The run's state from the trainer's state and best.pt, with the best weights loaded into `model`."""
+    state = TrainState(step=trainer_state["global_step"], history=history(trainer_state["log_history"]))
+    best = workdir / BEST_FILE
+    if best.is_file():
+        saved = torch.load(best, map_location="cpu", weights_only=False)
+        model.load_state_dict(saved["model"])
+        state.best_step, state.best_dev = saved["step"], saved["dev"]
+    # The card's metrics are the last evaluation's, not necessarily the shipped weights': the flow's table has those.
+    model.model_card_data.eval_results_dict = {}
     return state

@@ -56,9 +56,10 @@ class TrainSettings(BaseModel):
 
     @model_validator(mode="after")
     def _mined_negatives_need_mining(self) -> "TrainSettings":
-        if self.losses.negatives != "generated" and not self.mining.num_negatives:
-            raise ValueError(f"losses.negatives={self.losses.negatives!r} needs mined negatives: set "
-                             "mining.num_negatives > 0 (or losses.negatives='generated')")
+        if (self.losses.negatives != "generated") != bool(self.mining.num_negatives):
+            raise ValueError(f"losses.negatives={self.losses.negatives!r} with mining.num_negatives="
+                             f"{self.mining.num_negatives}: mined negatives are used only with negatives 'mined' or "
+                             "'both', and those need mining.num_negatives > 0")
         return self
 
 

@@ -57,6 +57,12 @@ def test_bellm_padding_does_not_change_an_embedding(tiny_decoder):
         batched = enc(**enc.tokenize(SENTENCES))
         alone = torch.stack([enc(**enc.tokenize([s]))[0] for s in SENTENCES])
     assert torch.isfinite(batched).all() and torch.allclose(batched, alone, atol=1e-4)
+    # Extra padding on the right (how sentence-transformers merges columns of different widths) changes nothing.
+    batch = enc.tokenize(SENTENCES)
+    pad = lambda t, v: torch.cat([t, torch.full((len(t), 3), v, dtype=t.dtype)], dim=1)  # noqa: E731
+    with torch.no_grad():
+        right = enc(pad(batch["input_ids"], tok.pad_token_id), pad(batch["attention_mask"], 0))
+    assert torch.allclose(right, batched, atol=1e-4)
     with pytest.raises(ValueError, match="bidirectional_layers must be in 0..2"):
         BeLLMEncoder(decoder, tok, bidirectional_layers=3)
 

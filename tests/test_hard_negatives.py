@@ -39,7 +39,12 @@ def test_mined_negatives_are_corpus_sentences_never_the_anchor_or_positive(tiny_
         got = out[col].dropna()
         assert set(got) <= allowed and not set(got) & set(triples["anchor"])
         assert not (got == out.loc[got.index, "positive"]).any()
-    assert (out[cols[0]] != out[cols[1]]).all() or out[cols].isna().all(axis=1).any()
+    both = out[cols].notna().all(axis=1)
+    assert (out.loc[both, cols[0]] != out.loc[both, cols[1]]).all()
+    held = triples.iloc[:2]  # held-out triples' sentences are never candidates either
+    again, _ = mine(triples.iloc[2:], corpus + list(held["anchor"]), tiny_model,
+                    MiningSettings(num_negatives=1, relative_margin=0.0, range_max=3), seed=0, exclude=held)
+    assert not set(again["mined_negative_1"].dropna()) & set(held["anchor"])
     with pytest.raises(ConfigError, match="at least 2 sentences besides the triples' own"):
         mine(triples, list(triples["anchor"]) + ["only one other sentence."], tiny_model,
              MiningSettings(num_negatives=2), seed=0)
@@ -57,6 +62,8 @@ def test_mined_columns_feed_infonce_in_the_chosen_combination():
         assert len(sets["hierarchical"]) == len(triples) - (negatives != "generated")
         assert infonce_columns(LossSettings(negatives=negatives), len(cols), 4) == expected[: len(cols)] or \
             negatives == "generated"
-    with pytest.raises(ValueError, match="needs mined negatives"):
+    with pytest.raises(ValueError, match="mined negatives are used only with"):
         TrainSettings(losses=LossSettings(negatives="both"))
+    with pytest.raises(ValueError, match="mined negatives are used only with"):
+        TrainSettings(mining=MiningSettings(num_negatives=2))  # mined but never used
     TrainSettings(losses=LossSettings(negatives="both"), mining=MiningSettings(num_negatives=2))

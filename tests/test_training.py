@@ -85,8 +85,8 @@ def test_trainer_resumes_after_a_kill_like_an_uninterrupted_run(tiny_st, tiny_en
     state = train(full, data, dev, SETTINGS, tmp_path / "a")
     assert state.step == 6 and [r["step"] for r in state.history if "dev_spearman" in r] == [0, 3, 6]
     assert {"align_heldout", "uniform_heldout", "align_dev", "uniform_dev"} <= set(state.history[-1])
-    assert {"infonce", "ht_positive_intermediate", "ht_intermediate_negative", "regression"} <= \
-        {k for r in state.history for k in r}  # each part of the objective is logged
+    for part in ("infonce", "ht_intermediate_negative", "regression"):  # each part of the objective is logged
+        assert any(r.get(part, 0) > 0 for r in state.history), part
     assert (tmp_path / "a" / "best.pt").is_file() and state.best_step in (0, 3, 6)
 
     flag = tmp_path / "at-step-4"
@@ -112,6 +112,17 @@ def test_trainer_resumes_after_a_kill_like_an_uninterrupted_run(tiny_st, tiny_en
                                                                                           abs=1e-5)
     for (name, p), q in zip(full.state_dict().items(), resumed_model.state_dict().values()):
         assert torch.allclose(p, q, atol=1e-5), name
+    # Started again once finished (a later failure, new evaluation sets): no extra step, the best weights back; a
+    # checkpoint folder a kill left half-written is passed over.
+    (tmp_path / "b" / "checkpoints" / "checkpoint-9").mkdir()
+    (tmp_path / "b" / "checkpoints" / "checkpoint-9" / "optimizer.pt").write_bytes(b"partial")
+    again_model = tiny_st()
+    again = train(again_model, data, dev, SETTINGS, tmp_path / "b")
+    assert again.step == 6 and again.best_step == state.best_step and len(evals(again.history)) == 3
+    assert sorted(p.name for p in (tmp_path / "b" / "checkpoints").glob("checkpoint-*")) == ["checkpoint-6",
+                                                                                             "checkpoint-9"]
+    for (name, p), q in zip(resumed_model.state_dict().items(), again_model.state_dict().values()):
+        assert torch.equal(p, q), name
 
 
 def _selection_run(tiny_st, workdir: Path, dev_agrees: bool):
