@@ -80,12 +80,12 @@ CONFIGS = {c.name: c for c in (
     # larger k, bfloat16, BM25 screening, larger LMs.
     Config("smollm2-bos", start_token="bos", kmax=8, limit=60),
     Config("smollm2-rightfirst", lm_prompt="right_first", kmax=8, limit=60),
-    Config("smollm2-right", right=True, kmax=8, limit=30),
+    Config("smollm2-right", right=True, kmax=8, limit=20),
     Config("smollm2-bf16", dtype="bfloat16", kmax=8, limit=60),
     Config("qwen0.5b", lm="qwen2.5-coder-0.5b-instruct", kmax=8, limit=60),
     Config("smollm2-k64", kmax=64, limit=10),
     Config("smollm2-bm25", screener="bm25", kmax=8, limit=60),
-    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=30),
+    Config("qwen1.5b", lm="qwen2.5-coder-1.5b-instruct", kmax=8, limit=16),
 )}
 
 
