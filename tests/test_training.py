@@ -237,7 +237,8 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
     (tmp_path / "empty-corpus").mkdir()
     (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
-    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2)})
+    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2),
+                                         "losses": LossSettings(regression=1.0, negatives="both")})
     with pytest.raises(ConfigError, match="yielded no sentences"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
                         train_settings=mining, output_dir=str(tmp_path / "out"),
