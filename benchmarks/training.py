@@ -83,7 +83,7 @@ def negative_rows(args, heldout_fraction: float, seed: int) -> list[tuple[str, B
     model, _ = load_sentence_transformer(BackboneSettings(kind="encoder"))
     t = time.perf_counter()
     data.triples, counts = mine(data.triples, load_corpus(CorpusSettings(source=args.mining_corpus)).usable[
-        "text"].tolist(), model, MiningSettings(num_negatives=args.mined), seed)
+        "text"].tolist(), model, MiningSettings(num_negatives=args.mined), seed, exclude=data.heldout)
     print(f"mined {counts} in {time.perf_counter() - t:.0f} s")
     rows = [(f"InfoNCE on {negatives} negatives + HT + regression (CosineSimilarityLoss)", "cosine", negatives)
             for negatives in ("generated", "mined", "both")]

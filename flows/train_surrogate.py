@@ -109,7 +109,7 @@ def train_surrogate(
         pd.DataFrame(columns=["s1", "s2", "label"])
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
-    check_training_data(data, settings.losses, triples)  # before anything is loaded or written
+    check_training_data(data, settings.losses, triples, pairs or "pairs")  # before anything is loaded or written
     candidates = None
     if settings.mining.num_negatives:
         corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written

@@ -38,8 +38,9 @@ BEST_FILE = "best.pt"
 
 
 # ---------------------------------------------------------------- data and losses
-def check_training_data(data: TrainingData, losses: LossSettings, source: str) -> None:
-    """One clear error, before anything is written, for data the chosen losses cannot use."""
+def check_training_data(data: TrainingData, losses: LossSettings, source: str, pairs_source: str = "pairs") -> None:
+    """One clear error, before anything is written, for data the chosen losses cannot use (`source` / `pairs_source`:
+    the files named in the message)."""
     t, needed = data.triples, ["anchor", "positive"]
     if not losses.simcse and losses.infonce:
         needed.append("negative")
@@ -55,7 +56,7 @@ def check_training_data(data: TrainingData, losses: LossSettings, source: str) -
         labels = pd.to_numeric(data.pairs["label"], errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(labels) | (np.abs(labels) > 1.0))
         if len(bad):
-            raise ConfigError(f"pairs: {len(bad)} label(s) outside [-1, 1] (first: row {int(bad[0])}, "
+            raise ConfigError(f"{pairs_source}: {len(bad)} label(s) outside [-1, 1] (first: row {int(bad[0])}, "
                               f"{labels[bad[0]]:g}); the regression losses read labels on the "
                               "cosine scale: pass the pairs.parquet written by label-pairs, or set losses.regression "
                               "to 0.")

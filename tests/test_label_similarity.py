@@ -91,3 +91,25 @@ def test_expected_rating_from_top_logprobs():
     assert expected_rating(None, "3") == (3.0, 3, False)  # no log-probs: the answered digit
     assert expected_rating([["7", 0.0]], "7.5") == (None, None, False)  # outside 0–5: no rating
     assert expected_rating([], "I think") == (None, None, False)
+
+
+def test_hierarchy_and_gold_agreement_on_hand_made_pairs():
+    import pandas as pd
+
+    from tasks.label_quality import gold_agreement, hierarchy_rate
+
+    # t1 ordered a+ > am > a-, t2 not (am > a+), t3 has no intermediate (NLI): only a+ > a- counts for it.
+    rows = [("t1", "anchor-positive", 0.9), ("t1", "anchor-intermediate", 0.6), ("t1", "anchor-negative", 0.2),
+            ("t2", "anchor-positive", 0.5), ("t2", "anchor-intermediate", 0.7), ("t2", "anchor-negative", 0.1),
+            ("t3", "anchor-positive", 0.3), ("t3", "anchor-negative", 0.4),
+            ("t1", "positive-negative", 0.0), (None, "cross", 0.99)]
+    pairs = pd.DataFrame(rows, columns=["triple_id", "relation", "label"])
+    got = hierarchy_rate(pairs)
+    assert got == {"triples": 2, "rate": 0.5, "pos_over_neg_triples": 3, "pos_over_neg_rate": pytest.approx(2 / 3)}
+    assert hierarchy_rate(pairs[pairs["relation"] == "cross"])["rate"] is None  # nothing to rank: n/a, not 0
+
+    gold = pd.DataFrame({"label": np.linspace(0, 1, 12), "gold": [0, 1, 1.5, 2, 2.5, 2.4, 3, 3.5, 4, 4.2, 4.8, 5]})
+    assert gold_agreement(gold) == {"pairs": 12, "spearman": round(100 * spearmanr(gold["label"], gold["gold"])
+                                                                   .statistic, 2)}
+    assert gold_agreement(gold.head(9)) is None  # too few gold pairs for a meaningful correlation
+    assert gold_agreement(gold.drop(columns="gold")) is None

@@ -323,13 +323,19 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert manifest["counts"]["pairs"] == pairs.num_rows
     assert manifest["counts"]["sentence_context_scores_this_run"] == manifest["counts"]["sentence_context_scores"] > 0
     assert 0 <= manifest["hierarchy"]["rate"] <= 1 and manifest["hierarchy"]["triples"] >= 1
+    quality = manifest["quality"]["hierarchy"]
+    assert quality == manifest["hierarchy"] and 0 <= quality["pos_over_neg_rate"] <= 1
+    assert quality["pos_over_neg_triples"] >= quality["triples"] and manifest["quality"]["gold"] is None
+    assert manifest["labeler"]["method"] == "context" and manifest["labeler"]["similarity"] == "centered_cosine"
     assert set(manifest["outputs"]) == {"pairs.parquet", "rejected.parquet", "label_distribution.png"}
     assert (tmp_path / "out" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
     artifacts = latest_artifacts()
     assert artifacts["label-distribution"].type == "image"
     assert artifacts["label-distribution"].data.startswith("data:image/png;base64,")
-    assert "hierarchy rate" in artifacts["label-summary"].data
+    summary = artifacts["label-summary"].data
+    assert f"label(a,s+) > label(a,s-): **{quality['pos_over_neg_rate']:.1%} of " in summary
+    assert "hierarchy rate" in summary and "similarity = centered_cosine" in summary
     assert artifacts["label-progress"].data == 100.0
 
     stamp = Path(paths["pairs"]).stat().st_mtime_ns
@@ -413,6 +419,11 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
     assert main(bad + ["--triples", str(triples)]) == 2
     err = capsys.readouterr().err
     assert "contexts_per_sentence = 0" in err and "Traceback" not in err and not (tmp_path / "cli-bad").exists()
+    # An unknown similarity function: refused by the command line before any work, nothing written.
+    with pytest.raises(SystemExit) as exit_info:
+        main(args[:-2] + ["--output-dir", str(tmp_path / "cli-dot"), "--similarity", "dot", "--triples", str(triples)])
+    assert exit_info.value.code == 2 and "invalid choice: 'dot'" in capsys.readouterr().err
+    assert not (tmp_path / "cli-dot").exists()
 
 
 @pytest.mark.slow
@@ -522,6 +533,10 @@ def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, 
         LabelSettings(contexts_per_sentence=0)
     with pytest.raises(ValidationError, match="similarity"):
         LabelSettings(similarity="dot")
+    # The same through the flow's parameters (a deployment run passes a dict): refused before anything is written.
+    with pytest.raises(Exception, match="similarity"):
+        run_label(stage2, tmp_path, tiny_lm_dir, label={"method": "context", "similarity": "dot"})
+    assert not (tmp_path / "out").exists()
     with pytest.raises(ValidationError, match="right_first"):
         LabelSettings(lm_prompt="right_first", lambda_right=1.0)
     # A folder that holds a model, but not a causal LM (an encoder): one clear error, nothing written.

@@ -33,6 +33,17 @@ def test_extra_cmake_flags_are_part_of_the_cache_key(monkeypatch):
     assert base != cuda and base.startswith("llama.cpp-0.3.36-") and cuda.startswith("llama.cpp-0.3.36-")
 
 
+def test_amx_is_left_out_on_x86_64_and_the_cpu_is_part_of_the_cache_key(monkeypatch):
+    monkeypatch.setattr(llama_build.platform, "machine", lambda: "x86_64")
+    flags = llama_build.platform_cmake_flags()
+    assert flags and all("-mno-amx-tile" in f and "-mno-amx-int8" in f for f in flags)
+    monkeypatch.setattr(llama_build.platform, "machine", lambda: "aarch64")
+    assert llama_build.platform_cmake_flags() == []  # GCC on ARM knows no -mno-amx-*
+    here = llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS)
+    monkeypatch.setattr(llama_build, "cpu_signature", lambda: "x86_64 avx2 fma")
+    assert llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS) != here  # -march=native: another CPU rebuilds
+
+
 def fake_build(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "llama-server").write_text("#!/bin/sh\n")

@@ -144,6 +144,29 @@ def _selection_run(tiny_st, workdir: Path, dev_agrees: bool):
     return state, before, best
 
 
+def test_trainer_with_cosent_and_the_cached_infonce(tiny_st, tmp_path):
+    """The alternatives of the default losses train through the same trainer: CoSENTLoss for the regression and
+    CachedMultipleNegativesRankingLoss (gradient cache, bounded memory) for InfoNCE inside the weighted sum."""
+    from sentence_transformers.sentence_transformer import losses as st_losses
+
+    from tasks.trainer import training_losses
+
+    triples, pairs, dev = synthetic_data()
+    losses = LossSettings(regression=1.0, regression_loss="cosent", infonce_mini_batch=2)
+    settings = SETTINGS.model_copy(update={"steps": 3, "losses": losses})
+    data = split_data(triples, pairs.assign(label=np.linspace(-0.5, 0.9, len(pairs))), settings.heldout_fraction,
+                      settings.seed)
+    model = tiny_st()
+    built = training_losses(model, losses, training_datasets(data, losses))
+    assert isinstance(built["pairs"].losses["regression"], st_losses.CoSENTLoss)
+    assert isinstance(built["hierarchical"].losses["infonce"], st_losses.CachedMultipleNegativesRankingLoss)
+    assert built["hierarchical"].losses["infonce"].mini_batch_size == 2
+    state = train(model, data, dev, settings, tmp_path / "cached")
+    assert state.step == 3  # every part ran and was logged (the best-on-dev weights may still be step 0's)
+    assert any(r.get("infonce", 0) > 0 for r in state.history) and any(r.get("regression", 0) > 0
+                                                                        for r in state.history)
+
+
 def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_st, tmp_path):
     hurt, before, best = _selection_run(tiny_st, tmp_path / "hurt", dev_agrees=False)
     scores = {r["step"]: r["dev_spearman"] for r in hurt.history if "dev_spearman" in r}
@@ -235,6 +258,14 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
                         train_settings=settings, output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
+    # Labels outside [-1, 1] (a 0–5 gold column passed as labels) with the regression on: refused, nothing written.
+    pq.write_table(pa.Table.from_pandas(pairs.assign(label=5.0 * pairs["label"].abs()), preserve_index=False),
+                   tmp_path / "pairs-0-5.parquet")
+    regression = settings.model_copy(update={"losses": LossSettings(regression=1.0)})
+    with pytest.raises(ConfigError, match=r"pairs-0-5.parquet.*outside \[-1, 1\]"):
+        train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs-0-5.parquet"),
+                        train_settings=regression, output_dir=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()
     (tmp_path / "empty-corpus").mkdir()
     (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
     mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2),

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shlex
 import shutil
 import subprocess
@@ -40,12 +41,34 @@ BINARY = "llama-server"
 VENV_DIR = Path("lib") / "llama.cpp"
 
 
+# ggml's AMX kernels (compiled in by -march=native on Sapphire Rapids and later) crash with SIGSEGV in the first
+# matrix product on the virtual machines seen here (amx_tile/amx_int8 advertised in /proc/cpuinfo); AMX only pays on
+# large prompt batches, so the build leaves it out on x86-64 (GCC: an explicit -mno-* wins over -march=native).
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+
+def platform_cmake_flags() -> list[str]:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return []
+    return [f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}"]
+
+
 def extra_cmake_flags() -> list[str]:
     return shlex.split(os.environ.get("STSGEN_LLAMA_CMAKE_ARGS", ""))
 
 
+def cpu_signature() -> str:
+    """The build is -march=native: a home shared by machines with other CPUs must not reuse it."""
+    try:
+        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    return f"{platform.machine()} {' '.join(sorted(set(flags.split()[2:])))}"
+
+
 def build_key(version: str, flags: list[str]) -> str:
-    return f"llama.cpp-{version}-{hashlib.sha256(' '.join(flags).encode()).hexdigest()[:12]}"
+    digest = hashlib.sha256(" ".join(flags).encode() + b"\0" + cpu_signature().encode()).hexdigest()[:12]
+    return f"llama.cpp-{version}-{digest}"
 
 
 def cached_build(version: str, flags: list[str]) -> Path:
@@ -120,7 +143,7 @@ def link_into_venv(built: Path, prefix: str | Path = sys.prefix) -> Path:
 
 
 def main(argv: list[str]) -> None:
-    flags = CMAKE_FLAGS + extra_cmake_flags()
+    flags = CMAKE_FLAGS + platform_cmake_flags() + extra_cmake_flags()
     if argv[:1] == ["build"] and len(argv) == 2:  # setup, before the dependencies are installed
         print(f"stsgen: {build(argv[1], flags)}", file=sys.stderr)
         return
