@@ -39,10 +39,13 @@ from tasks.generation import (
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
 from tasks.patterns import load_pattern_source, sample_examples
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
 from tasks.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
 from tasks.triples import rejected_table, triples_table
 from tasks.verification import load_judge_template, ordering_gaps
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 STAGE = "generate-sts-triples"
 # LLM settings that change how requests are sent, not what they return: not part of the cache key.

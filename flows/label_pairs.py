@@ -63,6 +63,7 @@ from tasks.pair_units import (
     read_triples,
     triple_units,
 )
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.runners import runner_kind, task_runner
 from tasks.store import (
     fingerprint,
@@ -73,6 +74,8 @@ from tasks.store import (
     write_manifest,
     write_parquet,
 )
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 STAGE = "label-pairs"
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means

@@ -18,8 +18,11 @@ from tasks.artifacts import publish_image, publish_table
 from tasks.backbones import encoder_folder
 from tasks.pair_units import read_triples
 from tasks.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.store import fingerprint, outputs_current, sha256_path, sha256_tree, write_json, write_manifest
 from tasks.sts_data import read_stsb
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 STAGE = "report-patterns"
 CODE_VERSION = "patterns-v1"

@@ -25,6 +25,7 @@ from tasks.config import CorpusSettings, stsgen_home
 from tasks.contexts import context_windows
 from tasks.corpus import load_corpus
 from tasks.device import device_info, resolve_device
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.queries import load_query_sentences
 from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
 from tasks.runners import runner_kind, task_runner
@@ -36,6 +37,8 @@ from tasks.store import (
     write_manifest,
     write_parquet,
 )
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 STAGE = "retrieve-contexts"
 

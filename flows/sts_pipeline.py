@@ -37,10 +37,13 @@ from tasks.config import (
 )
 from tasks.hf_dataset import export_run
 from tasks.labeling import LabelSettings, uses_contexts
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.retrieval import SelectionSettings
 from tasks.run_quality import quality_markdown, quality_rows
 from tasks.store import read_manifest
 from tasks.training import TrainSettings
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name="sts-pipeline", log_prints=True)

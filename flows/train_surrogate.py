@@ -32,6 +32,7 @@ from tasks.device import device_info, resolve_device, scaled_batch
 from tasks.embedding_metrics import rfd
 from tasks.hard_negatives import mine
 from tasks.pair_units import read_triples
+from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.store import (
     fingerprint,
     outputs_current,
@@ -48,6 +49,8 @@ from tasks.surrogate_selection import comparison_markdown, comparison_rows, keep
 from tasks.trainer import check_training_data, train
 from tasks.training import TrainSettings, split_data
 from tasks.training_report import plot_curves, plot_rfd
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer

@@ -49,6 +49,53 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(group))
 
 
+SERVER_COMMANDS = ("prefect.server.api.server", "llama-server", "llama_cpp.server", "prefect worker")
+
+
+def _proc(pid: int | str, name: str) -> bytes:
+    with open(f"/proc/{pid}/{name}", "rb") as fh:
+        return fh.read()
+
+
+def servers_left_behind(marker: str) -> list[str]:
+    """Server processes this session started (their environment holds the session's temporary home `marker`) whose
+    parent is gone: reparented to init or to a process outside the session."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = _proc(entry.name, "cmdline").replace(b"\0", b" ").decode(errors="replace")
+            if not any(c in cmd for c in SERVER_COMMANDS) or marker.encode() not in _proc(entry.name, "environ"):
+                continue
+            state, ppid = _proc(entry.name, "stat").decode().rsplit(")", 1)[1].split()[:2]
+            parent_ours = int(ppid) != 1 and marker.encode() in _proc(ppid, "environ")
+        except (OSError, ValueError):
+            continue
+        if state != "Z" and not parent_ours:
+            found.append(f"{entry.name}: {cmd[:160]}")
+    return found
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_server_left_behind():
+    """The suite leaves no server running: checked after every other session fixture has stopped what it started
+    (killed children's servers die with them: tasks/prefect_ephemeral.py, tasks/llm/server.py)."""
+    yield
+    if os.environ.get("STSGEN_TEST_CHILD") == "1" or not sys.platform.startswith("linux"):
+        return
+    import signal
+    import time
+
+    deadline = time.time() + 20  # a server that got its parent-death SIGTERM shuts down gracefully
+    while (left := servers_left_behind(str(_ROOT))) and time.time() < deadline:
+        time.sleep(0.5)
+    for line in left:
+        with contextlib.suppress(OSError):
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+    assert not left, "servers left running with no parent by this test session:\n" + "\n".join(left)
+
+
 @pytest.fixture(scope="session")
 def prefect_harness():
     from prefect.testing.utilities import prefect_test_harness
