@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.config import CorpusSettings
+from tasks.core.config import CorpusSettings
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "corpora"
 CORPORA = [

@@ -19,8 +19,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks.reference_loop import encode  # noqa: E402
-from tasks.backbones import BackboneSettings, load_backbone  # noqa: E402
-from tasks.sts_data import read_stsb  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
+from tasks.train.backbones import BackboneSettings, load_backbone  # noqa: E402
 
 
 def main() -> None:
@@ -32,7 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     from sentence_transformers import SentenceTransformer
 
-    from tasks.backbones import encoder_folder
+    from tasks.train.backbones import encoder_folder
 
     folder = encoder_folder(args.model)
     frame = read_stsb("dev")

@@ -31,10 +31,10 @@ import openai
 
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings, VerifierSettings
-from tasks.corpus import load_corpus, sample_sources
-from tasks.patterns import load_pattern_source, sample_examples
-from tasks.prompting import KINDS_BY_PATTERN, load_template
+from tasks.core.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings, VerifierSettings
+from tasks.core.corpus import load_corpus, sample_sources
+from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.llm.prompting import KINDS_BY_PATTERN, load_template
 
 
 def flow_arm(base_url: str, model: str, n: int, concurrency: int, out: Path, judge: bool = True) -> dict:

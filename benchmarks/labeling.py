@@ -39,21 +39,25 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpora import CORPORA  # noqa: E402
 from models.causal_lm import score_groups, score_one  # noqa: E402
-from tasks.coherence import CoherenceSettings, load_trained_cached  # noqa: E402
-from tasks.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
-from tasks.labeling import (  # noqa: E402
+from tasks.contracts import (
+    load_trained_cached,  # noqa: E402
+    read_contexts,  # noqa: E402
+)
+from tasks.core.store import read_manifest  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
+from tasks.label.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
+from tasks.label.labeling import (
     LabelSettings,
     cached_lm,
     context_groups,
     disc_log_probs,
     lm_log_probs,
     reference_sentences,
-    resolve_model_files,
 )
-from tasks.pair_units import Unit, context_sets, pair_units, read_contexts  # noqa: E402
-from tasks.retrieval import SelectionSettings  # noqa: E402
-from tasks.store import read_manifest  # noqa: E402
-from tasks.sts_data import read_stsb  # noqa: E402
+from tasks.label.pair_units import Unit, context_sets, pair_units
+from tasks.llm.local_models import resolve_model_files
+from tasks.retrieve.coherence import CoherenceSettings
+from tasks.retrieve.retrieval import SelectionSettings  # noqa: E402
 
 REFERENCES = 4  # reference sentences for λ2's per-context correction in the scoring passes
 
@@ -215,8 +219,8 @@ def baselines(frame: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def ratings(frame: pd.DataFrame, base_url: str, model: str, prompt: str) -> tuple[np.ndarray, np.ndarray, float]:
     """(probability-weighted rating, answered digit, seconds per uncached pair) for every pair."""
-    from tasks.config import LLMSettings
-    from tasks.llm_rating import RatingSettings, rate_pairs
+    from tasks.core.config import LLMSettings
+    from tasks.label.llm_rating import RatingSettings, rate_pairs
 
     t = time.perf_counter()
     out, stats = rate_pairs(list(zip(frame["s1"], frame["s2"])), LLMSettings(base_url=base_url, model=model,

@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.config import LLMSettings
-from tasks.store import read_manifest
+from tasks.core.config import LLMSettings
+from tasks.core.store import read_manifest
 from tests.scripted_openai import ScriptedOpenAI
 
 

@@ -1,8 +1,8 @@
-"""The reference training loop stage 4 ran before `SentenceTransformerTrainer` (tasks/trainer.py), kept only for the
+"""The reference training loop stage 4 ran before `SentenceTransformerTrainer` (tasks/train/trainer.py), kept only for the
 parity benchmark (benchmarks/trainer_parity.py): the same weighted loss (InfoNCE + hierarchical triplet on a batch of
 triples, + L2 regression of the cosine onto labels on a batch of pairs, summed every step), AdamW with linear warmup
 and decay, periodic evaluation and best-on-dev selection (step 0 included). Plain functions over a bare backbone
-module (`tasks.backbones.load_backbone`: `tokenize` + forward → embeddings).
+module (`tasks.train.backbones.load_backbone`: `tokenize` + forward → embeddings).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import torch
 from torch.nn import functional as F
 
 from models.losses import hierarchical_triplet_parts
-from tasks.config import ConfigError
-from tasks.device import autocast, module_device, resolve_device, scaled_batch
-from tasks.embedding_metrics import alignment, sts_spearman, uniformity
-from tasks.training import TrainingData, TrainSettings, TrainState
+from tasks.core.config import ConfigError
+from tasks.core.device import autocast, module_device, resolve_device, scaled_batch
+from tasks.core.embedding_metrics import alignment, sts_spearman, uniformity
+from tasks.train.training import TrainingData, TrainSettings, TrainState
 
 
 def info_nce(anchors: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor | None,

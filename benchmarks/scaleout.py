@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.label_pairs import label_pairs
 from flows.retrieve_contexts import retrieve_contexts
-from tasks.labeling import LabelSettings
-from tasks.store import write_parquet
+from tasks.core.store import write_parquet
+from tasks.label.labeling import LabelSettings
 
 
 def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:

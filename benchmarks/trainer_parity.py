@@ -1,4 +1,4 @@
-"""Parity of stage 4's `SentenceTransformerTrainer` path (tasks/trainer.py, what the flow runs) with the reference
+"""Parity of stage 4's `SentenceTransformerTrainer` path (tasks/train/trainer.py, what the flow runs) with the reference
 loop it replaced (benchmarks/reference_loop.py), in one harness: the same pipeline data, held-out split, seeds,
 backbone (all-MiniLM-L6-v2), objective (InfoNCE + hierarchical triplet + label regression) and budget, then STS-B
 dev and test Spearman ×100 of each run's best-on-dev weights and seconds per step, side by side.
@@ -30,11 +30,11 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks import reference_loop  # noqa: E402
-from tasks.backbones import BackboneSettings, load_backbone, load_sentence_transformer  # noqa: E402
-from tasks.sts_data import read_stsb  # noqa: E402
-from tasks.sts_evaluation import evaluate_sources  # noqa: E402
-from tasks.trainer import train, training_datasets  # noqa: E402
-from tasks.training import LossSettings, TrainSettings, split_data  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
+from tasks.evaluate.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.train.backbones import BackboneSettings, load_backbone, load_sentence_transformer  # noqa: E402
+from tasks.train.trainer import train, training_datasets  # noqa: E402
+from tasks.train.training import LossSettings, TrainSettings, split_data  # noqa: E402
 
 SETS = ["stsb-dev", "stsb-test"]
 

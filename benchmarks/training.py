@@ -32,12 +32,12 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from tasks.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
-from tasks.hard_negatives import MiningSettings  # noqa: E402
-from tasks.sts_data import read_stsb  # noqa: E402
-from tasks.sts_evaluation import evaluate_sources  # noqa: E402
-from tasks.trainer import train  # noqa: E402
-from tasks.training import LossSettings, TrainSettings, split_data  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
+from tasks.evaluate.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
+from tasks.train.hard_negatives import MiningSettings  # noqa: E402
+from tasks.train.trainer import train  # noqa: E402
+from tasks.train.training import LossSettings, TrainSettings, split_data  # noqa: E402
 
 NO_TRAINING = None
 ROWS = {
@@ -72,9 +72,9 @@ VARIANT_ROWS = [  # (row, losses, data variant)
 
 
 def negative_rows(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
-    from tasks.config import CorpusSettings
-    from tasks.corpus import load_corpus
-    from tasks.hard_negatives import MiningSettings, mine
+    from tasks.core.config import CorpusSettings
+    from tasks.core.corpus import load_corpus
+    from tasks.train.hard_negatives import MiningSettings, mine
 
     run = Path(args.negatives)
     triples = pq.read_table(run / "generate-sts-triples" / "triples.parquet").to_pandas()
@@ -155,7 +155,7 @@ def main() -> None:
               f"{results['stsb-test']['spearman']:.2f} | {best} | {seconds:.0f} |", flush=True)
         if args.save_best and results["stsb-dev"]["spearman"] > best_dev[0]:
             from models.lora import merge_lora
-            from tasks.model_export import export_model
+            from tasks.train.model_export import export_model
 
             best_dev = (results["stsb-dev"]["spearman"], name)
             merge_lora(model)

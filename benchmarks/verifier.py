@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
-from tasks.verification import REASONS as JUDGE_REASONS
+from tasks.generate.verification import REASONS as JUDGE_REASONS
 
 KINDS = ("positive", "intermediate", "negative")
 _P_PASS = re.compile(r"P\(pass\) = ([0-9.]+)")
@@ -108,8 +108,8 @@ def score(args) -> None:
     if len(negatives) and args.ordering:
         from sentence_transformers import SentenceTransformer
 
-        from tasks.backbones import encoder_folder
-        from tasks.verification import ordering_gaps
+        from tasks.generate.verification import ordering_gaps
+        from tasks.train.backbones import encoder_folder
 
         model = SentenceTransformer(str(encoder_folder("all-minilm-l6-v2")), device="cpu")
         gaps = ordering_gaps(negatives["anchor"].tolist(), negatives["positive"].tolist(),

@@ -28,11 +28,11 @@ for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED",
 
 from pydantic import ValidationError  # noqa: E402
 
-from tasks.config import ConfigError, settings_problem  # noqa: E402
+from tasks.core.config import ConfigError, settings_problem  # noqa: E402
 
 if TYPE_CHECKING:  # imported lazily below: `./stsgen --help` stays fast
-    from tasks.config import VerifierSettings
-    from tasks.labeling import LabelSettings
+    from tasks.core.config import VerifierSettings
+    from tasks.label.labeling import LabelSettings
 
 
 def _progress_bar(console):
@@ -45,7 +45,7 @@ def _progress_bar(console):
         TimeRemainingColumn,
     )
 
-    from tasks.artifacts import add_progress_listener
+    from tasks.core.artifacts import add_progress_listener
 
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                    console=console)
@@ -73,20 +73,20 @@ def _print_outputs(outputs: dict) -> None:
     if isinstance(trained, dict) and Path(trained["eval"]).is_file():
         import json
 
-        from tasks.surrogate_selection import comparison_markdown, comparison_rows, verdict
+        from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, verdict
 
         report = json.loads(Path(trained["eval"]).read_text())
         print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):")
         print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
         print(verdict(report["shipped_step"], report.get("checkpoint_turned_down")))
     if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
-        from tasks.run_quality import quality_markdown, quality_rows
-        from tasks.store import read_manifest
+        from tasks.core.store import read_manifest
+        from tasks.evaluate.run_quality import quality_markdown, quality_rows
 
         manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
                      if isinstance(paths, dict) and "manifest" in paths}
         print("\nRun quality:\n" + quality_markdown(quality_rows(manifests)))
-    from tasks.env_settings import env
+    from tasks.core.env_settings import env
 
     if env().prefect_api_url:
         ui = env().prefect_api_url.removesuffix("/api")
@@ -100,8 +100,8 @@ def _with_llm(args: argparse.Namespace, job) -> int:
     """Run `job(llm_settings)` against --base-url, or against the embedded local server (stopped afterwards)."""
     from rich.console import Console
 
-    from tasks.config import LLMSettings
-    from tasks.env_settings import env
+    from tasks.core.config import LLMSettings
+    from tasks.core.env_settings import env
     from tasks.llm.server import local_server
 
     console = Console(stderr=True)
@@ -134,7 +134,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 
 def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
-    """Stage 1's verifier (tasks/verification.py): the LLM judge and the encoder ordering check."""
+    """Stage 1's verifier (tasks/generate/verification.py): the LLM judge and the encoder ordering check."""
     p.add_argument("--no-judge", action="store_true", help="skip the LLM judge of each generation")
     p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge (default: the generator's)")
     p.add_argument("--judge-model", help="judge model at --judge-base-url")
@@ -145,7 +145,7 @@ def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def verifier_settings(args: argparse.Namespace) -> "VerifierSettings":
-    from tasks.config import ConfigError, LLMSettings, VerifierSettings
+    from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
 
     if bool(args.judge_base_url) != bool(args.judge_model):
         raise ConfigError("--judge-base-url and --judge-model go together (the judge's endpoint and its model).")
@@ -188,7 +188,7 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
 
 def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
     """LabelSettings from the flags that were given; the rest keep the settings' defaults."""
-    from tasks.labeling import LabelSettings
+    from tasks.label.labeling import LabelSettings
 
     given = {"lm": args.label_lm, "method": args.label_method, "similarity": args.similarity,
              "lm_model": args.lm_model, "lm_tokenizer": args.lm_tokenizer,
@@ -199,7 +199,7 @@ def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
 
 
 def add_device_argument(p: argparse.ArgumentParser) -> None:
-    from tasks.device import check_device_setting
+    from tasks.core.device import check_device_setting
 
     def device(value: str) -> str:
         try:
@@ -227,8 +227,8 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
 def preset_settings(preset: str, device: str | None) -> dict:
     """The preset's coherence and training settings (flows/presets.py), on `device` when --device was given."""
     from flows.presets import PRESETS
-    from tasks.coherence import CoherenceSettings
-    from tasks.training import TrainSettings
+    from tasks.retrieve.coherence import CoherenceSettings
+    from tasks.train.training import TrainSettings
 
     sizes = PRESETS[preset]
     return {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), device),
@@ -250,7 +250,7 @@ def _label(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.label_pairs import label_pairs
-    from tasks.labeling import uses_contexts, uses_rating
+    from tasks.label.labeling import uses_contexts, uses_rating
 
     settings = with_device(label_settings(args), args.device)
 
@@ -270,9 +270,9 @@ def _label(args: argparse.Namespace) -> int:
 
 def _retrieve(args: argparse.Namespace) -> int:
     from flows.retrieve_contexts import retrieve_contexts
-    from tasks.coherence import CoherenceSettings
-    from tasks.config import CorpusSettings
-    from tasks.retrieval import SelectionSettings
+    from tasks.core.config import CorpusSettings
+    from tasks.retrieve.coherence import CoherenceSettings
+    from tasks.retrieve.retrieval import SelectionSettings
 
     corpora = [CorpusSettings(source=c, document_split=args.document_split,
                               sentence_per_line=args.sentence_per_line) if c != "default" else CorpusSettings()
@@ -290,9 +290,9 @@ def _train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.train_surrogate import train_surrogate
-    from tasks.backbones import BackboneSettings
-    from tasks.hard_negatives import MiningSettings
-    from tasks.training import LossSettings, TrainSettings
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.hard_negatives import MiningSettings
+    from tasks.train.training import LossSettings, TrainSettings
 
     settings = TrainSettings(
         backbone=BackboneSettings(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
@@ -317,8 +317,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from tasks.model_export import BELLM_MARKER
-    from tasks.sts_evaluation import evaluate_sources
+    from tasks.evaluate.sts_evaluation import evaluate_sources
+    from tasks.train.model_export import BELLM_MARKER
 
     folder = Path(args.model)
     if not any((folder / f).is_file() for f in ("modules.json", "config.json", BELLM_MARKER)):
@@ -336,7 +336,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from tasks.hf_dataset import EXPORTS, export_dataset, push_to_hub
+    from tasks.core.hf_dataset import EXPORTS, export_dataset, push_to_hub
 
     for name in args.table or list(EXPORTS):
         folder = export_dataset(Path(args.output_dir), name)
@@ -525,7 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "corpus", None) is None and args.command == "retrieve":
         args.corpus = ["default"]
     try:
-        from tasks.env_settings import env
+        from tasks.core.env_settings import env
 
         env()  # STSGEN_* values checked before any work: a bad one stops here, naming the variable and the fix
         return args.func(args)

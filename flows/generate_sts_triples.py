@@ -15,8 +15,9 @@ from typing import Literal
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.config import (
+from tasks.contracts import rejected_table, triples_table
+from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
+from tasks.core.config import (
     CorpusSettings,
     GenerateConfig,
     LLMSettings,
@@ -25,9 +26,11 @@ from tasks.config import (
     ValidationSettings,
     VerifierSettings,
 )
-from tasks.corpus import Corpus, load_corpus, sample_sources
-from tasks.env_settings import env
-from tasks.generation import (
+from tasks.core.corpus import Corpus, load_corpus, sample_sources
+from tasks.core.env_settings import env
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
+from tasks.generate.generation import (
     FAILED_CALL_REASONS,
     Judge,
     Source,
@@ -36,14 +39,11 @@ from tasks.generation import (
     kind_counts,
     next_slot,
 )
+from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
-from tasks.patterns import load_pattern_source, sample_examples
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
-from tasks.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
-from tasks.triples import rejected_table, triples_table
-from tasks.verification import load_judge_template, ordering_gaps
+from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, load_template
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -99,7 +99,7 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
 
 def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
                        accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
-    """Batches of sources, every kind of each chained (tasks.generation.generate_chains); fills `accepted` and
+    """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
     `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
     step = batch_step(cfg.batch_size, cfg.llm.max_concurrency)
@@ -288,7 +288,7 @@ def ordering_check_task(triples, verifier: VerifierSettings):
     import pyarrow as pa
     from sentence_transformers import SentenceTransformer
 
-    from tasks.backbones import encoder_folder
+    from tasks.train.backbones import encoder_folder
 
     model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)))  # CUDA if present
     col = {name: triples.column(name).to_pylist() for name in ("source_id", "anchor", "positive", "negative")}

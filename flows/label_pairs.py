@@ -21,11 +21,23 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 
-from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
-from tasks.config import ConfigError, LLMSettings
-from tasks.device import device_info, resolve_device
-from tasks.env_settings import env
-from tasks.label_quality import (
+from tasks.contracts import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA, read_contexts, read_triples
+from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.device import device_info, resolve_device
+from tasks.core.env_settings import env
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runners import runner_kind, task_runner
+from tasks.core.store import (
+    fingerprint,
+    outputs_current,
+    read_manifest,
+    sha256_path,
+    verify_outputs,
+    write_manifest,
+    write_parquet,
+)
+from tasks.label.label_quality import (
     fit_calibration,
     gold_agreement,
     hierarchy_rate,
@@ -33,7 +45,7 @@ from tasks.label_quality import (
     per_relation_summary,
     plot_label_distribution,
 )
-from tasks.labeling import (
+from tasks.label.labeling import (
     LABEL_ONLY_FIELDS,
     LabelSettings,
     apply_ratings,
@@ -49,31 +61,9 @@ from tasks.labeling import (
     uses_lm,
     uses_rating,
 )
+from tasks.label.llm_rating import rate_pairs_task
+from tasks.label.pair_units import SHARD_SCHEMA, context_sets, finish_rows, pair_units, read_pairs, triple_units
 from tasks.llm.client import check_endpoint
-from tasks.llm_rating import rate_pairs_task
-from tasks.pair_units import (
-    PAIRS_SCHEMA,
-    REJECTED_PAIRS_SCHEMA,
-    SHARD_SCHEMA,
-    context_sets,
-    finish_rows,
-    pair_units,
-    read_contexts,
-    read_pairs,
-    read_triples,
-    triple_units,
-)
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.runners import runner_kind, task_runner
-from tasks.store import (
-    fingerprint,
-    outputs_current,
-    read_manifest,
-    sha256_path,
-    verify_outputs,
-    write_manifest,
-    write_parquet,
-)
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 

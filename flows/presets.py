@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from tasks.coherence import CoherenceSettings
-from tasks.training import LossSettings, TrainSettings
+from tasks.retrieve.coherence import CoherenceSettings
+from tasks.train.training import LossSettings, TrainSettings
 
 PRESETS: dict[str, dict] = {
     "quick": {"coherence": CoherenceSettings(max_train_contexts=10_000, epochs=1),

@@ -1,4 +1,4 @@
-"""Flow `report-patterns`: the pattern-complexity report of a run's triples (tasks/pattern_report.py).
+"""Flow `report-patterns`: the pattern-complexity report of a run's triples (tasks/evaluate/pattern_report.py).
 
 triples.parquet + the stage-4 backbone (an encoder) + STS-B dev → `<output_dir>/report-patterns/`:
 pattern_complexity.png (Match Error Rate and backbone-cosine densities per relation, generated vs STS-B dev),
@@ -14,13 +14,13 @@ from pathlib import Path
 import pandas as pd
 from prefect import flow, get_run_logger
 
-from tasks.artifacts import publish_image, publish_table
-from tasks.backbones import encoder_folder
-from tasks.pair_units import read_triples
-from tasks.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.store import fingerprint, outputs_current, sha256_path, sha256_tree, write_json, write_manifest
-from tasks.sts_data import read_stsb
+from tasks.contracts import read_triples
+from tasks.core.artifacts import publish_image, publish_table
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.store import fingerprint, outputs_current, sha256_path, sha256_tree, write_json, write_manifest
+from tasks.core.sts_data import read_stsb
+from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
+from tasks.train.backbones import encoder_folder
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 

@@ -19,24 +19,17 @@ import pyarrow.parquet as pq
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.coherence import CoherenceSettings, train_or_load
-from tasks.config import CorpusSettings, stsgen_home
-from tasks.contexts import context_windows
-from tasks.corpus import load_corpus
-from tasks.device import device_info, resolve_device
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.queries import load_query_sentences
-from tasks.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
-from tasks.runners import runner_kind, task_runner
-from tasks.store import (
-    fingerprint,
-    outputs_current,
-    read_manifest,
-    sha256_path,
-    write_manifest,
-    write_parquet,
-)
+from tasks.contracts import load_query_sentences
+from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
+from tasks.core.config import CorpusSettings, stsgen_home
+from tasks.core.corpus import load_corpus
+from tasks.core.device import device_info, resolve_device
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runners import runner_kind, task_runner
+from tasks.core.store import fingerprint, outputs_current, read_manifest, sha256_path, write_manifest, write_parquet
+from tasks.retrieve.coherence import CoherenceSettings, train_or_load
+from tasks.retrieve.contexts import context_windows
+from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 

@@ -18,7 +18,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.config import ConfigError, stsgen_home
+from tasks.core.config import ConfigError, stsgen_home
 from tasks.llm.server import start_server
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]

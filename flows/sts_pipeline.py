@@ -2,7 +2,7 @@
 
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
 → train-surrogate (triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
-quality table of the run (tasks/run_quality.py) as the `pipeline-quality` artifact.
+quality table of the run (tasks/evaluate/run_quality.py) as the `pipeline-quality` artifact.
 
 retrieve-contexts runs only for the labelers that read contexts (label.method = context or combined); the default
 LLM-rating labeler rates the pairs directly.
@@ -25,9 +25,8 @@ from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.artifacts import publish_links, publish_markdown, publish_table
-from tasks.coherence import CoherenceSettings
-from tasks.config import (
+from tasks.core.artifacts import publish_links, publish_markdown, publish_table
+from tasks.core.config import (
     ConfigError,
     CorpusSettings,
     LLMSettings,
@@ -35,13 +34,14 @@ from tasks.config import (
     ValidationSettings,
     VerifierSettings,
 )
-from tasks.hf_dataset import export_run
-from tasks.labeling import LabelSettings, uses_contexts
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.retrieval import SelectionSettings
-from tasks.run_quality import quality_markdown, quality_rows
-from tasks.store import read_manifest
-from tasks.training import TrainSettings
+from tasks.core.hf_dataset import export_run
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.store import read_manifest
+from tasks.evaluate.run_quality import quality_markdown, quality_rows
+from tasks.label.labeling import LabelSettings, uses_contexts
+from tasks.retrieve.coherence import CoherenceSettings
+from tasks.retrieve.retrieval import SelectionSettings
+from tasks.train.training import TrainSettings
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 

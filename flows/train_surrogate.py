@@ -1,7 +1,7 @@
 """Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004, 000).
 
 triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
-mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/trainer.py): InfoNCE + hierarchical
+mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical
 triplet + regression onto stage-3 labels, evaluation every N steps (STS-B dev Spearman; alignment / uniformity on
 held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/train-surrogate/model/` (a
 sentence-transformers folder with its model card), eval.json, curves, manifest. The trainer's checkpoints make an
@@ -21,19 +21,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 
 from models.lora import merge_lora
-from tasks.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
-from tasks.backbones import load_sentence_transformer
-from tasks.config import ConfigError, CorpusSettings
-from tasks.corpus import load_corpus
-from tasks.device import device_info, resolve_device, scaled_batch
-from tasks.embedding_metrics import rfd
-from tasks.hard_negatives import mine
-from tasks.pair_units import read_triples
-from tasks.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.store import (
+from tasks.contracts import TRIPLE_SLOTS, read_triples
+from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
+from tasks.core.config import ConfigError, CorpusSettings
+from tasks.core.corpus import load_corpus
+from tasks.core.device import device_info, resolve_device, scaled_batch
+from tasks.core.embedding_metrics import rfd
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.store import (
     fingerprint,
     outputs_current,
     read_input_table,
@@ -43,12 +42,14 @@ from tasks.store import (
     write_manifest,
     write_parquet,
 )
-from tasks.sts_data import read_stsb
-from tasks.sts_evaluation import evaluate_sources
-from tasks.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
-from tasks.trainer import check_training_data, train
-from tasks.training import TrainSettings, split_data
-from tasks.training_report import plot_curves, plot_rfd
+from tasks.core.sts_data import read_stsb
+from tasks.evaluate.sts_evaluation import evaluate_sources
+from tasks.train.backbones import load_sentence_transformer
+from tasks.train.hard_negatives import mine
+from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
+from tasks.train.trainer import check_training_data, train
+from tasks.train.training import TrainSettings, split_data
+from tasks.train.training_report import plot_curves, plot_rfd
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -69,7 +70,8 @@ def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
     """sentence-transformers' model card fields: what the model is and the data it was trained on (by content)."""
     source = settings.backbone.source or settings.backbone.kind
     return {"model_name": f"stsgen surrogate ({settings.backbone.kind}, from {source})",
-            "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})"} for i in inputs]}
+            "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})", "size": i["rows"],
+                                "columns": [f"<code>{c}</code>" for c in i["columns"]]} for i in inputs]}
 
 
 def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,
@@ -159,6 +161,9 @@ def train_surrogate(
         return model.encode(sentences, batch_size=batch, convert_to_numpy=True)
 
     backbone_results = _backbone_results(encode, eval_sources, workdir)
+    # The backbone's weights, to ship if the full-dev guard turns training down: restored into the trained model
+    # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
+    backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
     t1 = time.perf_counter()
     state = train(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best weights loaded
     train_s = time.perf_counter() - t1
@@ -171,7 +176,7 @@ def train_surrogate(
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
-            model, info = load_sentence_transformer(settings.backbone, card=_card_data(settings, inputs))
+            model.load_state_dict(backbone_weights)
             reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
             shipped_step, results = 0, backbone_results
     comparison = comparison_rows(backbone_results, results)
@@ -183,7 +188,7 @@ def train_surrogate(
     model_dir = folder / "model"
     model.to("cpu")  # exported and reloaded on any machine
     merge_lora(model)  # adapters folded into the weights: the exported folder is a plain model
-    from tasks.model_export import export_model  # lazy: sentence-transformers takes ~2 s to import
+    from tasks.train.model_export import export_model  # lazy: sentence-transformers takes ~2 s to import
 
     export_model(model, model_dir, _card_section(settings, inputs, comparison, shipped_step, reverted))
     curves = plot_curves(state.history, folder / "training_curves.png")
@@ -243,7 +248,10 @@ def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir:
 def _input(path: str, role: str) -> dict:
     """An input's content hash, and its stage manifest's where it has one (the card and manifest name both)."""
     manifest = Path(path).parent / "manifest.json"
-    return {"path": path, "sha256": sha256_path(Path(path)), "role": role,
+    meta = pq.read_metadata(path)  # the card's dataset rows and the columns training reads
+    read = TRIPLE_SLOTS if role == "triples" else ("s1", "s2", "label")
+    return {"path": path, "sha256": sha256_path(Path(path)), "role": role, "rows": meta.num_rows,
+            "columns": [c for c in read if c in meta.schema.names],
             **({"manifest_sha256": sha256_path(manifest)} if manifest.is_file() else {})}
 
 

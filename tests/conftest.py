@@ -80,7 +80,7 @@ def servers_left_behind(marker: str) -> list[str]:
 @pytest.fixture(scope="session", autouse=True)
 def no_server_left_behind():
     """The suite leaves no server running: checked after every other session fixture has stopped what it started
-    (killed children's servers die with them: tasks/prefect_ephemeral.py, tasks/llm/server.py)."""
+    (killed children's servers die with them: tasks/core/prefect_ephemeral.py, tasks/llm/server.py)."""
     yield
     if os.environ.get("STSGEN_TEST_CHILD") == "1" or not sys.platform.startswith("linux"):
         return

@@ -26,10 +26,10 @@ from typing import Any, Callable
 
 import openai
 
-from tasks.config import ConfigError, LLMSettings, stsgen_home
+from tasks.core.config import ConfigError, LLMSettings, stsgen_home
+from tasks.core.store import atomic_write_bytes
 from tasks.llm.cache import request_key
 from tasks.llm.client import CallResult, LLMClient, api_key, redact
-from tasks.store import atomic_write_bytes
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}

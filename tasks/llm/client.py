@@ -22,8 +22,8 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 
 import openai
 
-from tasks.config import ConfigError, LLMSettings
-from tasks.env_settings import secret_env
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.env_settings import secret_env
 from tasks.llm.cache import ResponseCache, request_key
 from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_limit
 

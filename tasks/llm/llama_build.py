@@ -27,7 +27,7 @@ import tempfile
 from importlib import metadata
 from pathlib import Path
 
-from tasks.home import stsgen_home
+from tasks.core.home import stsgen_home
 
 PACKAGE = "llama-cpp-python"
 # Only what llama-server needs: no tests, examples or other tools; no web UI (its assets would be fetched from the

@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks.config import ConfigError, stsgen_home
+from tasks.core.config import ConfigError, stsgen_home
+from tasks.core.store import sha256_tree
 
 
 @dataclass(frozen=True)
@@ -140,3 +141,14 @@ def _check(path: Path, model: LocalModel) -> None:
     actual = sha256_file(path)
     if actual != model.sha256:
         raise ConfigError(f"{path} has sha256 {actual}, expected {model.sha256} for {model.name}; reinstall it.")
+
+
+def resolve_model_files(source: str) -> tuple[Path, str]:
+    """(path, sha256) of a registered local GGUF, a .gguf path, or a transformers folder (hash of its files)."""
+    if source in LOCAL_MODELS or source.endswith(".gguf"):
+        return resolve_gguf(source)
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
+                          "transformers folder with config.json; set label.lm (or label.lm_tokenizer) to one of those.")
+    return folder, sha256_tree(folder)

@@ -12,7 +12,7 @@ import asyncio
 import threading
 import time
 
-from tasks.config import ConfigError
+from tasks.core.config import ConfigError
 
 
 class TokenBucket:

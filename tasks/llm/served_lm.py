@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from models.causal_lm import Group, TokenizedLM, load_tokenizer
-from tasks.config import ConfigError, LLMSettings
+from tasks.core.config import ConfigError, LLMSettings
 from tasks.llm.client import CallResult, LLMClient
 
 

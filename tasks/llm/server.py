@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Literal
 
-from tasks.config import ConfigError, stsgen_home
+from tasks.core.config import ConfigError, stsgen_home
 from tasks.llm.llama_build import server_binary
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 

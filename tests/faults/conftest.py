@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.contracts import VOLATILE_COLUMNS
 from tasks.llm.server import free_port
-from tasks.triples import VOLATILE_COLUMNS
 from tests.conftest import write_topic_corpus
 from tests.faults.processes import ScriptedServerProcess, finish, pipeline_process
 
@@ -22,7 +22,7 @@ def fault_corpus(tmp_path_factory) -> Path:
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
     return dict(base_url=server.base_url, work=str(work), corpus=str(corpus), lm=str(lm), encoder=str(encoder),
                 max_workers=1, label_shard_size=1,  # one unit per shard: many resume points
-                train=extra.pop("train", False), **extra)  # stage 4's resume is tested in tests/test_training.py
+                train=extra.pop("train", False), **extra)  # stage 4's resume is tested in tests/train/test_training.py
 
 
 @pytest.fixture(scope="session")

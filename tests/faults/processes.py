@@ -67,7 +67,7 @@ class ScriptedServerProcess:
 
 
 def pipeline_process(spec: dict, env: dict | None = None) -> subprocess.Popen:
-    """Start the tiny sts-pipeline (tests.test_pipeline.tiny_pipeline_kwargs(**spec)) in a child process."""
+    """Start the tiny sts-pipeline (tests.pipeline.test_pipeline.tiny_pipeline_kwargs(**spec)) in a child process."""
     env = dict(env or os.environ, STSGEN_TEST_CHILD="1")  # keep these homes (tests.conftest would replace them)
     return subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "pipeline", json.dumps(spec)],
                             cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -118,7 +118,7 @@ def _serve(port: int, latency_s: float, log: str) -> None:
 
 def _pipeline(spec: dict) -> None:
     from flows.sts_pipeline import sts_pipeline
-    from tests.test_pipeline import tiny_pipeline_kwargs
+    from tests.pipeline.test_pipeline import tiny_pipeline_kwargs
 
     kwargs = tiny_pipeline_kwargs(spec.pop("base_url"), Path(spec.pop("work")), Path(spec.pop("corpus")),
                                   Path(spec.pop("lm")), Path(spec.pop("encoder")), llm=spec.pop("llm", None))

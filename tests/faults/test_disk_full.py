@@ -13,13 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.store import sha256_path, write_parquet
+from tasks.core.store import sha256_path, write_parquet
 from tests.conftest import PROJECT
 
 FILE_SIZE_LIMITED_WRITE = """
 import resource, signal, sys
 import pyarrow as pa
-from tasks.store import write_parquet
+from tasks.core.store import write_parquet
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit then fails with EFBIG instead of killing us
 resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))
 import numpy as np
@@ -66,9 +66,9 @@ def fill(disk, leave_bytes: int) -> None:
 def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scripted, tiny_corpus, tmp_path,
                                                            small_disk):
     from flows.generate_sts_triples import generate_sts_triples
-    from tasks.store import OutputWriteError
+    from tasks.core.store import OutputWriteError
+    from tests.generate.test_generate_flow import llm
     from tests.scripted_openai import is_judge_request
-    from tests.test_generate_flow import llm
 
     fill(small_disk, leave_bytes=2048)  # room for the folder, not for the outputs
     with pytest.raises(OutputWriteError, match="No space left on device") as raised:

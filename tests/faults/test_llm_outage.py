@@ -59,7 +59,7 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
     run_spec = lambda server: spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,  # noqa: E731
                                    llm={"backoff_base_s": 0.05, "max_retries": 1})
     # (A run that starts while the endpoint is down fails at the endpoint check before any work:
-    # tests/test_generate_flow.py's "unreachable" case, and the failing run of tests/test_security.py.)
+    # tests/generate/test_generate_flow.py's "unreachable" case, and the failing run of tests/core/test_security.py.)
     # Down mid-run: start the run, kill the server once the client holds 11 of its 15 answers (positives,
     # intermediates and one negative: at least one complete triple) and leave it down.
     with ScriptedServerProcess(port, tmp_path / "requests2.log", latency_s=0.1) as server:

@@ -1,0 +1,225 @@
+"""The contracts between stages: what each stage writes and the next one reads.
+
+- stage 1 → `triples.parquet` / `rejected.parquet` (TRIPLES_SCHEMA, REJECTED_SCHEMA; the slots of a triple and the
+  kinds an LLM generates), read back by `read_triples`;
+- sentences → stage 2 (`load_query_sentences`: every sentence of a triples or pairs file, or a text file), each
+  identified by `sentence_id` (a content hash, the join key of stages 2 and 3);
+- stage 2 → `contexts.parquet` (CONTEXT_COLUMNS, `read_contexts`) and the trained coherence model folder
+  (`load_trained`), both read by stage 3;
+- stage 3 → `pairs.parquet` / `rejected.parquet` (PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA), read by stage 4.
+
+The schemas are fixed here (and documented in the README), so every run writes the same columns in the same types,
+whatever the pattern: for NLI the intermediate columns are null. Stage packages import this module, never each other.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.core.config import ConfigError
+from tasks.core.store import read_input_table, read_manifest, verify_outputs
+
+if TYPE_CHECKING:
+    from models.coherence import CoherenceModel, Vocab
+
+TRIPLE_SLOTS = ("anchor", "positive", "intermediate", "negative")
+
+ALL_KINDS = ("positive", "intermediate", "negative")
+_PER_KIND = [
+    ("base", pa.string()),
+    ("prompt", pa.string()),
+    ("example_ids", pa.list_(pa.string())),
+    ("attempts", pa.int32()),
+    ("seed", pa.int64()),
+    ("temperature", pa.float64()),
+    ("top_p", pa.float64()),
+    ("prompt_tokens", pa.int32()),
+    ("completion_tokens", pa.int32()),
+    ("latency_s", pa.float64()),
+    ("cached", pa.bool_()),
+    ("rules_passed", pa.list_(pa.string())),
+    ("judge_p_pass", pa.float64()),  # the verifier's P(pass) (null: judge off)
+]
+TRIPLES_SCHEMA = pa.schema(
+    [
+        ("source_id", pa.string()),
+        ("doc_id", pa.string()),
+        ("position", pa.int32()),
+        ("pattern", pa.string()),
+        ("model", pa.string()),
+        ("judge_model", pa.string()),  # the verifier's model (null: judge off)
+        ("ordering_gap", pa.float64()),  # cos(a, s+) − cos(a, s−) of the ordering check (null: off)
+        ("anchor", pa.string()),
+        ("positive", pa.string()),
+        ("intermediate", pa.string()),
+        ("negative", pa.string()),
+    ]
+    + [(f"{kind}_{name}", typ) for kind in ALL_KINDS for name, typ in _PER_KIND]
+)
+REJECTED_SCHEMA = pa.schema(
+    [
+        ("stage", pa.string()),  # input | generation
+        ("source_id", pa.string()),
+        ("kind", pa.string()),
+        ("attempt", pa.int32()),
+        ("seed", pa.int64()),
+        ("anchor", pa.string()),
+        ("base_text", pa.string()),
+        ("text", pa.string()),
+        ("reason", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
+# Columns that differ between an uninterrupted and a resumed run by nature (timings, cache hits).
+VOLATILE_COLUMNS = tuple(f"{kind}_{name}" for kind in ALL_KINDS for name in ("latency_s", "cached"))
+
+
+def triples_table(
+    sample: pd.DataFrame,
+    accepted: dict[str, dict[str, dict]],
+    *,
+    kinds: tuple[str, ...],
+    pattern: str,
+    model: str,
+    prompts: dict[str, str],
+    example_ids: dict[str, list[str]],
+    bases: dict[str, str],
+    judge_model: str | None = None,
+) -> pa.Table:
+    """One row per source sentence whose every kind was accepted, in sample order."""
+    rows = []
+    for src in sample.itertuples(index=False):
+        gens = {k: accepted[k].get(src.source_id) for k in kinds}
+        if any(g is None for g in gens.values()):
+            continue
+        row = {"source_id": src.source_id, "doc_id": src.doc_id, "position": int(src.position),
+               "pattern": pattern, "model": model, "judge_model": judge_model, "anchor": src.text}
+        for kind in ALL_KINDS:
+            g = gens.get(kind)
+            row[kind] = g["text"] if g else None
+            meta = {name: None for name, _ in _PER_KIND}
+            if g:
+                meta.update({k: g[k] for k in ("attempts", "seed", "temperature", "top_p", "prompt_tokens",
+                                                "completion_tokens", "latency_s", "cached", "rules_passed",
+                                                "judge_p_pass")})
+                meta.update(base=bases[kind], prompt=prompts[kind], example_ids=example_ids[kind])
+            row.update({f"{kind}_{name}": value for name, value in meta.items()})
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=TRIPLES_SCHEMA)
+
+
+def rejected_table(rows: list[dict]) -> pa.Table:
+    names = REJECTED_SCHEMA.names
+    return pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=REJECTED_SCHEMA)
+
+
+def read_triples(path: Path) -> pd.DataFrame:
+    return read_input_table(path, "Triples file", "pass a triples.parquet written by generate-sts-triples",
+                            ("source_id", "anchor", "positive", "negative")).to_pandas()
+
+
+def sentence_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+PAIR_COLUMNS = (("s1", "s2"), ("sentence1", "sentence2"))
+
+
+def load_query_sentences(path: Path) -> pd.DataFrame:
+    """→ sentence_id, sentence (distinct, in first-seen order) from triples, pairs (s1/s2 or sentence1/sentence2),
+    a sentence/text column, or lines of text."""
+    if not path.exists():
+        raise ConfigError(f"Sentence file {path} does not exist; pass a triples.parquet or a sentence file.")
+    if path.suffix == ".parquet":
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:
+            raise ConfigError(f"{path} is not readable Parquet ({type(exc).__name__}).") from None
+        cols = [c for c in TRIPLE_SLOTS if c in table.column_names]
+        cols = cols or next(([a, b] for a, b in PAIR_COLUMNS if {a, b} <= set(table.column_names)), [])
+        if not cols:
+            cols = [c for c in ("sentence", "text") if c in table.column_names][:1]
+        if not cols:
+            raise ConfigError(f"{path} has none of the columns {', '.join(TRIPLE_SLOTS)}, s1/s2, "
+                              f"sentence1/sentence2, sentence, text (found: {', '.join(table.column_names)}).")
+        texts = [t for c in cols for t in table.column(c).to_pylist()]
+    else:
+        try:
+            texts = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{path} is not UTF-8 text (byte {exc.start}); convert it or pass Parquet.") from None
+    texts = list(dict.fromkeys(t.strip() for t in texts if isinstance(t, str) and t.strip()))
+    if not texts:
+        raise ConfigError(f"{path} holds no sentences.")
+    return pd.DataFrame({"sentence_id": [sentence_id(t) for t in texts], "sentence": texts})
+
+
+CONTEXT_COLUMNS = ("sentence_id", "context_id", "left", "right", "rank")
+
+
+def read_contexts(path: Path) -> pd.DataFrame:
+    return read_input_table(path, "Contexts file", "pass a contexts.parquet written by retrieve-contexts",
+                            CONTEXT_COLUMNS).select(list(CONTEXT_COLUMNS)).to_pandas()
+
+
+@dataclass
+class TrainedCoherence:
+    model: CoherenceModel
+    vocab: Vocab
+    folder: Path
+    metrics: dict
+    key: str
+    reused: bool
+
+
+def load_trained(folder: Path) -> TrainedCoherence | None:
+    """The coherence model retrieve-contexts trained, from its folder; None when missing or failing its checksum."""
+    import torch
+
+    from models.coherence import CoherenceModel, Vocab
+
+    manifest = read_manifest(folder)
+    if not manifest or not verify_outputs(folder, manifest):
+        return None
+    vocab = Vocab(json.loads((folder / "vocab.json").read_text()))
+    s = manifest["settings"]
+    model = CoherenceModel(len(vocab), s["embedding_dim"], s["hidden"])
+    model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
+    model.eval()
+    return TrainedCoherence(model, vocab, folder, manifest["metrics"], manifest["key"], reused=True)
+
+
+@functools.lru_cache(maxsize=4)
+def load_trained_cached(folder: str, digest: str) -> TrainedCoherence:
+    """Once per worker process; `digest` (the model's sha256) keys the cache so a retrained model is reloaded."""
+    trained = load_trained(Path(folder))
+    if trained is None:
+        raise ConfigError(f"Coherence model at {folder} is missing or fails its checksum; re-run retrieve-contexts "
+                          "to retrain it.")
+    return trained
+
+
+PAIRS_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("unit_id", pa.string()), ("triple_id", pa.string()), ("other_triple_id", pa.string()),
+    ("s1_id", pa.string()), ("s1", pa.string()), ("s2_id", pa.string()), ("s2", pa.string()),
+    ("relation", pa.string()), ("label", pa.float64()), ("label_calibrated", pa.float64()), ("gold", pa.float64()),
+    ("n_contexts", pa.int32()), ("n_contexts_s1", pa.int32()), ("n_contexts_s2", pa.int32()),
+    ("label_disc", pa.float64()), ("label_lm_sentence", pa.float64()), ("label_lm_left", pa.float64()),
+    ("label_lm_right", pa.float64()), ("label_context", pa.float64()), ("label_rating", pa.float64()),
+])
+REJECTED_PAIRS_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("unit_id", pa.string()), ("triple_id", pa.string()), ("other_triple_id", pa.string()),
+    ("s1_id", pa.string()),
+    ("s1", pa.string()), ("s2_id", pa.string()), ("s2", pa.string()), ("relation", pa.string()),
+    ("gold", pa.float64()), ("n_contexts_s1", pa.int32()), ("n_contexts_s2", pa.int32()), ("reason", pa.string()),
+    ("detail", pa.string()),
+])

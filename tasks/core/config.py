@@ -1,0 +1,201 @@
+"""Typed settings for every stage, validated at the edge (flow parameters, CLI flags, env).
+
+Secrets never live in these objects: `LLMSettings.api_key_env` names the environment variable that holds the
+key, and the key itself is read only when a client is built (see `tasks.llm.client`). Defaults that come from
+`STSGEN_*` variables are read through `tasks.core.env_settings.env()` (typed, validated, one place).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tasks.core.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
+
+
+class ConfigError(ValueError):
+    """A configuration or input problem the user must fix; the message names the file/field and the fix."""
+
+
+def settings_problem(exc: ValidationError) -> str:
+    """A pydantic validation error as the user reads it: the settings class, each refused field with the value given
+    and what it must be — the flag or parameter of that name is what to fix."""
+    fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(settings)'} = {e.get('input')!r}: {e['msg']}"
+                       for e in exc.errors())
+    return f"invalid {exc.title} setting — {fields}. Fix the flag or parameter of that name."
+
+
+def _llm_env():
+    """`env().llm`, imported lazily: `import tasks.core.config` (so `./stsgen --help`) stays free of pydantic-settings."""
+    from tasks.core.env_settings import env
+
+    return env().llm
+
+
+class _Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LLMSettings(_Settings):
+    """Where and how to call an OpenAI-compatible chat endpoint."""
+
+    base_url: str = Field(
+        default_factory=lambda: _llm_env().base_url,
+        description="OpenAI-compatible base URL (…/v1). Env: STSGEN_LLM_BASE_URL (or STSGEN_LLM__BASE_URL).",
+    )
+    model: str = Field(
+        default_factory=lambda: _llm_env().model,
+        description="Model name as the endpoint knows it. Env: STSGEN_LLM_MODEL (or STSGEN_LLM__MODEL).",
+    )
+    api_key_env: str = Field("OPENAI_API_KEY", description="Name of the env var holding the API key.")
+    max_concurrency: int = Field(4, ge=1, le=1024)
+    requests_per_minute: float | None = Field(None, gt=0)
+    tokens_per_minute: float | None = Field(None, gt=0)
+    prefect_limit: str | None = Field(
+        default_factory=lambda: _llm_env().prefect_limit, min_length=1,
+        description="Name of a Prefect global concurrency limit that paces requests across every process and "
+        "worker (each HTTP attempt takes a slot with rate_limit()); create it with `prefect gcl create NAME --limit "
+        "N --slot-decay-per-second R` (burst N, R requests/s). Requires a Postgres-backed Prefect server "
+        "(PREFECT_API_URL). requests_per_minute/tokens_per_minute still apply in-process on top. "
+        "Env: STSGEN_LLM_PREFECT_LIMIT (or STSGEN_LLM__PREFECT_LIMIT).",
+    )
+    timeout_s: float = Field(120.0, gt=0)
+    max_retries: int = Field(5, ge=0, le=50, description="Retries per request on 429/5xx/timeouts/bad JSON.")
+    backoff_base_s: float = Field(1.0, ge=0)
+    backoff_max_s: float = Field(60.0, ge=0)
+    verify_model: bool = Field(True, description="Check at start that the endpoint lists the model.")
+    cache_path: str | None = Field(
+        None, description="SQLite response cache; default $STSGEN_HOME/llm-cache.sqlite. 'off' disables it."
+    )
+    batch_api: bool = Field(
+        False,
+        description="Send stage-1 requests through the OpenAI Batch API (/files + /batches: half the price, results "
+        "within 24 h) instead of one chat call each: one batch per prompt kind and attempt round, results put into "
+        "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
+    )
+    batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
+    request_order: Literal["auto", "by_source", "by_kind"] = Field(
+        "auto",
+        description="Stage 1's request order (the same requests and results either way). 'by_source': each "
+        "sentence's next kind as soon as its base is accepted — keeps a multi-slot server (llama-server, vLLM) "
+        "busy; 'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a "
+        "single-slot server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded "
+        "server, by_source otherwise.",
+    )
+
+    @model_validator(mode="after")
+    def _batch_api_goes_kind_by_kind(self):
+        if self.batch_api and self.request_order == "by_source":
+            raise ValueError("request_order 'by_source' cannot be used with batch_api (a batch holds one prompt kind's "
+                             "attempt round): use 'by_kind' or 'auto'")
+        return self
+
+    def resolved_request_order(self) -> str:
+        if self.request_order != "auto":
+            return self.request_order
+        single_slot = _llm_env().server_engine == "llama-cpp-python"  # STSGEN_LLM_SERVER_ENGINE
+        return "by_kind" if self.batch_api or single_slot else "by_source"
+
+    def resolved_cache_path(self) -> Path | None:
+        if self.cache_path == "off":
+            return None
+        return Path(self.cache_path) if self.cache_path else stsgen_home() / "llm-cache.sqlite"
+
+
+class SamplingSettings(_Settings):
+    """Sampling for generations; attempt k of a rejected generation adds k*temperature_step."""
+
+    temperature: float = Field(0.7, ge=0, le=2)
+    temperature_step: float = Field(0.2, ge=0, le=1)
+    top_p: float = Field(0.95, gt=0, le=1)
+    max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
+
+
+class ValidationSettings(_Settings):
+    """Rules a generation must pass (see tasks/generate/validation.py for each rule)."""
+
+    min_words: int = Field(3, ge=1)
+    max_words: int = Field(80, ge=1)
+    max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base.")
+    near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Similarity ratio at or above = near-copy.")
+    intermediate_must_be_shorter: bool = True
+
+    @model_validator(mode="after")
+    def _bounds(self) -> "ValidationSettings":
+        if self.min_words > self.max_words:
+            raise ValueError(f"min_words ({self.min_words}) > max_words ({self.max_words})")
+        return self
+
+
+class CorpusSettings(_Settings):
+    """Which sentences to use as source sentences."""
+
+    source: str = Field("default", description="'default' (gensim's Wikipedia + news test data) or a path.")
+    text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
+    document_split: Literal["file", "blank_lines"] = Field(
+        "file", description="Text files: one document per file, or one per blank-line-separated block (e.g. ABC).")
+    sentence_per_line: bool = Field(False, description="Text is one sentence per line already (no splitting).")
+    min_words: int = Field(6, ge=1)
+    max_words: int = Field(60, ge=1)
+    min_alpha_ratio: float = Field(0.6, ge=0, le=1, description="Share of letters among non-space chars.")
+    max_file_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Refuse single input files above this.")
+
+
+PatternKind = Literal["sts", "nli"]
+
+
+class PatternSettings(_Settings):
+    kind: PatternKind = "sts"
+    source: str = Field(
+        "default",
+        description="'default' (STS12 train rows of STS-B for sts; required path for nli) or a path to "
+        "a SemEval TSV file/folder (sts) or a SICK file (nli).",
+    )
+    examples_per_prompt: int = Field(3, ge=1, le=16)
+
+    @field_validator("source")
+    @classmethod
+    def _nonempty(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("pattern source must be 'default' or a path")
+        return v
+
+
+class VerifierSettings(_Settings):
+    """Checks of each generation after the rules (tasks/generate/verification.py): an LLM judge per kind, and optionally an
+    encoder ordering check per triple. Rejections are quarantined with their reason and retried like any other."""
+
+    judge: bool = Field(True, description="Ask an LLM judge one yes/no question per generation.")
+    llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
+    template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
+                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}; a {# passes: no #} "
+                                     "comment when 'no' is the passing answer); None = the built-in "
+                                     "prompts/templates/judge-<kind>.v1.j2.")
+    threshold: float = Field(0.5, ge=0, le=1, description="P(pass) at or above which the judge accepts.")
+    top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "
+                              "(0: the answered word only).")
+    attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")
+    seed: int = 13
+    ordering_margin: float | None = Field(
+        None, ge=0, le=2, description="Encoder ordering check: cos(a, s+) − cos(a, s−) must be at least this; "
+        "None = off. A triple that fails is quarantined as ordering.")
+    ordering_model: str = Field("all-minilm-l6-v2", description="Encoder of the ordering check (a name or a "
+                                "sentence-transformers folder).")
+
+
+class GenerateConfig(_Settings):
+    """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
+
+    n: int = Field(20, ge=1, description="Number of source sentences.")
+    seed: int = 13
+    corpus: CorpusSettings = CorpusSettings()
+    pattern: PatternSettings = PatternSettings()
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    sampling: SamplingSettings = SamplingSettings()
+    validation: ValidationSettings = ValidationSettings()
+    verifier: VerifierSettings = VerifierSettings()
+    max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
+    batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
+    output_dir: str = "data/outputs"

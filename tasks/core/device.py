@@ -1,0 +1,80 @@
+"""Where the torch stages run: the `device` setting of the coherence model (stage 2), the in-process labeler LM
+(stage 3) and the surrogate (stage 4).
+
+`auto` is CUDA when torch sees a GPU, else the CPU; `cpu`, `cuda` or `cuda:N` pin it, and asking for CUDA on a machine
+without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
+(float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
+small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes, so CPU results
+are exactly those of a build without this module. The device is *where* a result is computed, not *what* is computed: it is left
+out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each manifest (`device_info`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from typing import Annotated
+
+import torch
+from pydantic import AfterValidator
+
+from tasks.core.config import ConfigError
+
+DEVICE_DESCRIPTION = ("Torch device: 'auto' (CUDA if available, else CPU), 'cpu', 'cuda' or 'cuda:N'. Not part of "
+                      "any cache key; the device used is recorded in the manifest.")
+_PATTERN = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
+GPU_BATCH_FACTOR = 8  # inference batches on a GPU: 8× the CPU size (CPU sizes are tuned for 2 cores)
+
+
+def check_device_setting(value: str) -> str:
+    """The pydantic validator of every `device` field: the spelling only (availability is checked when resolved)."""
+    if not _PATTERN.match(value):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {value!r}")
+    return value
+
+
+DeviceSetting = Annotated[str, AfterValidator(check_device_setting)]  # the type of every `device` field
+
+
+def resolve_device(setting: str) -> torch.device:
+    """The torch device for a `device` setting; ConfigError when CUDA is asked for and there is none."""
+    check_device_setting(setting)
+    if setting == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(setting)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = f"built with CUDA {torch.version.cuda}" if torch.version.cuda else "a CPU-only build"
+            raise ConfigError(f"device '{setting}' was asked for, but torch {torch.__version__} ({build}) sees no "
+                              "CUDA GPU on this machine; set device to 'auto' or 'cpu'.")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ConfigError(f"device '{setting}': this machine has {torch.cuda.device_count()} CUDA device(s) "
+                              f"(cuda:0 … cuda:{torch.cuda.device_count() - 1}); pick one of them or 'auto'.")
+    return device
+
+
+def autocast(device: torch.device) -> contextlib.AbstractContextManager:
+    """bf16 autocast on a GPU that has bf16; nothing otherwise (float32, as on the CPU)."""
+    if device.type != "cuda" or not torch.cuda.is_bf16_supported():
+        return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=torch.bfloat16)
+
+
+def scaled_batch(batch: int, device: torch.device) -> int:
+    """An inference batch size for the device: the CPU-tuned size, larger on a GPU."""
+    return batch * GPU_BATCH_FACTOR if device.type == "cuda" else batch
+
+
+def device_info(device: torch.device) -> dict:
+    """The device as a manifest records it."""
+    info = {"device": str(device), "torch": torch.__version__}
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        info |= {"name": torch.cuda.get_device_name(index), "cuda": torch.version.cuda,
+                 "autocast": "bfloat16" if torch.cuda.is_bf16_supported() else "off (float32)"}
+    return info
+
+
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device a module's parameters live on (CPU for a module without parameters)."""
+    return next((p.device for p in module.parameters()), torch.device("cpu"))

@@ -1,0 +1,152 @@
+"""Stage outputs as Hugging Face datasets.
+
+Every stage table is Parquet, so `datasets.load_dataset("parquet", data_files=<stage>/<table>.parquet)` reads it as
+it is. For training, `export_dataset` writes a `save_to_disk` copy beside it (`<stage>/hf/<table>/`) holding only the
+columns a sentence-transformers loss takes, under the names it expects, plus a dataset card (README.md with YAML
+metadata and the provenance from the stage's manifest):
+
+    triples → anchor, positive, negative           (MultipleNegativesRankingLoss: (anchor, positive, negative))
+    pairs   → sentence1, sentence2, score          (CoSENTLoss / CosineSimilarityLoss: a cosine target)
+    contexts → sentence, left, right, rank, doc_id (stage 2's retrieved contexts, for inspection and reuse)
+
+`sts-pipeline` exports every table its stages wrote at the end of a run (`export_run`); `stsgen export` does it for
+any output folder.
+
+sentence-transformers feeds every column but `score`/`label` to the model, in order, so the copy carries no other
+column; the full table stays in the Parquet file. `push_to_hub` uploads the copy and its card (needs a hub account
+and network: not exercised offline).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tasks.core.config import ConfigError
+from tasks.core.store import read_manifest, sha256_path
+
+
+@dataclass(frozen=True)
+class TableExport:
+    stage: str
+    table: str
+    columns: dict[str, str]  # table column -> sentence-transformers column, in the order the loss takes them
+    task: str
+
+
+EXPORTS = {
+    "triples": TableExport("generate-sts-triples", "triples",
+                           {"anchor": "anchor", "positive": "positive", "negative": "negative"},
+                           "(anchor, positive, negative) triples for MultipleNegativesRankingLoss"),
+    "pairs": TableExport("label-pairs", "pairs", {"s1": "sentence1", "s2": "sentence2", "label": "score"},
+                         "(sentence1, sentence2, score) pairs for CoSENTLoss / CosineSimilarityLoss"),
+    "contexts": TableExport("retrieve-contexts", "contexts",
+                            {"sentence": "sentence", "left": "left", "right": "right", "rank": "rank",
+                             "doc_id": "doc_id"},
+                            "each sentence's ranked corpus contexts (left and right of the gap it fills)"),
+}
+
+# What is known of the default inputs' terms; a user's own files are theirs to state before publishing.
+KNOWN_LICENCES = {"gensim:": "LGPL-2.1 (gensim's test corpora)",
+                  "stsb": "STS Benchmark: its sources' terms (see its README)"}
+
+
+def input_licence(path: str) -> str:
+    return next((text for prefix, text in KNOWN_LICENCES.items() if prefix in path.lower()),
+                "not recorded (your own input: state its licence before publishing)")
+
+
+def stage_table(output_dir: Path, export: TableExport) -> tuple[Path, dict]:
+    folder = Path(output_dir) / export.stage
+    manifest = read_manifest(folder)
+    path = folder / f"{export.table}.parquet"
+    if manifest is None or not path.is_file():
+        raise ConfigError(f"{folder}: no finished {export.stage} output ({path.name} and manifest.json): run the stage "
+                          "first, or pass the output_dir it wrote to")
+    return path, manifest
+
+
+def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict) -> str:
+    """README.md of the exported dataset: YAML metadata the hub reads, then the provenance."""
+    meta = {
+        "license": "other",
+        "task_categories": ["sentence-similarity"],
+        "tags": ["stsgen", "synthetic", "sentence-transformers"],
+        "size_categories": ["n<1K" if rows < 1000 else "1K<n<10K" if rows < 10_000 else "10K<n<100K"],
+        "dataset_info": {"features": [{"name": n, "dtype": d} for n, d in features.items()],
+                         "splits": [{"name": "train", "num_examples": rows}]},
+    }
+    llm = manifest.get("llm") or {}
+    prompts = manifest.get("prompts") or {}
+    lines = [
+        "---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
+        f"# stsgen {export.table}: {export.task}", "",
+        f"{rows} rows from the `{export.stage}` stage of stsgen, columns "
+        + ", ".join(f"`{c}`" for c in export.columns.values()) + " (load with `datasets.load_from_disk`).", "",
+        "## Provenance", "",
+        f"- stage cache key: `{manifest.get('cache_key')}`; source table sha256 `{parquet_sha256}`",
+        "- manifest outputs: " + ", ".join(f"{name} `{o['sha256'][:16]}…`"
+                                            for name, o in (manifest.get("outputs") or {}).items()),
+        f"- generating model: `{llm.get('model')}` (GGUF sha256 `{llm.get('model_sha256')}`, "
+        f"server `{llm.get('server_engine')}`)" if llm else "- generating model: see the stage-1 dataset card",
+        *(["- prompts: " + ", ".join(f"{k} `{p['name']}`" for k, p in prompts.items())] if prompts else []),
+        f"- seed: {manifest.get('seed')}; project revision: `{manifest.get('project_revision')}`",
+        f"- counts: `{json.dumps(manifest.get('counts', {}), sort_keys=True)[:600]}`",
+        "", "## Inputs and their licences", "",
+        "| role | path | sha256 | licence |", "|---|---|---|---|",
+        *[f"| {i.get('role', '')} | `{i.get('path', '')}` | `{i.get('sha256', '')[:16]}…` | "
+          f"{input_licence(str(i.get('path', '')))} |" for i in manifest.get("inputs", [])],
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def export_dataset(output_dir: Path, name: str) -> Path:
+    """`<output_dir>/<stage>/hf/<table>/`: the sentence-transformers columns as a `save_to_disk` dataset + README.md.
+    Returns the folder. A table missing a column, with empty values or scores outside [-1, 1] is refused, nothing
+    written."""
+    import datasets
+    import pyarrow.parquet as pq
+
+    export = EXPORTS[name]
+    path, manifest = stage_table(output_dir, export)
+    table = pq.read_table(path)
+    missing = [c for c in export.columns if c not in table.column_names]
+    if missing:
+        raise ConfigError(f"{path}: no column {', '.join(missing)} (a {export.table} table of this stsgen version "
+                          f"has {', '.join(export.columns)}): re-run the stage")
+    table = table.select(list(export.columns)).rename_columns(list(export.columns.values()))
+    for column in table.column_names:
+        if table.column(column).null_count:
+            raise ConfigError(f"{path}: column {column} has {table.column(column).null_count} empty rows; a "
+                              "sentence-transformers dataset needs every value")
+    if "score" in table.column_names:
+        scores = table.column("score").to_numpy()
+        if len(scores) and (scores.min() < -1 or scores.max() > 1):
+            raise ConfigError(f"{path}: labels outside [-1, 1] ({scores.min():.3f}…{scores.max():.3f}); CoSENT and "
+                              "cosine-similarity losses compare scores with cosines: re-run label-pairs")
+    dataset = datasets.Dataset(table)
+    folder = path.parent / "hf" / export.table
+    dataset.save_to_disk(str(folder))
+    features = {n: str(f.dtype) for n, f in dataset.features.items()}
+    (folder / "README.md").write_text(card(export, manifest, dataset.num_rows, sha256_path(path), features))
+    return folder
+
+
+def export_run(output_dir: Path) -> dict[str, Path]:
+    """Every table whose stage has a finished output in `output_dir`, exported; {name: folder}."""
+    done = {name: e for name, e in EXPORTS.items()
+            if read_manifest(Path(output_dir) / e.stage) and (Path(output_dir) / e.stage / f"{e.table}.parquet").is_file()}
+    return {name: export_dataset(output_dir, name) for name in done}
+
+
+def push_to_hub(folder: Path, repo: str) -> None:  # pragma: no cover - needs a hub account and network
+    import datasets
+    from huggingface_hub import HfApi
+
+    datasets.load_from_disk(str(folder)).push_to_hub(repo)
+    HfApi().upload_file(path_or_fileobj=str(folder / "README.md"), path_in_repo="README.md", repo_id=repo,
+                        repo_type="dataset")

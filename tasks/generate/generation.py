@@ -1,0 +1,359 @@
+"""Stage 1 work: pattern simulation for a batch of source sentences, one prompt kind at a time.
+
+Each *slot* (source sentence × kind) is tried up to `max_attempts` times: attempt k samples with its own seed and a
+temperature raised by k*temperature_step. Every rejected attempt and every failed call is returned as a quarantine
+row with its reason; a slot whose attempts all fail is quarantined, never filled with None.
+Request seeds depend only on (run seed, sentence, kind, attempt), so results do not depend on batch order or
+concurrency, and an interrupted run re-issues exactly the requests it had not finished (they hit the cache
+otherwise). With `llm.batch_api` the same attempts run in rounds, one Batch API batch per round (tasks/llm/batch.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.validation import validate
+from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
+from tasks.llm.batch import BatchRunner
+from tasks.llm.client import CallResult, LLMClient, merge_stats
+from tasks.llm.prompting import BASE_OF_KIND, PromptTemplate
+
+# Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
+# and a re-run of the stage retries it.
+FAILED_CALL_REASONS = ("llm_error", "judge_llm_error")
+
+
+@dataclass(frozen=True)
+class Judge:
+    """The verifier of one prompt kind: its question and settings (the endpoint is the caller's business)."""
+
+    template: JudgeTemplate
+    settings: VerifierSettings
+
+
+@dataclass(frozen=True)
+class Slot:
+    source_id: str
+    kind: str
+    anchor: str
+    base_text: str
+    siblings: tuple[str, ...]  # accepted generations of earlier kinds for this source (duplicate check)
+
+
+@dataclass
+class Generation:
+    source_id: str
+    kind: str
+    text: str
+    attempts: int
+    seed: int
+    temperature: float
+    top_p: float
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cached: bool
+    rules_passed: list[str]
+    judge_p_pass: float | None = None  # the verifier's P(pass); None when the judge is off
+
+
+def request_seed(run_seed: int, source_id: str, kind: str, attempt: int) -> int:
+    digest = hashlib.sha256(f"{run_seed}:{source_id}:{kind}:{attempt}".encode()).hexdigest()
+    return int(digest[:8], 16)  # 32-bit: accepted by llama.cpp and OpenAI alike
+
+
+def attempt_params(sampling: SamplingSettings, seed: int, attempt: int) -> dict:
+    return {
+        "temperature": round(min(2.0, sampling.temperature + attempt * sampling.temperature_step), 4),
+        "top_p": sampling.top_p,
+        "max_tokens": sampling.max_tokens,
+        "seed": seed,
+    }
+
+
+def _rejection(slot: Slot, attempt: int, seed: int, text: str | None, reason: str, detail: str) -> dict:
+    return {
+        "stage": "generation", "source_id": slot.source_id, "kind": slot.kind, "attempt": attempt, "seed": seed,
+        "anchor": slot.anchor, "base_text": slot.base_text, "text": text, "reason": reason, "detail": detail,
+    }
+
+
+def _judge(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult, tokens: list,
+           validation: ValidationSettings) -> tuple[Generation | None, dict | None]:
+    """One attempt's verdict, shared by the direct and the batched loop: the accepted Generation, or its quarantine
+    row. `tokens` ([prompt, completion, latency] of the slot so far) is updated in place."""
+    if not result.ok:
+        return None, _rejection(slot, attempt, seed, None, "llm_error", result.error or "")
+    tokens[0] += result.prompt_tokens
+    tokens[1] += result.completion_tokens
+    tokens[2] += result.latency_s
+    text = (result.text or "").strip()
+    verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor, siblings=slot.siblings,
+                       settings=validation)
+    if verdict.ok:
+        return Generation(
+            slot.source_id, slot.kind, text, attempt + 1, seed, params["temperature"], params["top_p"],
+            tokens[0], tokens[1], round(tokens[2], 4), result.cached, list(verdict.passed),
+        ), None
+    return None, _rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail)
+
+
+def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict
+                   ) -> tuple[Generation | None, dict | None]:
+    """A rule-passing generation after the judge: accepted with its P(pass), or quarantined with the judge's reason."""
+    if verdict.reason is None:
+        generation.judge_p_pass = verdict.p_pass
+        return generation, None
+    return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail)
+
+
+async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplate, system: str,
+                        sampling: SamplingSettings, validation: ValidationSettings, max_attempts: int, run_seed: int,
+                        judge: Judge | None = None) -> tuple[Generation | None, list[dict]]:
+    """One slot: up to `max_attempts` generations (each judged when `judge` is given) until one is accepted.
+    Returns (the accepted generation or None, its quarantine rows)."""
+    rejected = []
+    messages = template.messages(system, slot.base_text)
+    tokens = [0, 0, 0.0]
+    for attempt in range(max_attempts):
+        seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
+        params = attempt_params(sampling, seed, attempt)
+        generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
+        if generation is not None and judge is not None:
+            verdict = await judge_one(judge_call, judge.template, slot.anchor, generation.text, judge.settings)
+            generation, row = _apply_verdict(slot, attempt, generation, verdict)
+        if generation is not None:
+            return generation, rejected
+        rejected.append(row)
+        if row["reason"] in FAILED_CALL_REASONS:
+            # The client already retried transport errors; another attempt would hit the same failure.
+            return None, rejected
+    return None, rejected
+
+
+@asynccontextmanager
+async def _calls(client: LLMClient, judge_client: LLMClient | None):
+    """The generator's call function and the judge's (the same one when the judge shares the endpoint)."""
+    async with client.open() as call:
+        if judge_client is None or judge_client is client:
+            yield call, call
+        else:
+            async with judge_client.open() as judge_call:
+                yield call, judge_call
+
+
+async def generate_slots(
+    slots: list[Slot],
+    *,
+    template: PromptTemplate,
+    system: str,
+    client: LLMClient,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judge: Judge | None = None,
+    judge_client: LLMClient | None = None,
+) -> tuple[list[Generation], list[dict]]:
+    """Generate one kind for a batch of slots. Returns (accepted generations, quarantine rows). With `judge`, each
+    rule-passing generation is verified (through `judge_client`, default: `client`) before it counts."""
+    async with _calls(client, judge_client) as (call, judge_call):
+        outcomes = await asyncio.gather(*(
+            generate_slot(call, judge_call, s, template=template, system=system, sampling=sampling,
+                          validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge)
+            for s in slots))
+    accepted = [g for g, _ in outcomes if g is not None]
+    rejected = [row for _, rows in outcomes for row in rows]
+    return accepted, rejected
+
+
+def kind_counts(kinds, accepted: dict[str, dict], rows: list[dict]) -> dict[str, dict[str, int]]:
+    """Per kind: slots (sources that had a base to derive it from), accepted, attempts (every generation received:
+    accepted or quarantined; failed calls are not attempts)."""
+    counts = {k: {"slots": 0, "accepted": len(accepted[k]), "attempts": len(accepted[k])} for k in kinds}
+    tried: dict[str, set] = {k: set(accepted[k]) for k in kinds}
+    for row in rows:
+        if row.get("stage") == "generation" and row.get("kind") in counts and row["reason"] != "base_rejected":
+            tried[row["kind"]].add(row["source_id"])
+            counts[row["kind"]]["attempts"] += row["reason"] != "llm_error"
+    for k in kinds:
+        counts[k]["slots"] = len(tried[k])
+    return counts
+
+
+@dataclass(frozen=True)
+class Source:
+    source_id: str
+    text: str
+
+
+def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str, str]) -> tuple[Slot | None, dict | None]:
+    """The slot of `kind` for a source whose accepted generations so far are `texts` (kind -> text), or, when its
+    base was not accepted, the quarantine row saying so. Shared by both request orders."""
+    base_kind = BASE_OF_KIND[kind]
+    base = source.text if base_kind == "anchor" else texts.get(base_kind)
+    if base is None:
+        return None, {"stage": "generation", "source_id": source.source_id, "kind": kind, "anchor": source.text,
+                      "reason": "base_rejected", "detail": f"no accepted {base_kind} to derive the {kind} from"}
+    siblings = tuple(texts[k] for k in kinds[: kinds.index(kind)] if k in texts)
+    return Slot(source.source_id, kind, source.text, base, siblings), None
+
+
+async def generate_chains(
+    sources: list[Source],
+    kinds: tuple[str, ...],
+    *,
+    templates: dict[str, PromptTemplate],
+    systems: dict[str, str],
+    client: LLMClient,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judges: dict[str, Judge],
+    judge_client: LLMClient | None = None,
+) -> tuple[list[Generation], list[dict]]:
+    """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
+    accepted, so the endpoint always has `max_concurrency` requests to serve (kind by kind, each kind's last requests
+    leave it part idle). Servers that cache prompt prefixes per slot (llama-server, vLLM) keep each kind's few-shot
+    prefix; a single-slot server would re-read it on every switch (use order 'by_kind' there). Same slots, seeds,
+    requests and rows as kind by kind."""
+
+    async def chain(call, judge_call, source: Source) -> tuple[list[Generation], list[dict]]:
+        accepted: dict[str, Generation] = {}
+        rows: list[dict] = []
+        for kind in kinds:
+            slot, row = next_slot(source, kind, kinds, {k: g.text for k, g in accepted.items()})
+            if slot is None:
+                rows.append(row)
+                continue
+            generation, rejected = await generate_slot(
+                call, judge_call, slot, template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
+                max_attempts=max_attempts, run_seed=run_seed, judge=judges.get(kind))
+            rows.extend(rejected)
+            if generation is not None:
+                accepted[kind] = generation
+        return list(accepted.values()), rows
+
+    async with _calls(client, judge_client) as (call, judge_call):
+        outcomes = await asyncio.gather(*(chain(call, judge_call, s) for s in sources))
+    return [g for gens, _ in outcomes for g in gens], [row for _, rows in outcomes for row in rows]
+
+
+def generate_slots_batched(
+    slots: list[Slot],
+    *,
+    template: PromptTemplate,
+    system: str,
+    runner: BatchRunner,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judge: Judge | None = None,
+    judge_runner: BatchRunner | None = None,
+) -> tuple[list[Generation], list[dict]]:
+    """`generate_slots` in rounds for the Batch API: round a is one batch with attempt a of every slot still open
+    (a batch takes minutes to hours, so slots cannot each wait for their own retry), then the judge's batches for
+    that round's rule-passing generations. Same requests, seeds, verdicts and rows as the direct loop."""
+    messages = [template.messages(system, slot.base_text) for slot in slots]
+    tokens = [[0, 0, 0.0] for _ in slots]
+    accepted: list[Generation | None] = [None] * len(slots)
+    rejected: list[list[dict]] = [[] for _ in slots]
+    open_slots = list(range(len(slots)))
+    for attempt in range(max_attempts):
+        if not open_slots:
+            break
+        seeds = {i: request_seed(run_seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
+        params = {i: attempt_params(sampling, seeds[i], attempt) for i in open_slots}
+        results = runner.run([(messages[i], params[i]) for i in open_slots])
+        outcomes = {i: _judge(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation)
+                    for i, result in zip(open_slots, results)}
+        if judge is not None:
+            passing = [i for i in open_slots if outcomes[i][0] is not None]
+            verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, outcomes[i][0].text)
+                                                             for i in passing], judge.settings)
+            for i, verdict in zip(passing, verdicts):
+                outcomes[i] = _apply_verdict(slots[i], attempt, outcomes[i][0], verdict)
+        still_open = []
+        for i in open_slots:
+            accepted[i], row = outcomes[i]
+            if row is not None:
+                rejected[i].append(row)
+                if row["reason"] not in FAILED_CALL_REASONS:  # a failed call ends the slot
+                    still_open.append(i)
+        open_slots = still_open
+    return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
+
+
+def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) -> dict:
+    """A batch's LLM stats, the judge's own endpoint's counted in."""
+    return stats if judge_client is client else merge_stats(stats, asdict(judge_client.stats))
+
+
+@task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def generate_batch(
+    slots: list[Slot],
+    template: PromptTemplate,
+    system: str,
+    llm: LLMSettings,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judge: Judge | None = None,
+) -> tuple[list[dict], list[dict], dict]:
+    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
+    its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
+    verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
+
+    No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
+    client = LLMClient(llm)
+    judge_client = LLMClient(judge.settings.llm) if judge is not None and judge.settings.llm else client
+    if llm.batch_api:
+        runner = BatchRunner(client)
+        judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
+        accepted, rejected = generate_slots_batched(
+            slots, template=template, system=system, runner=runner, sampling=sampling, validation=validation,
+            max_attempts=max_attempts, run_seed=run_seed, judge=judge, judge_runner=judge_runner)
+        stats = {**asdict(client.stats), **asdict(runner.stats)}
+    else:
+        accepted, rejected = asyncio.run(
+            generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
+                           validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge,
+                           judge_client=judge_client))
+        stats = asdict(client.stats)
+    return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
+
+
+@task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
+def generate_source_batch(
+    sources: list[Source],
+    kinds: tuple[str, ...],
+    templates: dict[str, PromptTemplate],
+    systems: dict[str, str],
+    llm: LLMSettings,
+    sampling: SamplingSettings,
+    validation: ValidationSettings,
+    max_attempts: int,
+    run_seed: int,
+    judges: dict[str, Judge],
+) -> tuple[list[dict], list[dict], dict]:
+    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`, whose parameters it takes:
+    a thin task around the async function). Like `generate_batch`: no Prefect result cache (the LLM response cache
+    makes a retried batch free); the judge's calls count in the stats."""
+    judge_llm = next((j.settings.llm for j in judges.values() if j.settings.llm), None)
+    client = LLMClient(llm)
+    judge_client = LLMClient(judge_llm) if judge_llm else client
+    accepted, rejected = asyncio.run(generate_chains(
+        sources, kinds, templates=templates, systems=systems, client=client, sampling=sampling,
+        validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges,
+        judge_client=judge_client))
+    return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

@@ -1,0 +1,426 @@
+"""Stage 3 work: context scores S(s, c) and context-vector similarity labels (seed 003, Eq. 3–4).
+
+S(s, c) = λ1·log p_disc(y=1 | c<, s, c>) + λ2·(1/|s|)·log p(s | c<) + λ3·(1/|c<|)·log p(c< | s, c>)
+          + λ4·(1/|c>|)·log p(c> | c<, s)
+
+- p_disc: the stage-2 BiLSTM coherence model (log-sigmoid of its logit).
+- λ2, λ4: a causal LM reading c< s c> left to right. The paper's λ2 term conditions on c> too; a left-to-right model
+  cannot, so λ2 uses log p(s | c<) (docs/labeling.md). Both terms come from one pass per (s, c), with the c< prefix
+  run once per context and its key/value cache shared by every sentence scored against it.
+- λ3: approximated by reading s, then c>, then c< (the prefix is s, shared by all contexts); off by default (λ3 = 0)
+  because it costs a second pass for a reversed reading order the LM never saw in training.
+|s|, |c<|, |c>| count LM tokens. A term whose λ is 0 is not computed.
+
+A *unit* is a set of sentences scored over the union of their context sets once (a triple's four sentences, or the
+two sentences of a pair); every pair inside it is labeled from that one score matrix:
+v_s = [S(s, c) for c in C], label(s1, s2) = cosine(v_s1, v_s2), with v centred first by default (then the cosine is
+the Pearson correlation of the two rows: it compares how the sentences' fit varies across contexts, not the
+sentences' overall likelihood, which otherwise puts every raw cosine near 1).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pyarrow as pa
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
+from models.coherence import encode_texts
+from tasks.contracts import TrainedCoherence, load_trained_cached
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
+from tasks.core.store import fingerprint, read_manifest, sha256_path, write_json, write_parquet
+from tasks.label.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
+from tasks.label.llm_rating import Rating, RatingSettings
+from tasks.label.pair_units import SHARD_SCHEMA, Unit, finish_rows
+from tasks.llm.client import endpoint_kind
+from tasks.llm.local_models import resolve_model_files
+from tasks.llm.served_lm import ServedLM, served_lm
+
+TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
+
+
+LabelMethod = Literal["context", "llm_rating", "combined"]
+# Settings that decide how finished context scores and ratings become a label, not the scores themselves: shards are
+# keyed without them, so changing them re-scores nothing.
+LABEL_ONLY_FIELDS = {"method", "rating", "rating_weight", "max_batch_tokens", "threads", "device",
+                     "lm_api_key_env", "lm_max_concurrency"}
+
+
+class LabelSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: LabelMethod = Field(
+        "llm_rating", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
+        "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
+        "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
+    rating: RatingSettings = RatingSettings()
+    rating_weight: float = Field(0.5, ge=0, le=1, description="Weight of the LLM rating in method='combined'")
+
+    lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
+                               "was best on STS-B dev, docs/labeling.md)")
+    lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
+    lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
+    lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
+                                "it lowered STS-B dev Spearman, docs/labeling.md)")
+    lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
+                    "folder of a causal LM (scored in-process), or an OpenAI-compatible endpoint http(s)://…/v1 that "
+                    "echoes prompt log-probs on /completions (vLLM, llama-cpp-python's server)")
+    lm_model: str | None = Field(None, description="With label.lm an endpoint: the model name it serves (default: "
+                                 "label.lm_tokenizer)")
+    lm_tokenizer: str | None = Field(None, description="With label.lm an endpoint: the served model's tokenizer — a "
+                                     "registered local model, a .gguf file or a transformers folder (required)")
+    lm_api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key")
+    lm_max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint")
+    dtype: Literal["float32", "bfloat16"] = "float32"
+    contexts_per_sentence: int = Field(8, ge=1, description="Top-ranked stage-2 contexts per sentence in the union")
+    max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
+    max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
+    similarity: Similarity = Field("centered_cosine", description="How two sentences' score rows become a label: "
+                                   "centered_cosine, cosine (the paper's), rank, contrast (tasks/label/label_similarity.py)")
+    lm_prompt: Literal["left", "right_first"] = Field(
+        "left", description="What the LM reads before s: 'left' = c< (λ2 = log p(s | c<)); 'right_first' = c> ⏎ c< "
+        "(λ2 = log p(s | c>, c<): the text after the gap made visible; λ4 must then be 0)")
+    start_token: str = Field("bos", description="Token before every LM prefix: 'bos', 'eos' (the tokenizer's), or a "
+                             "literal token of the vocabulary, e.g. '<|endoftext|>' (a pretraining separator)")
+    lm_reference_sentences: int = Field(0, ge=0, description="λ2's per-context correction: the mean log p(r | c<) "
+                                        "of this many reference sentences is subtracted on each context")
+    min_contexts: int = Field(3, ge=1, description="Pairs whose union has fewer contexts are quarantined (with "
+                              "centring, 2 contexts would give labels of exactly ±1)")
+    cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
+    context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
+                                   "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
+    reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
+    seed: int = 13
+    threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION + " On a GPU, dtype='bfloat16' halves the "
+                                  "memory and time of the LM passes.")
+
+    @model_validator(mode="after")
+    def _usable(self) -> "LabelSettings":
+        if not any(self.weights().values()):
+            raise ValueError("every λ is 0: set at least one of lambda_disc, lambda_sentence, lambda_left, "
+                             "lambda_right")
+        if self.lm_prompt == "right_first" and (self.lambda_right or self.lambda_left):
+            raise ValueError("lm_prompt='right_first' already shows c> before s: set lambda_right and lambda_left to 0")
+        if self.lm_reference_sentences > self.reference_sentences:
+            raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
+                             f"({self.reference_sentences}): the LM's references are drawn from that sample")
+        if is_endpoint(self.lm) and not self.lm_tokenizer:
+            raise ValueError(f"label.lm is an endpoint ({self.lm}): set label.lm_tokenizer to the served model's "
+                             "tokenizer (a registered local model, a .gguf file or a transformers folder) so "
+                             "segment boundaries are counted in its tokens")
+        if self.similarity == "centered_cosine" and self.min_contexts < 3:
+            raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
+                             "apart: the label would be the sign of a difference)")
+        return self
+
+    def weights(self) -> dict[str, float]:
+        return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
+
+
+def is_endpoint(source: str) -> bool:
+    return source.startswith(("http://", "https://"))
+
+
+def lm_public(settings: LabelSettings) -> str:
+    """label.lm as manifests and artifacts show it: a served LM by endpoint kind and model, never its URL (it may
+    embed credentials)."""
+    if not is_endpoint(settings.lm):
+        return settings.lm
+    return f"endpoint ({endpoint_kind(settings.lm)}): {lm_endpoint(settings).model}"
+
+
+def lm_endpoint(settings: LabelSettings) -> LLMSettings:
+    """The scoring endpoint of label.lm = http(s)://…: same client settings as stage 1 (cache, retries)."""
+    return LLMSettings(base_url=settings.lm, model=settings.lm_model or settings.lm_tokenizer,
+                       api_key_env=settings.lm_api_key_env, max_concurrency=settings.lm_max_concurrency)
+
+
+def resolve_lm(settings: LabelSettings) -> tuple[Path, str]:
+    """(path, identity) of the scoring LM: its files and their sha256, or for an endpoint the tokenizer's files and
+    a fingerprint of the served model name and that tokenizer (the endpoint's URL does not change the scores)."""
+    if not is_endpoint(settings.lm):
+        return resolve_model_files(settings.lm)
+    path, tokenizer_sha = resolve_model_files(settings.lm_tokenizer)
+    return path, fingerprint({"served_model": lm_endpoint(settings).model, "tokenizer": tokenizer_sha})
+
+
+@functools.lru_cache(maxsize=2)
+def cached_lm(path: str, sha256: str, dtype: str, threads: int | None, device: str = "cpu") -> CausalLM:
+    # `sha256` keys the cache so a replaced file at the same path is reloaded.
+    lm = load_causal_lm(Path(path), dtype, threads)
+    lm.model.to(device)
+    return lm
+
+
+@functools.lru_cache(maxsize=2)
+def cached_served_lm(llm: LLMSettings, tokenizer_path: str, start_token: str) -> ServedLM:
+    return served_lm(llm, Path(tokenizer_path), start_token)
+
+
+def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedLM:
+    """The LM that scores (s, c): in-process on settings.device, or the endpoint of label.lm (probed once)."""
+    if is_endpoint(settings.lm):
+        return cached_served_lm(lm_endpoint(settings), path, settings.start_token)
+    return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
+
+
+def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
+                   ) -> list[np.ndarray]:
+    """log p_disc for every (sentence, context) of every unit: one batched BiLSTM pass over the distinct texts.
+    With `reference` sentences, each context's mean over them is subtracted (its fit to a typical sentence)."""
+    sent_texts = sorted({s for u in units for s in u.sentences} | set(reference))
+    lefts = sorted({t for u in units for t in u.left})
+    rights = sorted({t for u in units for t in u.right})
+    enc = {name: (dict(zip(texts, range(len(texts)))), encode_texts(trained.model, trained.vocab, texts, max_len))
+           for name, texts in (("s", sent_texts), ("l", lefts), ("r", rights)) if texts}
+    out = []
+    for u in units:
+        if not u.context_ids:
+            out.append(np.zeros((len(u.sentences), 0)))
+            continue
+        li = enc["l"][1][[enc["l"][0][t] for t in u.left]]
+        ri = enc["r"][1][[enc["r"][0][t] for t in u.right]]
+
+        def log_sigmoid(texts: list[str]) -> np.ndarray:
+            rows = [trained.model.rank_logits(enc["s"][1][enc["s"][0][s]], li, ri) for s in texts]
+            return -np.logaddexp(0.0, -np.asarray(rows, dtype=np.float64))  # stable log sigmoid
+
+        scores = log_sigmoid(u.sentences)
+        out.append(scores - log_sigmoid(reference).mean(axis=0) if reference else scores)
+    return out
+
+
+def context_groups(lm: TokenizedLM, lefts: list[list[int]], sents: list[list[int]], rights: list[list[int]],
+                   with_right: bool = True, baseline: bool = False, start: list[int] | None = None,
+                   references: list[list[int]] = (), right_first: list[list[int]] | None = None) -> list[Group]:
+    """One group per context: prefix [start] c<, continuations s_j (+ c> when λ4 is on) for every sentence j, then
+    the reference sentences (λ2's per-context baseline), and with the baseline one more continuation reading c> right
+    after c< (no sentence): log p(c> | c<). With `right_first` (c> token ids + separator per context) the prefix is
+    [start] c> ⏎ c<: the LM has read what follows the gap before it reads s."""
+    start = lm.start_ids if start is None else start
+    return [Group(start + (right_first[c] if right_first is not None else []) + left,
+                  [[s, right] if with_right else [s] for s in sents]
+                  + [[r] for r in references]
+                  + ([[[], right]] if baseline else []))
+            for c, (left, right) in enumerate(zip(lefts, rights))]
+
+
+def lm_log_probs(lm: TokenizedLM, units: list[Unit], settings: LabelSettings, references: list[str] = ()
+                 ) -> list[dict[str, np.ndarray]]:
+    """Mean token log-probs (n_sentences, n_contexts) per unit for the LM terms whose λ is non-zero. `references`:
+    sentences whose mean λ2 score on a context is subtracted from every sentence's (the context's own
+    predictability; settings.lm_reference_sentences of them)."""
+    w, n = settings.weights(), settings.max_segment_tokens
+    out: list[dict[str, np.ndarray]] = [{} for _ in units]
+    start = lm.start_for(settings.start_token)
+    lefts = [lm.encode(u.left, n, keep="end") for u in units]
+    rights = [lm.encode([" " + t for t in u.right], n) for u in units]
+    sents = [lm.encode([" " + s for s in u.sentences], n) for u in units]
+    chosen = list(references)[: settings.lm_reference_sentences]
+    refs = lm.encode([" " + s for s in chosen], n) if chosen else []
+    if w["lm_sentence"] or w["lm_right"]:
+        right_on = bool(w["lm_right"])
+        baseline = right_on and settings.context_baseline
+        first = None
+        if settings.lm_prompt == "right_first":
+            sep = lm.encode(["\n\n"], 4)[0]
+            first = [[r + sep for r in lm.encode(u.right, n)] for u in units]
+        groups = [g for k in range(len(units))
+                  for g in context_groups(lm, lefts[k], sents[k], rights[k], right_on, baseline, start, refs,
+                                          first[k] if first else None)]
+        scored = iter(lm.score(groups, scaled_batch(settings.max_batch_tokens, lm.device)))
+        for k, u in enumerate(units):
+            m, r = len(u.sentences), len(refs)
+            if not u.context_ids:
+                out[k]["lm_sentence"] = np.zeros((m, 0))
+                if right_on:
+                    out[k]["lm_right"] = np.zeros((m, 0))
+                continue
+            sums, counts = zip(*(next(scored) for _ in u.context_ids))
+            mean = np.stack(sums, axis=1) / np.maximum(np.stack(counts, axis=1), 1)  # (rows, contexts, segments)
+            out[k]["lm_sentence"] = mean[:m, :, 0] - (mean[m : m + r, :, 0].mean(axis=0) if r else 0.0)
+            if r:
+                out[k]["lm_sentence_baseline"] = mean[m : m + r, :, 0].mean(axis=0)
+            if right_on:
+                out[k]["lm_right"] = mean[:m, :, 1] - (mean[m + r, :, 1] if baseline else 0.0)
+            if baseline:
+                out[k]["lm_right_baseline"] = mean[m + r, :, 1]
+    if w["lm_left"]:
+        # One group per (unit, sentence): prefix s, continuations c> + c< for every context.
+        raw_sents = [lm.encode(u.sentences, n) for u in units]
+        spaced_lefts = [lm.encode([" " + t for t in u.left], n, keep="end") for u in units]
+        groups = [Group(start + prefix, [[rights[k][c], spaced_lefts[k][c]] for c in range(len(u.context_ids))])
+                  for k, u in enumerate(units)
+                  for prefix in raw_sents[k] + ([[]] if settings.context_baseline else [])]
+        scored = iter(lm.score(groups, scaled_batch(settings.max_batch_tokens, lm.device)))
+        for k, u in enumerate(units):
+            rows = []
+            for _ in range(len(u.sentences) + settings.context_baseline):
+                sums, counts = next(scored)
+                rows.append(sums[:, 1] / np.maximum(counts[:, 1], 1) if len(sums) else np.zeros(0))
+            rows = np.asarray(rows).reshape(len(rows), len(u.context_ids))
+            # With context_baseline the last row is log p(c< | c>) without the sentence.
+            out[k]["lm_left"] = rows[: len(u.sentences)] - (rows[-1] if settings.context_baseline else 0.0)
+    return out
+
+
+def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
+                lm: TokenizedLM | None, reference: list[str] = ()) -> list[dict[str, np.ndarray]]:
+    """Per unit: {term: (n_sentences, n_contexts)} for every term with a non-zero λ."""
+    w = settings.weights()
+    terms: list[dict[str, np.ndarray]] = [{} for _ in units]
+    if w["disc"]:
+        if trained is None:
+            raise ConfigError("lambda_disc is non-zero but no coherence model was given.")
+        for t, d in zip(terms, disc_log_probs(trained, units, list(reference) if settings.context_baseline else [])):
+            t["disc"] = d
+    if w["lm_sentence"] or w["lm_right"] or w["lm_left"]:
+        if lm is None:
+            raise ConfigError("An LM term has a non-zero λ but no causal LM was given.")
+        for t, parts in zip(terms, lm_log_probs(lm, units, settings, reference)):
+            t.update({k: v for k, v in parts.items() if k in w and w[k]})
+    return terms
+
+
+def combine(terms: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
+    """S = Σ λ_t · term_t over the computed terms."""
+    return sum(weights[name] * matrix for name, matrix in terms.items())
+
+
+def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCoherence | None,
+                lm: TokenizedLM | None, reference: list[str] = ()) -> tuple[list[dict], list[dict], dict]:
+    """Pair rows, quarantine rows and counts for a list of units."""
+    weights = settings.weights()
+    scorable = [u for u in units if len(u.context_ids) >= settings.min_contexts]
+    rows, rejected = [], []
+    for u in units:
+        if len(u.context_ids) < settings.min_contexts:
+            reason = "no_contexts" if not u.context_ids else "too_few_contexts"
+            rejected += [_pair_fields(u, i, j, rel, extra) | {
+                "reason": reason, "detail": f"{len(u.context_ids)} contexts in the union of both sentences' "
+                f"context sets (min_contexts={settings.min_contexts})"} for i, j, rel, extra in u.pairs]
+    all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
+    rtol = CONSTANT_RTOL[settings.dtype]
+    for u, terms in zip(scorable, all_terms):
+        own = u.own_mask()
+        label = similarity_matrix(combine(terms, weights), settings.similarity, own, rtol)
+        parts = {name: similarity_matrix(m, settings.similarity, own, rtol) for name, m in terms.items()}
+        for i, j, rel, extra in u.pairs:
+            base = _pair_fields(u, i, j, rel, extra)
+            if np.isnan(label[i, j]):
+                rejected.append(base | {"reason": "degenerate_vector", "detail": (
+                    "neither sentence has contexts of its own: nothing to contrast"
+                    if settings.similarity == "contrast" else
+                    "a context vector is constant over the contexts (up to float rounding); correlation undefined")})
+                continue
+            rows.append(base | {"label": float(label[i, j]), "n_contexts": len(u.context_ids)}
+                        | {f"label_{name}": _finite(parts[name][i, j]) if name in parts else None for name in TERMS})
+    pairs_scored = sum(len(u.sentences) * len(u.context_ids) for u in scorable)
+    counts = {"units": len(units), "scored_units": len(scorable), "sentence_context_scores": pairs_scored,
+              "pairs": len(rows), "rejected": len(rejected)}
+    return rows, rejected, counts
+
+
+def _finite(x: float) -> float | None:
+    """A per-term diagnostic label; None where that term alone is constant over the contexts."""
+    return None if np.isnan(x) else float(x)
+
+
+def _pair_fields(u: Unit, i: int, j: int, relation: str, extra: dict) -> dict:
+    return {"unit_id": u.unit_id, "s1_id": u.sentence_ids[i], "s1": u.sentences[i], "s2_id": u.sentence_ids[j],
+            "s2": u.sentences[j], "relation": relation, "n_contexts_s1": u.own_contexts[i],
+            "n_contexts_s2": u.own_contexts[j], **extra}
+
+
+def uses_lm(settings: LabelSettings) -> bool:
+    return uses_contexts(settings) and any(settings.weights()[t] for t in ("lm_sentence", "lm_left", "lm_right"))
+
+
+def uses_contexts(settings: LabelSettings) -> bool:
+    return settings.method != "llm_rating"
+
+
+def uses_rating(settings: LabelSettings) -> bool:
+    return settings.method != "context"
+
+
+def context_label_01(label: np.ndarray, similarity: str) -> np.ndarray:
+    """A context label on 0–1: the contrast already is; correlations and cosines map [−1, 1] linearly."""
+    label = np.asarray(label, dtype=np.float64)
+    return label if similarity == "contrast" else (label + 1.0) / 2.0
+
+
+def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings: LabelSettings) -> np.ndarray:
+    """The pair's label by `settings.method`: the context label, the rating on 0–1, or their weighted mix."""
+    if settings.method == "context":
+        return np.asarray(context, dtype=np.float64)
+    scaled = np.asarray(rating, dtype=np.float64) / 5.0
+    if settings.method == "llm_rating":
+        return scaled
+    w = settings.rating_weight
+    return w * scaled + (1.0 - w) * context_label_01(context, settings.similarity)
+
+
+def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSettings) -> tuple[pa.Table, list[dict]]:
+    """Pairs + their ratings (same order) → the pairs with label_rating, label_context and the final label, and
+    quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a re-run)."""
+    kept, rejected = [], []
+    for row, rating in zip(table.to_pylist(), ratings):
+        if rating.score is None:
+            reason = (rating.error or "rating_unparsed").split(":")[0]
+            rejected.append(row | {"reason": reason, "detail": rating.error})
+            continue
+        kept.append(row | {"label_rating": rating.score,
+                           "label_context": row["label"] if uses_contexts(settings) else None})
+    if kept:
+        context = np.array([np.nan if r["label_context"] is None else r["label_context"] for r in kept])
+        for r, label in zip(kept, final_label(context, np.array([r["label_rating"] for r in kept]), settings)):
+            r["label"] = float(label)
+    return pa.Table.from_pylist(kept, schema=table.schema) if kept else table.schema.empty_table(), rejected
+
+
+def unit_pair_rows(units: list[Unit]) -> list[dict]:
+    """Every pair of every unit, unlabeled (method 'llm_rating' needs no contexts)."""
+    return [_pair_fields(u, i, j, rel, extra) | {"n_contexts": len(u.context_ids)}
+            for u in units for i, j, rel, extra in u.pairs]
+
+
+@task(name="label-shard", cache_policy=NO_CACHE, retries=1)
+def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str], coherence_dir: str | None,
+                lm_path: str | None, lm_sha256: str | None, out_path: str) -> dict:
+    """One shard of units → a shard Parquet (labeled and quarantined pairs, `reason` null when labeled) and a
+    marker with its checksum and counts; a shard whose marker verifies is not scored again."""
+    out = Path(out_path)
+    marker = out.with_suffix(".json")
+    if out.is_file() and marker.is_file():
+        try:
+            done = json.loads(marker.read_text())
+        except ValueError:  # a torn marker: the shard is simply redone
+            done = {}
+        if done.get("sha256") == sha256_path(out):
+            return {"path": out_path, "counts": done["counts"], "reused": True}
+    trained = None
+    if settings.lambda_disc:
+        digest = read_manifest(Path(coherence_dir))["outputs"]["model.pt"]["sha256"]
+        trained = load_trained_cached(str(coherence_dir), digest)
+    lm = load_scorer(settings, lm_path, lm_sha256) if uses_lm(settings) else None
+    rows, rejected, counts = label_units(units, settings, trained, lm, reference)
+    digest = write_parquet(out, finish_rows(rows + rejected, SHARD_SCHEMA))
+    write_json(marker, {"sha256": digest, "counts": counts})
+    return {"path": out_path, "counts": counts, "reused": False}
+
+
+def reference_sentences(units: list[Unit], n: int, seed: int) -> list[str]:
+    """A fixed seeded sample of the run's sentences: the typical sentences of the disc baseline."""
+    texts = sorted({s for u in units for s in u.sentences})
+    rng = np.random.default_rng(seed)
+    return [texts[i] for i in sorted(rng.permutation(len(texts))[:n])]

@@ -1,0 +1,57 @@
+"""Render the versioned templates in prompts/ into chat messages.
+
+A prompt kind is (pattern, kind), e.g. ("sts", "intermediate"); the system message holds the instruction and the
+run's fixed examples, the user message is the base sentence. Each template is identified by name, version and the
+sha256 of its file, all recorded in outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from importlib import resources
+
+import jinja2
+
+from tasks.core.config import ConfigError
+
+KINDS_BY_PATTERN: dict[str, tuple[str, ...]] = {
+    "sts": ("positive", "intermediate", "negative"),
+    "nli": ("positive", "negative"),
+}
+# What each generation is derived from, as in seed 004: s+ from the anchor, s- (and s^m) from s+.
+BASE_OF_KIND: dict[str, str] = {"positive": "anchor", "intermediate": "positive", "negative": "positive"}
+DEFAULT_VERSION = "v1"
+
+_env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    pattern: str
+    kind: str
+    version: str
+    source: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.pattern}-{self.kind}.{self.version}"
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.source.encode()).hexdigest()
+
+    def system_message(self, examples: list[dict[str, str]]) -> str:
+        return _env.from_string(self.source).render(examples=examples).strip()
+
+    def messages(self, system: str, base_text: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": system}, {"role": "user", "content": base_text}]
+
+
+def load_template(pattern: str, kind: str, version: str = DEFAULT_VERSION) -> PromptTemplate:
+    name = f"{pattern}-{kind}.{version}.j2"
+    try:
+        source = resources.files("prompts").joinpath("templates", name).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"No prompt template prompts/templates/{name}; pattern must be sts or nli.") from None
+    return PromptTemplate(pattern, kind, version, source)

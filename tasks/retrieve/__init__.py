@@ -1,0 +1,1 @@
+"""Stage 2, retrieve-contexts: context windows, TF-IDF / BM25 screening, the coherence model, diverse selection."""

@@ -1,0 +1,125 @@
+"""Train (or reuse) the coherence model on a corpus, and score candidate contexts with cached encodings.
+
+Training data from the corpus itself (seed 003): real (c<, s, c>) windows are positives; negatives replace the
+centre with another sentence of the same document (half) or a random corpus sentence (half). Documents are split
+into train / held-out so the reported accuracy and ROC AUC are on unseen documents.
+
+A trained model lives in `$STSGEN_HOME/coherence/<key>/` (model.pt, vocab.json, manifest.json) where key hashes the
+corpus content and the training parameters: the same corpus and parameters reuse it.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.coherence import CoherenceModel, Vocab
+from models.coherence_training import evaluate_coherence, train_coherence
+from tasks.contracts import TrainedCoherence, load_trained
+from tasks.core.config import stsgen_home
+from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
+from tasks.core.store import (
+    atomic_write_bytes,
+    fingerprint,
+    sha256_path,
+    write_json,
+    write_manifest,
+)
+
+CODE_VERSION = "bilstm-coherence-v1"
+
+
+class CoherenceSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_train_contexts: int = Field(20_000, ge=10, description="Positives sampled for training (+ as many negatives)")
+    heldout_fraction: float = Field(0.1, gt=0, lt=0.5)
+    epochs: int = Field(2, ge=1, le=50)
+    batch_size: int = Field(128, ge=2)
+    lr: float = Field(1e-3, gt=0)
+    embedding_dim: int = Field(100, ge=8)
+    hidden: int = Field(300, ge=8, description="BiLSTM hidden size (paper: 300)")
+    max_len: int = Field(64, ge=4, description="Tokens kept per text (the end nearest the gap)")
+    vocab_size: int = Field(30_000, ge=100)
+    seed: int = 13
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+
+
+def training_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:
+    """n positives and n negatives (half same-document, half random replacements), vectorized."""
+    rng = np.random.default_rng(seed)
+    pos = contexts.iloc[rng.permutation(len(contexts))[: min(n, len(contexts))]].reset_index(drop=True)
+    # Same-document replacement: another position of the same document, chosen via sorted doc offsets.
+    sents = sentences.sort_values(["doc_id", "position"], kind="stable").reset_index(drop=True)
+    starts = sents.groupby("doc_id", sort=False).indices
+    doc_first = {d: (idx[0], len(idx)) for d, idx in starts.items()}
+    first = np.array([doc_first[d][0] for d in pos["doc_id"]])
+    size = np.array([doc_first[d][1] for d in pos["doc_id"]])
+    own = first + pos["position"].to_numpy()
+    offset = rng.integers(1, np.maximum(size, 2))
+    same_doc = first + (own - first + offset) % np.maximum(size, 1)
+    random_any = rng.integers(0, len(sents), size=len(pos))
+    use_same = rng.random(len(pos)) < 0.5
+    replacement = np.where(use_same, same_doc, random_any)
+    texts = sents["text"].to_numpy()
+    neg = pos.copy()
+    neg["centre"] = texts[replacement]
+    neg = neg[neg["centre"].to_numpy() != pos["centre"].to_numpy()]  # a replacement equal to the original is no negative
+    out = pd.concat([pos.assign(label=1, negative_kind="none"),
+                     neg.assign(label=0, negative_kind=np.where(use_same, "same_document", "random")[neg.index])])
+    return out.reset_index(drop=True)
+
+
+def model_key(corpus_key: str, settings: CoherenceSettings, window_k: int) -> str:
+    return fingerprint({"corpus": corpus_key, "settings": settings.model_dump(exclude={"device"}), "k": window_k,
+                        "code": CODE_VERSION})
+
+
+def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
+                  window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
+    key = model_key(corpus_key, settings, window_k)
+    folder = (root or stsgen_home() / "coherence") / key[:32]
+    existing = load_trained(folder)
+    if existing is not None:
+        return existing
+    device = resolve_device(settings.device)
+    torch.manual_seed(settings.seed)
+    docs = contexts["doc_id"].unique()
+    rng = np.random.default_rng(settings.seed)
+    heldout_docs = set(rng.permutation(docs)[: max(1, int(len(docs) * settings.heldout_fraction))])
+    is_held = contexts["doc_id"].isin(heldout_docs)
+    n_train = settings.max_train_contexts
+    n_held = max(50, int(n_train * settings.heldout_fraction))
+    train = training_examples(contexts[~is_held], sentences, n_train, settings.seed)
+    held = training_examples(contexts[is_held], sentences, n_held, settings.seed + 1)
+    vocab = Vocab.build(pd.concat([train["left"], train["centre"], train["right"]]), max_size=settings.vocab_size)
+    model = CoherenceModel(len(vocab), settings.embedding_dim, settings.hidden)
+    cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
+    training = train_coherence(model, vocab, *cols(train), epochs=settings.epochs, batch_size=settings.batch_size,
+                               lr=settings.lr, max_len=settings.max_len, seed=settings.seed, progress=progress,
+                               device=device)
+    metrics = {"heldout": evaluate_coherence(model, vocab, *cols(held), max_len=settings.max_len),
+               "train": training | {"device": device_info(device)}, "train_examples": len(train), "heldout_documents": len(heldout_docs),
+               "vocab_size": len(vocab)}
+    for kind in ("same_document", "random"):
+        part = held[(held["label"] == 1) | (held["negative_kind"] == kind)]
+        metrics["heldout"][f"roc_auc_{kind}"] = evaluate_coherence(model, vocab, *cols(part),
+                                                                  max_len=settings.max_len)["roc_auc"]
+    folder.mkdir(parents=True, exist_ok=True)
+    model.to("cpu")  # saved and shared as a CPU model; a stage that ranks on a GPU moves it there
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    atomic_write_bytes(folder / "model.pt", buffer.getvalue())
+    outputs = {"model.pt": sha256_path(folder / "model.pt"),
+               "vocab.json": write_json(folder / "vocab.json", vocab.tokens),
+               # Evaluations on corpus sentences (benchmarks/retrieval.py) draw queries from these documents only.
+               "heldout_docs.json": write_json(folder / "heldout_docs.json", sorted(map(str, heldout_docs)))}
+    write_manifest(folder, {"key": key, "corpus_key": corpus_key, "settings": settings.model_dump(),
+                            "window_k": window_k, "code_version": CODE_VERSION, "metrics": metrics}, outputs)
+    model.eval()
+    return TrainedCoherence(model, vocab, folder, metrics, key, reused=False)

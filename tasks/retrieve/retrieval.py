@@ -1,0 +1,161 @@
+"""Stage 2 work: corpus index on disk, and the per-shard screen → rank → select step.
+
+The unit of CPU work is a shard of query sentences. A shard task receives only paths and plain values, loads the
+index and the coherence model from disk once per worker process (lru_cache), and writes its result to a shard
+Parquet file — so the same code runs on a thread pool, a process pool or a Dask cluster, and an interrupted run
+redoes only the shards it had not finished.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import joblib
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from pydantic import BaseModel, ConfigDict, Field
+
+from models.coherence import encode_texts
+from tasks.contracts import load_trained_cached, sentence_id
+from tasks.core.config import ConfigError
+from tasks.core.device import scaled_batch
+from tasks.core.store import (
+    atomic_write_bytes,
+    read_manifest,
+    sha256_path,
+    verify_outputs,
+    write_manifest,
+    write_parquet,
+)
+from tasks.retrieve.contexts import select_diverse
+from tasks.retrieve.screening import build_index, top_k
+
+CONTEXTS_SCHEMA = pa.schema([
+    ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),
+    ("doc_id", pa.string()), ("position", pa.int32()), ("left", pa.string()), ("right", pa.string()),
+    ("screen_score", pa.float32()), ("coherence_score", pa.float32()), ("rank_score", pa.float32()),
+    ("rank", pa.int32()),
+])
+
+
+class SelectionSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    screener: str = Field("tfidf", pattern="^(tfidf|bm25)$")
+    ngram_min: int = Field(1, ge=1, le=3)
+    ngram_max: int = Field(2, ge=1, le=3)
+    screen_k: int = Field(1000, ge=1, description="Candidates kept by screening per sentence (paper: 20K)")
+    contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
+    max_jaccard: float = Field(0.5, gt=0, le=1)
+    one_per_chunk: bool = True
+    screen_weight: float = Field(
+        1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score), z over a sentence's "
+        "candidates; 0 ranks by coherence alone as in the paper (see docs/retrieval.md for why the default mixes).")
+
+
+def combine_scores(coherence: np.ndarray, screen: np.ndarray, screen_weight: float) -> np.ndarray:
+    """Per-sentence standardized coherence plus weighted standardized screening score."""
+    def z(x: np.ndarray) -> np.ndarray:
+        std = x.std()
+        return (x - x.mean()) / std if std > 0 else np.zeros_like(x)
+
+    return z(coherence.astype(np.float64)) + screen_weight * z(screen.astype(np.float64))
+
+
+def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: SelectionSettings) -> Path:
+    """Fit the screener over the contexts' text around the gap and save it with the contexts table."""
+    manifest = read_manifest(folder)
+    if manifest and verify_outputs(folder, manifest):
+        return folder
+    if contexts.empty:
+        raise ConfigError("The corpus yields no contexts (documents need at least 3 sentences); use a larger corpus.")
+    texts = (contexts["left"] + " " + contexts["right"]).tolist()
+    index = build_index(texts, settings.screener, (settings.ngram_min, settings.ngram_max))
+    folder.mkdir(parents=True, exist_ok=True)
+    joblib.dump(index, folder / "index.joblib")
+    digests = {"index.joblib": sha256_path(folder / "index.joblib"),
+               "contexts.parquet": write_parquet(folder / "contexts.parquet",
+                                                 pa.Table.from_pandas(contexts, preserve_index=False))}
+    write_manifest(folder, {"screener": settings.screener, "contexts": len(contexts),
+                            "terms": len(index.vectorizer.vocabulary_)}, digests)
+    return folder
+
+
+@functools.lru_cache(maxsize=4)
+def _load_index(folder: str, digest: str):
+    # `digest` is part of the cache key: a rebuilt index at the same path is reloaded.
+    return joblib.load(Path(folder) / "index.joblib"), pq.read_table(Path(folder) / "contexts.parquet").to_pandas()
+
+
+class CandidateScorer:
+    """Coherence logits of screened candidates. One batched forward pass encodes the sentences and the distinct
+    c< / c> texts of all their candidates; each sentence's ranking is then two matrix-vector products."""
+
+    def __init__(self, trained, contexts: pd.DataFrame, sentences: list[str], cand_idx: np.ndarray,
+                 max_len: int = 64, device: str = "cpu"):
+        self.model = trained.model.to(device)  # rank_logits itself runs in numpy on the encodings
+        self.needed = np.unique(cand_idx[cand_idx >= 0])
+        batch = scaled_batch(256, torch.device(device))
+        encode = lambda texts: encode_texts(self.model, trained.vocab, texts, max_len, batch)  # noqa: E731
+        self.sentences = encode(sentences)
+        self.left = encode(contexts["left"].to_numpy()[self.needed].tolist())
+        self.right = encode(contexts["right"].to_numpy()[self.needed].tolist())
+
+    @property
+    def texts_encoded(self) -> int:
+        return len(self.sentences) + 2 * len(self.needed)
+
+    def logits(self, i: int, idx: np.ndarray) -> np.ndarray:
+        """Logits of sentence i against candidate context rows idx."""
+        at = np.searchsorted(self.needed, idx)
+        return self.model.rank_logits(self.sentences[i], self.left[at], self.right[at])
+
+
+def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir: Path, settings: SelectionSettings,
+                           exclude: list[np.ndarray] | None = None, max_len: int = 64, device: str = "cpu"
+                           ) -> pd.DataFrame:
+    """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
+    index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
+    index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
+    trained = load_trained_cached(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
+    cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
+    scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len, device)
+    rows = []
+    for i, sentence in enumerate(sentences):
+        valid = cand_idx[i] >= 0
+        idx, screen = cand_idx[i][valid], cand_score[i][valid]
+        if len(idx) == 0:
+            continue
+        logits = scorer.logits(i, idx)
+        combined = combine_scores(logits, screen, settings.screen_weight)
+        order = np.lexsort((idx, -combined))
+        ranked = contexts.iloc[idx[order]].assign(screen_score=screen[order], coherence_score=logits[order],
+                                                  rank_score=combined[order])
+        chosen = select_diverse(ranked, settings.contexts_per_sentence, settings.max_jaccard, settings.one_per_chunk)
+        rows.append(chosen.assign(sentence_id=sentence_id(sentence), sentence=sentence,
+                                  rank=np.arange(len(chosen), dtype=np.int32)))
+    if not rows:
+        return CONTEXTS_SCHEMA.empty_table().to_pandas()
+    out = pd.concat(rows, ignore_index=True)
+    return out[CONTEXTS_SCHEMA.names].astype({"screen_score": "float32", "coherence_score": "float32",
+                                              "rank_score": "float32"})
+
+
+@task(name="retrieve-shard", cache_policy=NO_CACHE, retries=1)
+def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, settings: SelectionSettings,
+                   out_path: str, device: str = "cpu") -> str:
+    """One shard of query sentences → a shard Parquet file (skipped when it already exists and verifies)."""
+    out = Path(out_path)
+    marker = out.with_suffix(".sha256")
+    if out.exists() and marker.exists() and sha256_path(out) == marker.read_text().strip():
+        return out_path
+    frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings, device=device)
+    digest = write_parquet(out, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False))
+    atomic_write_bytes(marker, digest.encode())
+    return out_path

@@ -1,0 +1,90 @@
+"""Stage-4 settings (`TrainSettings`, `LossSettings`), the training data and its held-out split, and the state a
+training run reports. The training itself is `tasks/train/trainer.py` (SentenceTransformerTrainer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
+from tasks.train.backbones import BackboneSettings
+from tasks.train.hard_negatives import MiningSettings
+
+
+class LossSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
+    hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
+    regression: float = Field(0.0, ge=0, description="Weight of the regression onto stage-3 labels (seed 003)")
+    regression_loss: Literal["cosine", "cosent"] = Field(
+        "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (seed 003); cosent: "
+        "CoSENTLoss, only the labels' order counts")
+    infonce_mini_batch: int | None = Field(None, ge=1, description="Use CachedMultipleNegativesRankingLoss with "
+                                           "this mini-batch: large InfoNCE batches in bounded memory")
+    temperature: float = Field(0.05, gt=0)
+    m1: float = Field(5e-3, ge=0)
+    m2: float = Field(1e-2, ge=0)
+    negatives: Literal["generated", "mined", "both"] = Field(
+        "generated", description="InfoNCE's hard negatives: the LLM's s⁻, negatives mined from the corpus "
+        "(mining.num_negatives > 0), or both")
+    simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
+                         "another dropout mask (ignores the other weights)")
+
+
+class TrainSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backbone: BackboneSettings = BackboneSettings()
+    losses: LossSettings = LossSettings()
+    mining: MiningSettings = MiningSettings()
+    steps: int = Field(200, ge=1)
+    batch_size: int = Field(16, ge=2)
+    lr: float = Field(3e-5, gt=0)
+    warmup_steps: int = Field(10, ge=0)
+    eval_every: int = Field(50, ge=1)
+    heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
+    dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
+    encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
+    seed: int = 13
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+
+    @model_validator(mode="after")
+    def _mined_negatives_need_mining(self) -> "TrainSettings":
+        if (self.losses.negatives != "generated") != bool(self.mining.num_negatives):
+            raise ValueError(f"losses.negatives={self.losses.negatives!r} with mining.num_negatives="
+                             f"{self.mining.num_negatives}: mined negatives are used only with negatives 'mined' or "
+                             "'both', and those need mining.num_negatives > 0")
+        return self
+
+
+@dataclass
+class TrainingData:
+    triples: pd.DataFrame  # anchor, positive, intermediate (may be null), negative
+    pairs: pd.DataFrame  # s1, s2, label (cosine scale)
+    heldout: pd.DataFrame  # held-out triples: their (anchor, positive) pairs measure alignment / uniformity
+
+
+@dataclass
+class TrainState:
+    step: int = 0
+    history: list[dict] = field(default_factory=list)
+    best_step: int | None = None
+    best_dev: float = float("-inf")
+
+
+def split_data(triples: pd.DataFrame, pairs: pd.DataFrame, fraction: float, seed: int) -> TrainingData:
+    order = np.random.default_rng(seed).permutation(len(triples))
+    n_held = int(round(len(triples) * fraction))
+    held, train = triples.iloc[np.sort(order[:n_held])], triples.iloc[np.sort(order[n_held:])]
+    # Pairs derived from held-out triples stay out of training too.
+    held_ids = set(held.get("source_id", pd.Series(dtype=str)))
+    if "triple_id" in pairs and held_ids:
+        pairs = pairs[~pairs["triple_id"].isin(held_ids) & ~pairs.get("other_triple_id", pairs["triple_id"]).isin(
+            held_ids)]
+    return TrainingData(train.reset_index(drop=True), pairs.reset_index(drop=True), held.reset_index(drop=True))

@@ -1,0 +1,122 @@
+"""The `device` setting of the torch stages: `auto` picks the CPU here, an explicit CUDA device on a machine without
+one is one clear error before any work (every stage flow and the CLI), the device is never part of a cache key, and —
+only where CUDA is present — the GPU paths give the CPU's results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+from pydantic import ValidationError
+
+from tasks.core.config import ConfigError
+from tasks.core.device import autocast, device_info, resolve_device, scaled_batch
+from tasks.label.labeling import LabelSettings
+from tasks.retrieve.coherence import CoherenceSettings, model_key
+from tasks.train.training import TrainSettings
+
+NO_CUDA = not torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(NO_CUDA, reason="needs a CUDA GPU")
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="checks the CPU-only machine")
+def test_auto_picks_the_cpu_and_cuda_is_a_clear_error():
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("cpu")
+    for setting in ("cuda", "cuda:1"):
+        with pytest.raises(ConfigError, match=rf"device '{setting}' was asked for.*no CUDA GPU.*'auto' or 'cpu'"):
+            resolve_device(setting)
+    cpu = resolve_device("cpu")
+    assert scaled_batch(64, cpu) == 64 and device_info(cpu) == {"device": "cpu", "torch": torch.__version__}
+    with autocast(cpu):  # nothing changes on the CPU
+        assert torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):
+    from flows.cli import main
+
+    for cls in (TrainSettings, CoherenceSettings, LabelSettings):
+        with pytest.raises(ValidationError, match="device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"):
+            cls(device="gpu")
+        assert cls(device="cuda:0").device == "cuda:0"  # spelling only: availability is checked when it is used
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "--device", "gpu"])
+    assert exit_.value.code == 2 and "device must be 'auto'" in capsys.readouterr().err
+
+
+def test_device_flag_reaches_every_torch_stage_of_the_main_job():
+    from flows.cli import build_parser, label_settings, preset_settings, with_device
+    from flows.presets import PRESETS
+
+    args = build_parser().parse_args(["run", "--device", "cpu", "--preset", "quick"])
+    sizes = preset_settings(args.preset, args.device)
+    assert sizes["coherence"].device == sizes["train_settings"].device == "cpu"
+    assert with_device(label_settings(args), args.device).device == "cpu"
+    # Everything else is the preset's: only the device changed.
+    quick = PRESETS["quick"]
+    assert sizes["coherence"].model_dump(exclude={"device"}) == quick["coherence"].model_dump(exclude={"device"})
+    assert sizes["train_settings"].steps == quick["train_settings"].steps
+    default = preset_settings("full", None)
+    assert default["coherence"] == CoherenceSettings() and default["train_settings"].device == "auto"
+
+
+def test_the_device_is_not_part_of_any_cache_key():
+    assert model_key("corpus", CoherenceSettings(device="cpu"), 1) == model_key("corpus", CoherenceSettings(), 1)
+    assert model_key("corpus", CoherenceSettings(epochs=3), 1) != model_key("corpus", CoherenceSettings(), 1)
+
+
+@pytest.mark.skipif(not NO_CUDA, reason="checks the CPU-only machine")
+def test_every_torch_stage_fails_on_cuda_before_any_work(prefect_harness, tmp_path, tiny_lm_dir):
+    """Each stage flow refuses device='cuda' here before it reads its inputs or writes anything (the inputs below do
+    not even exist: the device error must come first)."""
+    from flows.label_pairs import label_pairs
+    from flows.retrieve_contexts import retrieve_contexts
+    from flows.train_surrogate import train_surrogate
+
+    missing = str(tmp_path / "missing.parquet")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="device 'cuda'"):
+        train_surrogate(triples=missing, train_settings=TrainSettings(device="cuda"), output_dir=str(out))
+    with pytest.raises(ConfigError, match="device 'cuda'"):
+        retrieve_contexts(sentences=missing, coherence=CoherenceSettings(device="cuda"), output_dir=str(out))
+    triples = tmp_path / "triples.parquet"
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame({
+        "source_id": ["a"], "anchor": ["the river flooded the town ."], "positive": ["the town was flooded ."],
+        "intermediate": ["the river flooded ."], "negative": ["the town stayed dry ."]})), triples)
+    contexts = tmp_path / "contexts.parquet"
+    with pytest.raises(ConfigError, match="device 'cuda'"):
+        label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(out),
+                    label=LabelSettings(method="context", lm=str(tiny_lm_dir), lambda_disc=0, device="cuda"))
+    assert not out.exists()
+
+
+@needs_cuda
+def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
+    """Run only where CUDA is present: the labeler's scores, the coherence model's encodings and a surrogate's
+    embeddings on the GPU agree with the CPU's."""
+    from models.causal_lm import Group, load_causal_lm, score_groups
+    from models.coherence import CoherenceModel, Vocab, encode_texts
+    from tasks.train.backbones import BackboneSettings, load_sentence_transformer
+
+    cuda = resolve_device("cuda")
+    lm = load_causal_lm(tiny_lm_dir)
+    ids = lm.encode(["the river flooded the town", "critics praised the strings", "prices rose"], 16)
+    groups = [Group(prefix=lm.start_ids + ids[0], continuations=[[ids[1]], [ids[2], ids[1]]])]
+    cpu_sums, _ = score_groups(lm, groups)[0]
+    lm.model.to(cuda)
+    gpu_sums, _ = score_groups(lm, groups)[0]
+    assert np.allclose(cpu_sums, gpu_sums, atol=1e-3)
+
+    texts = ["the river flooded the town .", "critics praised the strings ."]
+    vocab = Vocab.build(pd.Series(texts), min_count=1)
+    model = CoherenceModel(len(vocab), 16, 16)
+    on_cpu = encode_texts(model, vocab, texts)
+    assert np.allclose(on_cpu, encode_texts(model.to(cuda), vocab, texts), atol=1e-4)
+
+    model, _ = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))
+    on_cpu = model.encode(texts)
+    on_gpu = model.to(cuda).encode(texts)
+    cos = (on_cpu * on_gpu).sum(1) / np.linalg.norm(on_cpu, axis=1) / np.linalg.norm(on_gpu, axis=1)
+    assert (cos > 0.99).all()

@@ -1,0 +1,101 @@
+"""Stage tables as Hugging Face datasets (tasks/core/hf_dataset.py, `stsgen export`): the Parquet loads with
+`datasets.load_dataset("parquet")`, the `save_to_disk` copy has the rows of the Parquet under sentence-transformers'
+column names and a dataset card with the provenance; a table missing a column, with empty values or with labels out
+of range is one clear error, nothing written."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from tasks.core.config import ConfigError
+from tasks.core.hf_dataset import export_dataset
+from tasks.core.store import sha256_path, write_manifest
+
+MANIFEST = {"stage": "generate-sts-triples", "cache_key": "k1", "seed": 13, "counts": {"triples": 3},
+            "llm": {"model": "qwen2.5-coder-1.5b-instruct", "model_sha256": "abc", "server_engine": "llama-server"},
+            "prompts": {"positive": {"name": "sts-positive.v1"}},
+            "inputs": [{"role": "corpus", "path": "gensim:test/test_data/lee_background.cor", "sha256": "f" * 64},
+                       {"role": "corpus", "path": "/home/me/docs", "sha256": "e" * 64}]}
+
+
+def write_stage(output_dir, stage: str, name: str, rows: list[dict], manifest: dict = MANIFEST):
+    folder = output_dir / stage
+    folder.mkdir(parents=True)
+    path = folder / f"{name}.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    write_manifest(folder, dict(manifest, stage=stage), {path.name: sha256_path(path)})
+    return path
+
+
+TRIPLES = [{"triple_id": f"t{i}", "anchor": f"a{i}", "positive": f"p{i}", "intermediate": f"m{i}",
+            "negative": f"n{i}"} for i in range(3)]
+PAIRS = [{"pair_id": f"q{i}", "s1": f"a{i}", "s2": f"b{i}", "label": 0.25 * i, "relation": "a-s+"} for i in range(3)]
+
+
+def test_triples_and_pairs_round_trip_with_sentence_transformers_columns(tmp_path):
+    import datasets
+
+    triples = write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES)
+    pairs = write_stage(tmp_path, "label-pairs", "pairs", PAIRS)
+    parquet = datasets.load_dataset("parquet", data_files=str(triples), split="train")
+    assert parquet.to_list() == TRIPLES  # the stage table itself loads as a dataset
+
+    folder = export_dataset(tmp_path, "triples")
+    saved = datasets.load_from_disk(str(folder))
+    assert saved.column_names == ["anchor", "positive", "negative"]
+    assert saved.to_list() == [{k: r[k] for k in ("anchor", "positive", "negative")} for r in TRIPLES]
+    saved_pairs = datasets.load_from_disk(str(export_dataset(tmp_path, "pairs")))
+    assert saved_pairs.column_names == ["sentence1", "sentence2", "score"]
+    assert saved_pairs.to_list() == [{"sentence1": r["s1"], "sentence2": r["s2"], "score": r["label"]} for r in PAIRS]
+    assert (pairs.parent / "hf" / "pairs" / "README.md").is_file()
+
+
+def test_the_dataset_card_carries_metadata_and_provenance(tmp_path):
+    triples = write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES)
+    text = (export_dataset(tmp_path, "triples") / "README.md").read_text()
+    header = yaml.safe_load(text.split("---")[1])
+    assert header["task_categories"] == ["sentence-similarity"]
+    assert header["dataset_info"]["splits"] == [{"name": "train", "num_examples": 3}]
+    assert [f["name"] for f in header["dataset_info"]["features"]] == ["anchor", "positive", "negative"]
+    manifest = json.loads((triples.parent / "manifest.json").read_text())
+    assert sha256_path(triples) in text and manifest["outputs"]["triples.parquet"]["sha256"][:16] in text
+    assert "qwen2.5-coder-1.5b-instruct" in text and "llama-server" in text and "sts-positive.v1" in text
+    assert "LGPL-2.1" in text and "state its licence before publishing" in text  # default corpus vs a user's own
+
+
+@pytest.mark.parametrize("case", ["missing_column", "empty_value", "label_out_of_range", "no_stage_output"])
+def test_bad_tables_are_refused_with_one_clear_error_and_nothing_written(tmp_path, case):
+    rows, name, stage, match = {
+        "missing_column": ([{k: v for k, v in r.items() if k != "negative"} for r in TRIPLES], "triples",
+                           "generate-sts-triples", "no column negative"),
+        "empty_value": ([dict(r, positive=None) if i == 1 else r for i, r in enumerate(TRIPLES)], "triples",
+                        "generate-sts-triples", "column positive has 1 empty rows"),
+        "label_out_of_range": ([dict(r, label=3.5) for r in PAIRS], "pairs", "label-pairs", r"labels outside \[-1, 1\]"),
+        "no_stage_output": (None, "pairs", "label-pairs", "no finished label-pairs output"),
+    }[case]
+    if rows is not None:
+        write_stage(tmp_path, stage, name, rows)
+    with pytest.raises(ConfigError, match=match):
+        export_dataset(tmp_path, name)
+    assert not (tmp_path / stage / "hf").exists()
+
+
+def test_a_run_exports_every_finished_stage_table(tmp_path):
+    import datasets
+
+    from tasks.core.hf_dataset import export_run
+
+    write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES)
+    contexts = [{"sentence_id": "s0", "sentence": "a0", "context_id": f"c{i}", "doc_id": "d", "left": f"l{i}",
+                 "right": f"r{i}", "rank": i} for i in range(2)]
+    write_stage(tmp_path, "retrieve-contexts", "contexts", contexts)
+    folders = export_run(tmp_path)  # no label-pairs output: no pairs export
+    assert set(folders) == {"triples", "contexts"}
+    saved = datasets.load_from_disk(str(folders["contexts"]))
+    assert saved.to_list() == [{k: r[k] for k in ("sentence", "left", "right", "rank", "doc_id")} for r in contexts]
+    assert "ranked corpus contexts" in (folders["contexts"] / "README.md").read_text()

@@ -1,0 +1,196 @@
+"""The generate-sts-triples flow against the scripted OpenAI-compatible server: outputs, quarantine, skip-if-
+unchanged, both request orders, bad inputs (resume after SIGKILL: tests/faults/test_kill_resume.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
+from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
+from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
+from tests.conftest import latest_artifacts, shared
+from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
+
+# These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
+generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
+
+
+def llm(server, tmp_path, **kw) -> LLMSettings:
+    return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"),
+                       backoff_base_s=0.01, backoff_max_s=0.05, **kw)
+
+
+def read(paths):
+    return (pq.read_table(paths["triples"]), pq.read_table(paths["rejected"]),
+            json.loads(open(paths["manifest"]).read()))
+
+
+def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, tiny_corpus, tmp_path):
+    paths = generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), batch_size=3,
+                                output_dir=str(tmp_path / "out"))
+    triples, rejected, manifest = read(paths)
+    assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)
+    assert triples.num_rows == 8 and rejected.num_rows == 0
+    rows = triples.to_pylist()
+    assert all(r["positive"] and r["intermediate"] and r["negative"] for r in rows)
+    assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
+    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v1"
+    assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
+    # 8 sentences x 3 kinds, one generation and one judge request each (every verdict passes: P(pass) 1, from the
+    # answer text).
+    assert len(scripted.chat_requests()) == 48 and manifest["llm_stats"]["requests_sent"] == 48
+    assert {r["judge_model"] for r in rows} == {"scripted-model"} and {r["negative_judge_p_pass"] for r in rows} == {1.0}
+    assert manifest["verifier"]["judge_prompts"]["negative"]["name"] == "judge-negative.v1"
+    assert manifest["counts"]["triples"] == 8 and manifest["seed"] == 13
+    assert set(manifest["outputs"]) == {"triples.parquet", "rejected.parquet"}
+    assert manifest["prompts"]["positive"]["version"] == "v1" and "prefect" in manifest["packages"]
+    assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+    # Positive from the anchor, intermediate and negative from the positive (the user message is the base).
+    bodies = [r["body"] for r in scripted.chat_requests()]
+    positives = {r["positive"] for r in rows}
+    assert {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) != "positive"} \
+        == positives
+
+    # The UI artifacts: progress (finished at 100%), sample table, summary, links to the files.
+    artifacts = latest_artifacts()
+    assert {"generate-progress", "generate-samples", "generate-summary", "generate-triples-parquet",
+            "generate-rejected-parquet", "generate-manifest-json"} <= set(artifacts)
+    assert artifacts["generate-progress"].type == "progress" and float(artifacts["generate-progress"].data) == 100.0
+    assert artifacts["generate-samples"].type == "table"
+    assert "acceptance" in artifacts["generate-summary"].data and "48" in artifacts["generate-summary"].data
+
+    # Same inputs and parameters: nothing is requested again, outputs untouched.
+    mtime = os.stat(paths["triples"]).st_mtime_ns
+    generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
+                        batch_size=5, output_dir=str(tmp_path / "out"))
+    assert len(scripted.chat_requests()) == 48 and os.stat(paths["triples"]).st_mtime_ns == mtime
+
+
+def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, tmp_path):
+    doomed = "Prices for seed rose sharply in the local markets during March."
+
+    def responder(messages, body):
+        user = messages[-1]["content"]
+        kind = prompt_kind(messages[0]["content"])
+        if kind == "positive" and user == doomed:
+            return user  # always a copy: quarantined after max_attempts
+        if kind == "positive" and body["temperature"] < 0.8:
+            return "Sure, here is the sentence: " + user  # first attempt meta-text, second attempt fine
+        return default_responder(messages, body)
+
+    with ScriptedOpenAI(responder=responder) as server:
+        server.push(*[("status", 500)] * 3)  # the first request fails for good (max_retries=2)
+        paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), llm=llm(server, tmp_path, max_retries=2,
+                                                                            max_concurrency=1),
+                                     max_attempts=3, output_dir=str(tmp_path / "out"))
+    triples, rejected, manifest = read(paths)
+    rej = rejected.to_pylist()
+    reasons = [r["reason"] for r in rej]
+    assert reasons.count("llm_error") == 1 and "gave up after 3 attempts" in next(
+        r["detail"] for r in rej if r["reason"] == "llm_error")
+    doomed_rows = [r for r in rej if r["anchor"] == doomed and r["kind"] == "positive"]
+    assert [r["attempt"] for r in doomed_rows] == [0, 1, 2] and {r["reason"] for r in doomed_rows} == {"copy"}
+    assert all(r["text"] == doomed for r in doomed_rows)
+    # Its intermediate and negative cannot be derived: kept with that reason, not dropped.
+    assert {r["kind"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"} == \
+        {"intermediate", "negative"}
+    assert reasons.count("refusal_or_meta") >= 6
+    assert triples.num_rows == 9 and doomed not in triples.column("anchor").to_pylist()
+    accepted_pos = triples.column("positive_attempts").to_pylist()
+    assert set(accepted_pos) == {2}
+    # Every source sentence is accounted for: a triple, or quarantine rows that say why not.
+    anchors = set(triples.column("anchor").to_pylist()) | {r["anchor"] for r in rej}
+    assert len(anchors) == 11 and manifest["counts"]["incomplete_sources"] == 2
+
+
+@pytest.mark.parametrize("case", ["missing_corpus", "malformed_pattern", "unreachable", "wrong_model"])
+def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path, case):
+    bad_pattern = tmp_path / "pattern.tsv"
+    bad_pattern.write_text("not a score\tx\n")
+    kwargs = dict(n=3, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
+    expected = {
+        "missing_corpus": ("does not exist", dict(corpus=str(tmp_path / "nowhere"))),
+        "malformed_pattern": ("pattern.tsv:1", dict(pattern_source=str(bad_pattern))),
+        "unreachable": ("unreachable", dict(llm=LLMSettings(base_url="http://127.0.0.1:9/v1", model="m"))),
+        "wrong_model": ("does not serve model 'gpt-x'", dict(llm=llm(scripted, tmp_path).model_copy(
+            update={"model": "gpt-x"}))),
+    }[case]
+    kwargs.update(expected[1])
+    with pytest.raises(ConfigError, match=expected[0]):
+        generate_sts_triples(**kwargs)
+    assert not (tmp_path / "out").exists() and len(scripted.chat_requests()) == 0
+
+
+def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(prefect_harness, tiny_corpus,
+                                                                              tmp_path):
+    doomed = "Prices for seed rose sharply in the local markets during March."
+
+    def responder(messages, body):  # one positive always rejected: its intermediate and negative are base_rejected
+        if prompt_kind(messages[0]["content"]) == "positive" and messages[-1]["content"] == doomed:
+            return doomed
+        return default_responder(messages, body)
+
+    results = {}
+    for order in ("by_kind", "by_source"):
+        (tmp_path / order).mkdir()
+        with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
+            paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), max_attempts=2, batch_size=4,
+                                         llm=llm(server, tmp_path / order, request_order=order, max_concurrency=3),
+                                         output_dir=str(tmp_path / order / "out"))
+            sent = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"], r["t"]) for r in server.chat_requests()]
+        triples, rejected, manifest = read(paths)
+        results[order] = {"triples": triples.drop(list(VOLATILE_COLUMNS)), "rejected": rejected,
+                          "counts": manifest["counts"], "order": manifest["llm"]["request_order"],
+                          "bodies": sorted(json.dumps(b, sort_keys=True) for _, b, _ in sent),
+                          "arrivals": {k: [t for kind, _, t in sent if kind == k] for k in ("positive", "intermediate")}}
+    by_kind, by_source = results["by_kind"], results["by_source"]
+    assert (by_kind["order"], by_source["order"]) == ("by_kind", "by_source")
+    assert by_kind["bodies"] == by_source["bodies"]  # the same requests (seeds depend on sentence, kind, attempt)
+    assert by_kind["triples"].equals(by_source["triples"]) and by_kind["rejected"].equals(by_source["rejected"])
+    assert by_kind["counts"] == by_source["counts"] and by_kind["counts"]["rejected_by_reason"]["base_rejected"] == 2
+    assert by_kind["counts"]["per_kind"]["positive"] == {"slots": 11, "accepted": 10, "attempts": 12}
+    # Kind by kind: the first intermediate only after the last positive was answered (each takes 0.2 s). Source by
+    # source: intermediates are sent while the last positives are still being served (no slot idles as a kind drains).
+    def first_intermediate_after_last_positive(arrivals: dict) -> float:
+        return min(arrivals["intermediate"]) - max(arrivals["positive"])
+
+    assert first_intermediate_after_last_positive(by_kind["arrivals"]) >= 0.2
+    assert first_intermediate_after_last_positive(by_source["arrivals"]) < 0.2
+
+
+def test_the_batch_api_cannot_be_sent_source_by_source():
+    with pytest.raises(ValueError, match="'by_source' cannot be used with batch_api"):
+        LLMSettings(batch_api=True, request_order="by_source")
+    assert LLMSettings(batch_api=True).resolved_request_order() == "by_kind"
+
+
+def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):
+    sick = shared("sick2014/SICK_train.txt")
+    paths = generate_sts_triples(n=4, pattern="nli", pattern_source=str(sick), corpus=str(tiny_corpus),
+                                 llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
+    triples, _, manifest = read(paths)
+    assert triples.num_rows == 4 and triples.column("intermediate").null_count == 4
+    assert set(manifest["prompts"]) == {"positive", "negative"} and len(scripted.chat_requests()) == 8
+    system = scripted.chat_requests()[0]["body"]["messages"][0]["content"]
+    assert "- Premise:" in system and "- Hypothesis:" in system
+
+
+def test_api_key_is_used_but_never_written(prefect_harness, scripted, tiny_corpus, tmp_path, monkeypatch, caplog):
+    canary = "sk-canary-7f3a9c1e5b"
+    monkeypatch.setenv("STSGEN_TEST_KEY", canary)
+    scripted.push(("status", 500))  # an error path too: error messages must not carry the key
+    paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), output_dir=str(tmp_path / "out"),
+                                 llm=llm(scripted, tmp_path, api_key_env="STSGEN_TEST_KEY"))
+    assert {r["authorization"] for r in scripted.chat_requests()} == {f"Bearer {canary}"}
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "llm.sqlite" for p in written) and len(written) >= 4
+    for path in written:
+        assert canary.encode() not in path.read_bytes(), path
+    assert canary not in caplog.text
+    manifest = json.loads(open(paths["manifest"]).read())
+    assert manifest["parameters"]["llm"]["api_key_env"] == "STSGEN_TEST_KEY"

@@ -1,0 +1,57 @@
+"""The DAG is visible from the tree: stage code lives in one package per stage, and a stage package imports core,
+llm, the contracts and models — never another stage (imports inside functions included); core and llm import no
+stage at all."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import PROJECT
+
+STAGES = ("generate", "retrieve", "label", "train", "evaluate")
+SHARED = ("core", "llm")
+
+
+def imported_modules(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found |= {f"{node.module}.{alias.name}" for alias in node.names}  # `from tasks import label`
+    return found
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "tasks" and len(parts) > 1 and parts[1] in STAGES + SHARED else None
+
+
+def test_every_stage_has_its_package_and_tasks_holds_no_loose_stage_modules():
+    tasks = PROJECT / "tasks"
+    for package in STAGES + SHARED:
+        assert (tasks / package / "__init__.py").is_file(), package
+        assert list((tasks / package).glob("[!_]*.py")), f"tasks/{package} holds no module"
+    assert sorted(p.name for p in tasks.glob("*.py")) == ["__init__.py", "contracts.py"]
+
+
+def test_no_stage_package_imports_another_and_shared_code_imports_no_stage():
+    crossings = []
+    for package in STAGES + SHARED:
+        for path in sorted((PROJECT / "tasks" / package).rglob("*.py")):
+            for module in sorted(imported_modules(path)):
+                target = package_of(module)
+                if target in STAGES and target != package:
+                    crossings.append(f"{path.relative_to(PROJECT)} imports {module}")
+    contracts = {package_of(m) for m in imported_modules(PROJECT / "tasks" / "contracts.py")}
+    assert not contracts & set(STAGES), "the contracts import a stage"
+    assert not crossings, "\n".join(crossings)
+
+
+def test_the_check_sees_a_crossing(tmp_path):
+    """The scan above finds lazy imports inside functions and `from tasks import <stage>` too."""
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from tasks.label.labeling import LabelSettings\n\nfrom tasks import train\n")
+    assert {package_of(m) for m in imported_modules(module)} >= {"label", "train"}

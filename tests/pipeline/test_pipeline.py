@@ -1,0 +1,154 @@
+"""The sts-pipeline parent flow: generate → retrieve → label on a tiny corpus against the scripted LLM server; a
+re-run reuses every stage, and a label-only change recomputes only the label stage."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tasks.core.config import CorpusSettings, LLMSettings, VerifierSettings
+from tasks.evaluate.pattern_report import match_error_rates
+from tasks.label.labeling import LabelSettings
+from tasks.retrieve.retrieval import SelectionSettings
+from tests.conftest import latest_artifacts
+from tests.retrieve.test_retrieval import SMALL_MODEL
+
+
+def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_dir: Path, tiny_encoder_dir: Path,
+                         llm: dict | None = None, **label_kw) -> dict:
+    """sts-pipeline parameters for 5 sources of the topic corpus, tiny models, LLM cache and outputs under `work`
+    (shared with the fault-injection suite, which runs the same pipeline in subprocesses)."""
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.training import LossSettings, TrainSettings
+
+    return dict(
+        n=5, corpus=str(topic_corpus),
+        llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
+        # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below.
+        verifier=VerifierSettings(judge=False),
+        context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
+        selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
+        # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
+        label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
+                            **label_kw),
+        train_settings=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                                     batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
+        output_dir=str(work / "out"))
+
+
+def run_pipeline(server, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, **label_kw):
+    from flows.sts_pipeline import sts_pipeline
+
+    return sts_pipeline(**tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir,
+                                               **label_kw))
+
+
+def stamps(outputs: dict) -> dict[str, int]:
+    return {stage: Path(paths["manifest"]).stat().st_mtime_ns for stage, paths in outputs.items()}
+
+
+def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scripted, topic_corpus, tmp_path,
+                                                          tiny_lm_dir, tiny_encoder_dir):
+    first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
+    assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs", "report-patterns",
+                          "train-surrogate"}
+    triples = pq.read_table(first["generate-sts-triples"]["triples"])
+    pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
+    assert triples.num_rows == 5
+    # Each stage read the previous stage's output: the manifests record it by content hash.
+    retrieve = json.loads(Path(first["retrieve-contexts"]["manifest"]).read_text())
+    label = json.loads(Path(first["label-pairs"]["manifest"]).read_text())
+    assert retrieve["inputs"][0]["path"] == first["generate-sts-triples"]["triples"]
+    assert {i["role"]: i["path"] for i in label["inputs"]} == {
+        "triples": first["generate-sts-triples"]["triples"], "contexts": first["retrieve-contexts"]["contexts"]}
+    assert set(pairs["triple_id"]) <= set(triples.column("source_id").to_pylist()) and len(pairs) > 0
+    train = json.loads(Path(first["train-surrogate"]["manifest"]).read_text())
+    assert {i["role"]: i["path"] for i in train["inputs"]} == {
+        "triples": first["generate-sts-triples"]["triples"], "pairs": first["label-pairs"]["pairs"]}
+    # The pattern report measured every relation of the 5 triples with the run's backbone (the tiny encoder).
+    report = json.loads(Path(first["report-patterns"]["report"]).read_text())
+    assert {r: d["pairs"] for r, d in report["distances"].items()} == dict.fromkeys(
+        ("positive", "intermediate", "negative"), 5)
+    assert report["values"]["negative"]["generated"]["mer"] == pytest.approx(match_error_rates(
+        triples.column("anchor").to_pylist(), triples.column("negative").to_pylist()), abs=1e-4)
+    # The cosines are the backbone's on the Parquet's sentences; the distance is the Wasserstein of the stored values.
+    from scipy.stats import wasserstein_distance
+    from sentence_transformers import SentenceTransformer
+
+    encoder = SentenceTransformer(str(tiny_encoder_dir), device="cpu")
+    a, n = (encoder.encode(triples.column(c).to_pylist(), normalize_embeddings=True) for c in ("anchor", "negative"))
+    assert report["values"]["negative"]["generated"]["cosine"] == pytest.approx((a * n).sum(1), abs=1e-3)
+    neg = report["values"]["negative"]
+    assert report["distances"]["negative"]["mer_wasserstein"] == pytest.approx(
+        wasserstein_distance(neg["generated"]["mer"], neg["stsb"]["mer"]), abs=1e-3)
+    patterns = json.loads(Path(first["report-patterns"]["manifest"]).read_text())
+    assert patterns["distances"] == report["distances"] and patterns["inputs"][1]["path"] == str(tiny_encoder_dir)
+    plot = Path(first["report-patterns"]["plot"])
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and patterns["outputs"]["pattern_complexity.png"]
+    # The run's quality table, in the UI: the hierarchy and the surrogate-vs-backbone rows from the manifests; the
+    # pattern plot as an image artifact (the PNG itself, inline).
+    artifacts = latest_artifacts()
+    assert artifacts["patterns-complexity"].type == "image"
+    assert base64.b64encode(plot.read_bytes()).decode() in artifacts["patterns-complexity"].data
+    quality = artifacts["pipeline-quality"].data
+    hierarchy = label["quality"]["hierarchy"]
+    assert f"{hierarchy['pos_over_neg_rate']:.1%} of {hierarchy['pos_over_neg_triples']} triples" in quality
+    assert "stsb-dev: backbone → surrogate" in quality and "(a, negative) vs STS-B dev" in quality
+    requests, before = len(scripted.chat_requests()), stamps(first)
+
+    again = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
+    assert stamps(again) == before and len(scripted.chat_requests()) == requests
+
+    changed = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir, lambda_disc=0.5)
+    after = stamps(changed)
+    assert after["generate-sts-triples"] == before["generate-sts-triples"]
+    assert after["retrieve-contexts"] == before["retrieve-contexts"]
+    assert after["label-pairs"] != before["label-pairs"]
+    assert after["train-surrogate"] != before["train-surrogate"]  # trained on the new labels
+    assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5
+
+
+def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness, topic_corpus, tmp_path,
+                                                                 tiny_lm_dir, tiny_encoder_dir):
+    """The defaults (judge on, label.method = llm_rating) end to end: every triple carries the judge's verdicts, the
+    pipeline runs generate → label only (the rating reads no contexts), and every pair's label is the rater's
+    expected digit / 5."""
+    from flows.sts_pipeline import sts_pipeline
+    from tests.label.test_labeling import _overlap_rating
+    from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
+
+    def responder(messages, body):  # rating requests: a digit; generation and judge requests: the defaults
+        return "3" if body.get("logprobs") and not is_judge_request(messages) else default_responder(messages, body)
+
+    def logprobs(messages, body):
+        return [] if is_judge_request(messages) else _overlap_rating(messages, body)  # judge: from the text
+
+    with ScriptedOpenAI(responder=responder, logprobs=logprobs) as server:
+        kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
+        outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "verifier": VerifierSettings(), "train": False})
+        rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
+    assert list(outputs) == ["generate-sts-triples", "label-pairs", "report-patterns"]
+    triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()
+    assert len(triples) and (triples["negative_judge_p_pass"] == 1.0).all() and (triples["judge_model"] != "").all()
+    assert not (tmp_path / "out" / "retrieve-contexts").exists()
+    pairs = pq.read_table(outputs["label-pairs"]["pairs"]).to_pandas()
+    assert len(pairs) and len(rated) >= len(pairs) and pairs["label_context"].isna().all()
+    assert (pairs["label"] - pairs["label_rating"] / 5).abs().max() < 1e-9
+    manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
+    assert manifest["labeler"]["method"] == "llm_rating" and "hierarchy" in manifest["quality"]
+    import datasets  # the run's tables were exported as Hugging Face datasets, rows as in the Parquet
+
+    saved = datasets.load_from_disk(str(tmp_path / "out" / "label-pairs" / "hf" / "pairs"))
+    assert saved["sentence1"] == pairs["s1"].tolist() and saved["score"] == pytest.approx(pairs["label"].tolist())
+    assert (tmp_path / "out" / "generate-sts-triples" / "hf" / "triples" / "README.md").is_file()
+
+
+def test_match_error_rate_on_hand_computed_pairs():
+    # "the cat sat on the mat" → "a cat sat on mat": 1 substitution (the→a), 1 deletion (the), 4 hits: 2 / 6.
+    mer = match_error_rates(["The cat sat on the mat.", "A man is running.", "Birds fly."],
+                            ["a cat sat on mat", "A man is running", "Fish swim."])
+    assert mer == pytest.approx([2 / 6, 0.0, 1.0])

@@ -1,0 +1,278 @@
+"""Stage 2: corpus formats, context windows, screening (TF-IDF, BM25 vs rank-bm25), the coherence model, the
+diversity rules, and the retrieve-contexts flow (threads and a loopback Dask cluster)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from models.coherence import CoherenceModel, Vocab, encode_texts, tokenize
+from tasks.contracts import load_query_sentences
+from tasks.core.config import ConfigError, CorpusSettings
+from tasks.core.corpus import detokenize_tagged_line, load_corpus
+from tasks.retrieve.coherence import CoherenceSettings, train_or_load, training_examples
+from tasks.retrieve.contexts import context_windows, select_diverse
+from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings
+from tasks.retrieve.screening import build_index, top_k
+from tests.conftest import shared
+
+SMALL_MODEL = CoherenceSettings(max_train_contexts=400, epochs=1, hidden=16, embedding_dim=16, batch_size=64)
+
+
+def sentences_table(docs: dict[str, list[str]]) -> pd.DataFrame:
+    return pd.DataFrame([(d, i, t) for d, texts in docs.items() for i, t in enumerate(texts)],
+                        columns=["doc_id", "position", "text"])
+
+
+# --- ingestion -------------------------------------------------------------------------------------------------
+
+def test_brown_tagged_files_are_detokenized_one_sentence_per_line(tmp_path):
+    folder = tmp_path / "brown"
+    folder.mkdir()
+    line = ("The/at jury/nn said/vbd ``/`` it/pps was/bedz fair/jj ''/'' ,/, and/cc left/vbd ./. "
+            "Then/rb it/pps rained/vbd heavily/rb on/in the/at old/jj town/nn ./.")
+    (folder / "ca01").write_text(("\n\t" + line) * 12)
+    (folder / "README").write_text("not a document")
+    corpus = load_corpus(CorpusSettings(source=str(folder)))
+    assert corpus.stats["pos_tagged_files"] == 1 and corpus.stats["documents"] == 1
+    assert corpus.sentences["text"].iloc[0] == ('The jury said "it was fair", and left. '
+                                                'Then it rained heavily on the old town.')
+    assert detokenize_tagged_line("He/pps said/vbd (/( twice/rb )/) ./.") == "He said (twice)."
+
+
+def test_blank_line_documents_and_sentence_per_line(tmp_path):
+    path = tmp_path / "news.txt"
+    path.write_text("Headline one\nFirst sentence here. Still first line.\nSecond line.\n\n"
+                    "Headline two\nAnother story starts.\n")
+    corpus = load_corpus(CorpusSettings(source=str(path), document_split="blank_lines", sentence_per_line=True))
+    assert corpus.stats["documents"] == 2
+    assert corpus.sentences["text"].tolist()[:3] == ["Headline one", "First sentence here. Still first line.",
+                                                      "Second line."]
+
+
+@pytest.mark.parametrize("name, kwargs, min_sentences", [
+    ("abc.zip", dict(document_split="blank_lines", sentence_per_line=True), 25_000),
+    ("brown.zip", {}, 50_000),
+    ("state_union.zip", {}, 15_000),
+    ("inaugural.zip", {}, 4_000),
+    ("movie_reviews.zip", dict(sentence_per_line=True), 60_000),
+])
+def test_shared_corpora_ingest(name, kwargs, min_sentences):
+    corpus = load_corpus(CorpusSettings(source=str(shared(f"corpora/{name}")), **kwargs))
+    frame = corpus.sentences
+    assert len(frame) >= min_sentences and frame["text"].str.len().gt(0).all()
+    assert (frame.groupby("doc_id")["position"].agg(lambda p: (p.diff().dropna() == 1).all())).all()
+    if name == "brown.zip":
+        assert not frame["text"].str.contains(r"\w/[a-z]+\b", regex=True).head(1000).any()
+
+
+# --- context windows and selection ------------------------------------------------------------------------------
+
+def test_context_windows_k1_and_k2_and_chunks():
+    table = sentences_table({"d1": ["a0.", "a1.", "a2.", "a3."], "d2": ["b0.", "b1."]})
+    k1 = context_windows(table, k=1)
+    assert k1[["doc_id", "position", "left", "centre", "right"]].values.tolist() == [
+        ["d1", 1, "a0.", "a1.", "a2."], ["d1", 2, "a1.", "a2.", "a3."]]  # d2 too short: no context
+    k2 = context_windows(table, k=2, chunk_size=2)
+    assert k2["left"].tolist() == ["a0.", "a0. a1."] and k2["right"].tolist() == ["a2. a3.", "a3."]
+    assert k2["prev_sentence"].tolist() == ["a0.", "a1."] and k2["chunk_id"].tolist() == ["d1|0", "d1|1"]
+
+
+def test_selection_one_per_chunk_and_jaccard_bound():
+    ranked = pd.DataFrame({
+        "chunk_id": ["c1", "c1", "c2", "c3", "c4"],
+        "prev_sentence": ["the cat sat on the mat", "dogs run fast", "the cat sat on a mat",
+                          "rain fell all day", "snow fell all night long"],
+    })
+    chosen = select_diverse(ranked, size=10, max_jaccard=0.5)
+    # c1's second candidate: same chunk; c2: Jaccard(prev, first) = 4/6 >= 0.5; c4 vs c3: 2/7 < 0.5.
+    assert chosen.index.tolist() == [0, 3, 4]
+    assert select_diverse(ranked, size=2).index.tolist() == [0, 3]
+    assert select_diverse(ranked, size=10, one_per_chunk=False).index.tolist() == [0, 1, 3, 4]
+
+
+# --- screening ----------------------------------------------------------------------------------------------------
+
+CONTEXT_TEXTS = [
+    "the river flooded the lower town after heavy rain", "engineers inspected the old stone bridge",
+    "the orchestra performed a new symphony", "farmers planted wheat in the valley this spring",
+    "heavy rain closed the stone bridge over the river", "critics praised the symphony and the orchestra",
+]
+
+
+def test_tfidf_topk_is_exact_and_batch_invariant():
+    index = build_index(CONTEXT_TEXTS, "tfidf")
+    queries = ["The stone bridge was closed by heavy rain.", "A symphony by the orchestra.", "zzz qqq"]
+    idx1, sc1 = top_k(index, queries, k=3, batch_size=1)
+    idx2, sc2 = top_k(index, queries, k=3, batch_size=256)
+    assert (idx1 == idx2).all() and np.allclose(sc1, sc2)
+    assert idx1[0, 0] == 4 and set(idx1[1, :2]) == {2, 5}
+    assert (idx1[2] == -1).all()  # nothing shared: padded, not invented
+    dense = (index.query_vectors(queries[:1]) @ index.matrix.T).toarray()[0]
+    assert np.isclose(sc1[0, 0], dense.max())
+    excluded, _ = top_k(index, queries[:1], k=3, exclude=[np.array([4])])
+    assert 4 not in excluded[0]
+
+
+def test_bm25_matches_rank_bm25_scores():
+    from rank_bm25 import BM25Okapi
+
+    index = build_index(CONTEXT_TEXTS, "bm25", ngram_range=(1, 1))
+    analyzer = index.vectorizer.build_analyzer()
+    reference = BM25Okapi([analyzer(t) for t in CONTEXT_TEXTS])
+    query = "heavy rain over the old stone bridge"
+    expected = reference.get_scores(analyzer(query))
+    ours = (index.query_vectors([query]) @ index.matrix.T).toarray()[0]
+    assert np.allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+# --- coherence model ----------------------------------------------------------------------------------------------
+
+def test_rank_logits_equal_the_full_forward_pass():
+    torch.manual_seed(0)
+    vocab = Vocab.build(CONTEXT_TEXTS, min_count=1)
+    model = CoherenceModel(len(vocab), 8, 12).eval()
+    left, sent, right = CONTEXT_TEXTS[:3], ["heavy rain"] * 3, CONTEXT_TEXTS[3:]
+    enc = lambda texts: encode_texts(model, vocab, texts)  # noqa: E731
+    fast = model.rank_logits(enc(sent)[0], enc(left), enc(right))
+    ids = [torch.nn.utils.rnn.pad_sequence([torch.tensor(vocab.encode(t, 64)) for t in x], batch_first=True)
+           for x in (left, sent, right)]
+    lens = [torch.tensor([len(vocab.encode(t, 64)) for t in x]) for x in (left, sent, right)]
+    with torch.no_grad():
+        full = model(ids[0], lens[0], ids[1], lens[1], ids[2], lens[2]).numpy()
+    assert np.allclose(fast, full, atol=1e-5)
+
+
+def synthetic_corpus(n_docs=240, length=12, seed=0) -> pd.DataFrame:
+    """Each document walks through a topic's vocabulary in order; a coherent centre continues its neighbours."""
+    rng = np.random.default_rng(seed)
+    docs = {}
+    for d in range(n_docs):
+        topic = d % 6
+        docs[f"doc{d}"] = [f"t{topic} w{topic}_{i} w{topic}_{i + 1} filler{rng.integers(3)} ." for i in range(length)]
+    return sentences_table(docs)
+
+
+def test_coherence_model_learns_a_synthetic_task(tmp_path):
+    sentences = synthetic_corpus()
+    contexts = context_windows(sentences, k=1)
+    examples = training_examples(contexts, sentences, 200, seed=1)
+    assert set(examples["label"]) == {0, 1} and (examples["negative_kind"] != "none").sum() > 150
+    settings = CoherenceSettings(max_train_contexts=4000, epochs=5, hidden=32, embedding_dim=16, batch_size=32,
+                                 lr=3e-3)
+    trained = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
+    held = trained.metrics["heldout"]
+    # Random replacements come from other topics (easy); same-document ones only break the word sequence.
+    assert held["roc_auc_random"] > 0.95 and held["roc_auc"] > 0.8 and held["accuracy"] > 0.7, held
+    again = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
+    assert again.reused and again.folder == trained.folder
+
+
+# --- the flow -----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def query_file(tmp_path):
+    path = tmp_path / "queries.txt"
+    path.write_text("The bridge over the river was inspected by engineers.\nThe symphony was praised.\n"
+                    "Xylophone quorum zeitgeist.\n")
+    return path
+
+
+def run_flow(tiny_corpus, query_file, tmp_path, **kw):
+    from flows.retrieve_contexts import retrieve_contexts
+
+    return retrieve_contexts(sentences=str(query_file), corpora=[CorpusSettings(source=str(tiny_corpus))],
+                             coherence=SMALL_MODEL, output_dir=str(tmp_path / "out"),
+                             selection=SelectionSettings(screen_k=50, contexts_per_sentence=3), **kw)
+
+
+def test_flow_writes_contexts_and_quarantines_unmatched(prefect_harness, tiny_corpus, query_file, tmp_path):
+    paths = run_flow(tiny_corpus, query_file, tmp_path)
+    table = pq.read_table(paths["contexts"])
+    assert table.schema.equals(CONTEXTS_SCHEMA)
+    frame = table.to_pandas()
+    assert frame["sentence"].nunique() == 2 and (frame.groupby("sentence")["rank"].apply(
+        lambda r: r.tolist() == list(range(len(r))))).all()
+    assert frame.groupby("sentence")["chunk_id"].apply(lambda c: c.is_unique).all()
+    rejected = pq.read_table(paths["rejected"]).to_pandas()
+    assert rejected["sentence"].tolist() == ["Xylophone quorum zeitgeist."]
+    assert rejected["reason"].tolist() == ["no_screening_match"]
+    manifest = json.loads(open(paths["manifest"]).read())
+    assert manifest["counts"]["sentences"] == 3 and "heldout" in manifest["coherence_model"]["metrics"]
+    assert manifest["parameters"]["device"]["device"] in ("cpu", "cuda")
+    mtime = (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns
+    run_flow(tiny_corpus, query_file, tmp_path)  # unchanged: skipped
+    assert (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns == mtime
+
+
+@pytest.mark.slow
+def test_flow_on_a_loopback_dask_cluster_matches_threads(prefect_harness, tiny_corpus, query_file, tmp_path):
+    from distributed import LocalCluster
+
+    threads = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "t")["contexts"])
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        paths = run_flow(tiny_corpus, query_file, tmp_path / "d", dask_address=cluster.scheduler_address,
+                         shard_size=1)
+    dask, threads = pq.read_table(paths["contexts"]).to_pandas(), threads.to_pandas()
+    floats = ["screen_score", "coherence_score", "rank_score"]  # other shard sizes pad batches differently
+    assert dask.drop(columns=floats).equals(threads.drop(columns=floats))
+    assert np.allclose(dask[floats], threads[floats], atol=1e-5)
+
+
+def test_bad_inputs(tmp_path, tiny_corpus):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n")
+    with pytest.raises(ConfigError, match="holds no sentences"):
+        load_query_sentences(empty)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"caf\xe9 \xff\xfe")
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_query_sentences(binary)
+    with pytest.raises(ConfigError, match="none of the columns"):
+        pd.DataFrame({"x": [1]}).to_parquet(tmp_path / "x.parquet")
+        load_query_sentences(tmp_path / "x.parquet")
+    with pytest.raises(ConfigError, match="yielded no sentences"):
+        (tmp_path / "empty_corpus").mkdir()
+        load_corpus(CorpusSettings(source=str(tmp_path / "empty_corpus")))
+
+
+def test_corpus_smaller_than_k_uses_every_context(prefect_harness, tiny_corpus, query_file, tmp_path):
+    paths = run_flow(tiny_corpus, query_file, tmp_path)  # screen_k=50 > the 5 contexts of the tiny corpus
+    frame = pq.read_table(paths["contexts"]).to_pandas()
+    assert frame.groupby("sentence").size().max() <= 3 and len(frame) > 0
+
+
+def test_tokenize_lowercases_and_splits_punctuation():
+    assert tokenize("The U.S. bridge, closed!") == ["the", "u", ".", "s", ".", "bridge", ",", "closed", "!"]
+
+
+def test_interrupted_run_reuses_finished_shards(prefect_harness, tiny_corpus, query_file, tmp_path):
+    paths = run_flow(tiny_corpus, query_file, tmp_path, shard_size=1)
+    first = pq.read_table(paths["contexts"])
+    folder = tmp_path / "out" / "retrieve-contexts"
+    shards = sorted(folder.glob(".shards/*/*.parquet"))
+    assert len(shards) == 3
+    stamps = {p: p.stat().st_mtime_ns for p in shards}
+    # Simulate a run killed before it committed: the manifest and one shard are missing.
+    (folder / "manifest.json").unlink()
+    shards[0].unlink()
+    again = run_flow(tiny_corpus, query_file, tmp_path, shard_size=1)
+    assert {p: p.stat().st_mtime_ns for p in shards[1:]} == {p: stamps[p] for p in shards[1:]}
+    assert shards[0].exists()
+    assert pq.read_table(again["contexts"]).equals(first)
+
+
+@pytest.mark.slow
+def test_flow_on_a_process_pool_matches_threads(prefect_harness, tiny_corpus, query_file, tmp_path):
+    threads = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "t")["contexts"]).to_pandas()
+    procs = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "p", workers="processes",
+                                   shard_size=1)["contexts"]).to_pandas()
+    floats = ["screen_score", "coherence_score", "rank_score"]
+    assert procs.drop(columns=floats).equals(threads.drop(columns=floats))
+    assert np.allclose(procs[floats], threads[floats], atol=1e-5)
