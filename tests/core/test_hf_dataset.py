@@ -43,7 +43,8 @@ def test_triples_and_pairs_round_trip_with_sentence_transformers_columns(tmp_pat
     triples = write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES)
     pairs = write_stage(tmp_path, "label-pairs", "pairs", PAIRS)
     parquet = datasets.load_dataset("parquet", data_files=str(triples), split="train")
-    assert parquet.to_list() == TRIPLES  # the stage table itself loads as a dataset
+    assert parquet.to_list() == TRIPLES  # the stage tables themselves load as datasets
+    assert datasets.load_dataset("parquet", data_files=str(pairs), split="train").to_list() == PAIRS
 
     folder = export_dataset(tmp_path, "triples")
     saved = datasets.load_from_disk(str(folder))
