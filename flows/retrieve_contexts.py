@@ -29,7 +29,13 @@ from tasks.core.runners import runner_kind, task_runner
 from tasks.core.store import fingerprint, outputs_current, read_manifest, sha256_path, write_manifest, write_parquet
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
-from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings, build_or_load_index, retrieve_shard
+from tasks.retrieve.retrieval import (
+    CONTEXTS_SCHEMA,
+    INDEX_FORMAT,
+    SelectionSettings,
+    build_or_load_index,
+    retrieve_shard,
+)
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -55,7 +61,7 @@ def prepare_index(corpora: list[CorpusSettings], window_k: int, chunk_size: int,
     contexts = context_windows(sentences, window_k, chunk_size)
     corpus_key = fingerprint({"inputs": [i["sha256"] for i in inputs], "corpora": [c.model_dump() for c in corpora],
                               "k": window_k, "chunk_size": chunk_size})
-    index_key = fingerprint({"corpus": corpus_key, "screener": selection.screener,
+    index_key = fingerprint({"corpus": corpus_key, "screener": selection.screener, "format": INDEX_FORMAT,
                              "ngram": [selection.ngram_min, selection.ngram_max]})
     index_dir = build_or_load_index(contexts, stsgen_home() / "index" / index_key[:32], selection)
     return sentences, contexts, inputs, stats, corpus_key, index_dir

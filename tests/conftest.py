@@ -69,7 +69,9 @@ def servers_left_behind(marker: str) -> list[str]:
             if not any(c in cmd for c in SERVER_COMMANDS) or marker.encode() not in _proc(entry.name, "environ"):
                 continue
             state, ppid = _proc(entry.name, "stat").decode().rsplit(")", 1)[1].split()[:2]
-            parent_ours = int(ppid) != 1 and marker.encode() in _proc(ppid, "environ")
+            # /proc/<pid>/environ is the environment a process started with: this process (which set the marker
+            # after it started) is recognised by its pid.
+            parent_ours = int(ppid) == os.getpid() or (int(ppid) != 1 and marker.encode() in _proc(ppid, "environ"))
         except (OSError, ValueError):
             continue
         if state != "Z" and not parent_ours:

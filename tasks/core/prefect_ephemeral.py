@@ -12,6 +12,7 @@ comes when the process ends, however the client call that started the server was
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import subprocess
@@ -57,6 +58,15 @@ def popen_dying_with_parent(*args, **kwargs) -> subprocess.Popen:
     if error is not None:
         raise error
     return process
+
+
+def _forget_spawner_in_child() -> None:
+    global _spawner
+    _spawner = None  # a forked child has no spawner thread: it starts its own on first use
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_spawner_in_child)
 
 
 def ephemeral_server_dies_with_parent() -> bool:

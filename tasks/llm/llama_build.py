@@ -47,10 +47,35 @@ VENV_DIR = Path("lib") / "llama.cpp"
 NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 
+def compiler_accepts(flags: str) -> bool:
+    """Whether the C compiler CMake will pick (CC, else cc) compiles an empty file with `flags` (GCC/clang ≤ 10 know
+    no -mno-amx-*)."""
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if not compiler:
+        return False
+    done = subprocess.run([compiler, *shlex.split(flags), "-x", "c", "-c", "-o", os.devnull, "-"], input=b"",
+                          capture_output=True)
+    return done.returncode == 0
+
+
 def platform_cmake_flags() -> list[str]:
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+    if platform.machine().lower() not in ("x86_64", "amd64") or not compiler_accepts(NO_AMX):
         return []
     return [f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}"]
+
+
+def cmake_flags() -> list[str]:
+    """The build's flags; a user's CMAKE_C_FLAGS / CMAKE_CXX_FLAGS (STSGEN_LLAMA_CMAKE_ARGS) extend ours rather than
+    replace them (CMake keeps the last -D of a name)."""
+    ours = {f.split("=", 1)[0]: f.split("=", 1)[1] for f in platform_cmake_flags()}
+    extra = []
+    for flag in extra_cmake_flags():
+        name, _, value = flag.partition("=")
+        if name in ours:
+            ours[name] = f"{ours[name]} {value}".strip()
+        else:
+            extra.append(flag)
+    return CMAKE_FLAGS + [f"{name}={value}" for name, value in ours.items()] + extra
 
 
 def extra_cmake_flags() -> list[str]:
@@ -143,7 +168,7 @@ def link_into_venv(built: Path, prefix: str | Path = sys.prefix) -> Path:
 
 
 def main(argv: list[str]) -> None:
-    flags = CMAKE_FLAGS + platform_cmake_flags() + extra_cmake_flags()
+    flags = cmake_flags()
     if argv[:1] == ["build"] and len(argv) == 2:  # setup, before the dependencies are installed
         print(f"stsgen: {build(argv[1], flags)}", file=sys.stderr)
         return

@@ -87,6 +87,11 @@ def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: Selectio
     return folder
 
 
+# The index is a joblib pickle, which names its class's module: a move of that class (tasks.screening →
+# tasks.retrieve.screening) makes older pickles unreadable, so the format is part of the index's cache key.
+INDEX_FORMAT = "screening-index-v2"
+
+
 @functools.lru_cache(maxsize=4)
 def _load_index(folder: str, digest: str):
     # `digest` is part of the cache key: a rebuilt index at the same path is reloaded.

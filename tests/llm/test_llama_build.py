@@ -44,6 +44,23 @@ def test_amx_is_left_out_on_x86_64_and_the_cpu_is_part_of_the_cache_key(monkeypa
     assert llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS) != here  # -march=native: another CPU rebuilds
 
 
+def test_a_users_compiler_flags_extend_the_no_amx_flags_and_an_old_compiler_gets_none(monkeypatch):
+    monkeypatch.setattr(llama_build, "platform_cmake_flags", lambda: [f"-DCMAKE_C_FLAGS={llama_build.NO_AMX}",
+                                                                     f"-DCMAKE_CXX_FLAGS={llama_build.NO_AMX}"])
+    monkeypatch.setenv("STSGEN_LLAMA_CMAKE_ARGS", "-DCMAKE_C_FLAGS=-O3 -DGGML_CUDA=ON")
+    flags = llama_build.cmake_flags()
+    assert f"-DCMAKE_C_FLAGS={llama_build.NO_AMX} -O3" in flags and "-DGGML_CUDA=ON" in flags
+    assert sum(f.startswith("-DCMAKE_C_FLAGS=") for f in flags) == 1  # one, merged: CMake keeps only the last
+    monkeypatch.undo()
+    monkeypatch.setattr(llama_build.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(llama_build, "compiler_accepts", lambda flags: False)  # GCC ≤ 10: no -mno-amx-*
+    assert llama_build.platform_cmake_flags() == []
+
+
+def test_the_compiler_probe_rejects_a_flag_the_compiler_does_not_know():
+    assert not llama_build.compiler_accepts("-mno-such-flag-stsgen")
+
+
 def fake_build(folder: Path) -> Path:
     folder.mkdir(parents=True)
     (folder / "llama-server").write_text("#!/bin/sh\n")
