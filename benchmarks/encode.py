@@ -1,7 +1,7 @@
 """Encoding speed of a trained surrogate: the reference loop's encoder (`benchmarks.reference_loop.encode`, length-sorted batches) versus
 sentence-transformers encoding the same sentences with the same weights, in one run; the embeddings must agree.
 
-    .venv/bin/python -m benchmarks.encode [--model data/outputs/train-surrogate/model] [--sentences 3000]
+    .venv/bin/python -m benchmarks.encode [--model data/outputs/latest/train-surrogate/model] [--sentences 3000]
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from tasks.train.backbones import BackboneSettings, load_backbone  # noqa: E402
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="data/outputs/train-surrogate/model",
+    ap.add_argument("--model", default="data/outputs/latest/train-surrogate/model",
                     help="a sentence-transformers folder (ours, or all-minilm-l6-v2 for the stock model)")
     ap.add_argument("--sentences", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=64)

@@ -4,7 +4,7 @@ retrieve-contexts and label-pairs run with the thread pool, then on a loopback D
 joined over TCP, started by the flow: `workers="dask"`), on the same inputs. Reports wall time per arm and whether
 the outputs agree. (Workers of an external cluster need PREFECT_API_URL of the Prefect server the flow uses.)
 
-    .venv/bin/python -m benchmarks.scaleout --triples data/outputs/generate-sts-triples/triples.parquet \\
+    .venv/bin/python -m benchmarks.scaleout --triples data/outputs/latest/generate-sts-triples/triples.parquet \\
         [--max-triples 40] [--dask-workers 2]
 """
 
@@ -35,7 +35,7 @@ def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    ap.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
     ap.add_argument("--max-triples", type=int, default=40)
     ap.add_argument("--dask-workers", type=int, default=2)
     args = ap.parse_args()

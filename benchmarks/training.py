@@ -4,8 +4,8 @@ split, seed and step budget: STS-B dev and test Spearman ×100 (best-on-dev weig
 Rows, per backbone: zero-shot; unsupervised SimCSE (dropout positives) on the same source sentences; InfoNCE on the
 triples; + hierarchical triplet; + context-label regression. For the BeLLM decoder also 0 vs 1 bidirectional layers.
 
-    .venv/bin/python -m benchmarks.training --triples data/outputs/generate-sts-triples/triples.parquet \
-        --pairs data/outputs/label-pairs/pairs.parquet [--steps 100] [--backbones encoder,bellm]
+    .venv/bin/python -m benchmarks.training --triples data/outputs/latest/generate-sts-triples/triples.parquet \
+        --pairs data/outputs/latest/label-pairs/pairs.parquet [--steps 100] [--backbones encoder,bellm]
 
 With `--variants RUN` (a pipeline run's output folder) the rows are data variants instead, encoder backbone: the
 triples the run would have kept without the verifier (earliest rule-passing generation per slot), the verified
@@ -119,8 +119,8 @@ def rows_and_data(args, heldout_fraction: float, seed: int) -> list[tuple[str, B
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
-    ap.add_argument("--pairs", default="data/outputs/label-pairs/pairs.parquet")
+    ap.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
+    ap.add_argument("--pairs", default="data/outputs/latest/label-pairs/pairs.parquet")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--dev-pairs", type=int, default=500, help="STS-B dev pairs for model selection during training")

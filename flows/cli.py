@@ -130,7 +130,7 @@ def _generate(args: argparse.Namespace) -> int:
 
     return _with_llm(args, lambda llm: generate_sts_triples(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, output_dir=args.output_dir))
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, output_dir=args.output_dir, run=args.run))
 
 
 def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
@@ -243,7 +243,7 @@ def _pipeline(args: argparse.Namespace) -> int:
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,
         label=with_device(label_settings(args, seed=args.seed), args.device),
-        workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, **sizes))
+        workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, run=args.run, **sizes))
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -258,7 +258,7 @@ def _label(args: argparse.Namespace) -> int:
         return label_pairs(contexts=args.contexts if uses_contexts(settings) else None,
                            triples=None if args.pairs else args.triples, pairs=args.pairs,
                            label=settings, calibration=args.calibration, llm=llm, workers=args.workers,
-                           dask_address=args.dask_address, output_dir=args.output_dir)
+                           dask_address=args.dask_address, output_dir=args.output_dir, run=args.run)
 
     if uses_rating(settings):  # the LLM rates the pairs: --base-url, or the embedded local server
         return _with_llm(args, job)
@@ -281,7 +281,7 @@ def _retrieve(args: argparse.Namespace) -> int:
                                   contexts_per_sentence=args.contexts_per_sentence)
     paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
                               coherence=with_device(CoherenceSettings(), args.device), workers=args.workers,
-                              dask_address=args.dask_address, output_dir=args.output_dir)
+                              dask_address=args.dask_address, output_dir=args.output_dir, run=args.run)
     _print_outputs(paths)
     return 0
 
@@ -306,7 +306,7 @@ def _train(args: argparse.Namespace) -> int:
     with _progress_bar(Console(stderr=True)):
         paths = train_surrogate(triples=args.triples, pairs=args.pairs, train_settings=settings,
                                 mining_corpus=args.mining_corpus,
-                                eval_sets=args.eval_set, output_dir=args.output_dir)
+                                eval_sets=args.eval_set, output_dir=args.output_dir, run=args.run)
     _print_outputs(paths)
     return 0
 
@@ -400,6 +400,24 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_run_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--run", default="auto", help="this run's folder under --output-dir (default auto: <UTC "
+                   "date-time>-<flow run name>); <output-dir>/latest points at the last finished run")
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from tasks.core.runs import list_runs, prune_runs
+
+    if args.action == "prune":
+        removed = prune_runs(args.output_dir, args.keep)
+        print(f"removed {len(removed)} run(s): {', '.join(removed) or '-'}")
+        return 0
+    print("| run | status | stages | latest |\n|---|---|---|---|")
+    for r in list_runs(args.output_dir):
+        print(f"| {r['name']} | {r['status']} | {', '.join(r['stages']) or '-'} | {'yes' if r['latest'] else ''} |")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -419,6 +437,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--max-attempts", type=int, default=3)
         add_verifier_arguments(p)
         p.add_argument("--output-dir", default="data/outputs")
+        add_run_argument(p)
         if name != "generate":
             add_labeler_arguments(p, "--label-lm")
             p.add_argument("--preset", choices=("quick", "full"), default="quick",
@@ -427,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
             add_device_argument(p)
         p.set_defaults(func=_generate if name == "generate" else _pipeline)
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
-    p.add_argument("--sentences", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--sentences", default="data/outputs/latest/generate-sts-triples/triples.parquet")
     p.add_argument("--corpus", action="append", default=None,
                    help="corpus source (repeatable); default: the gensim default corpus")
     p.add_argument("--document-split", choices=("file", "blank_lines"), default="file")
@@ -439,10 +458,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_arguments(p)
     add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
+    add_run_argument(p)
     p.set_defaults(func=_retrieve)
     p = sub.add_parser("label", help="run label-pairs once (stage 3)")
-    p.add_argument("--contexts", default="data/outputs/retrieve-contexts/contexts.parquet")
-    p.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--contexts", default="data/outputs/latest/retrieve-contexts/contexts.parquet")
+    p.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
     p.add_argument("--pairs", help="a pairs Parquet (s1/s2 or sentence1/sentence2[, relation, gold]) instead of "
                    "triples")
     add_labeler_arguments(p, "--lm")
@@ -454,9 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_runner_arguments(p)
     add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
+    add_run_argument(p)
     p.set_defaults(func=_label)
     p = sub.add_parser("train", help="run train-surrogate once (stage 4)")
-    p.add_argument("--triples", default="data/outputs/generate-sts-triples/triples.parquet")
+    p.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
     p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
     p.add_argument("--backbone", choices=("encoder", "bellm"), default="encoder")
     p.add_argument("--model", default=None, help="backbone source (default: all-MiniLM-L6-v2 / SmolLM2-135M)")
@@ -484,14 +505,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
     add_device_argument(p)
     p.add_argument("--output-dir", default="data/outputs")
+    add_run_argument(p)
     p.set_defaults(func=_train)
     p = sub.add_parser("eval", help="evaluate a local model folder on STS-B dev/test (+ --eval-set …)")
-    p.add_argument("model", help="a sentence-transformers folder (e.g. data/outputs/train-surrogate/model)")
+    p.add_argument("model", help="a sentence-transformers folder (e.g. data/outputs/latest/train-surrogate/model)")
     p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
     p.add_argument("--json", help="also write the results as JSON here")
     p.set_defaults(func=_eval)
     p = sub.add_parser("export", help="write stage tables as Hugging Face datasets with dataset cards")
-    p.add_argument("--output-dir", default="data/outputs", help="the output_dir the stages wrote to")
+    p.add_argument("--output-dir", default="data/outputs/latest", help="the run folder the stages wrote to")
     p.add_argument("--table", action="append", choices=("triples", "pairs"), help="default: both")
     p.add_argument("--push-to-hub", metavar="REPO", help="also upload (needs a hub token and network; "
                    "REPO-triples / REPO-pairs when both are exported)")
@@ -515,6 +537,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("action", choices=("prepare",))
     p.add_argument("names", nargs="*")
     p.set_defaults(func=_models)
+    p = sub.add_parser("runs", help="list the run folders under --output-dir, or prune the older ones")
+    p.add_argument("action", choices=("list", "prune"))
+    p.add_argument("--output-dir", default="data/outputs")
+    p.add_argument("--keep", type=int, default=5, help="prune: finished runs to keep besides latest")
+    p.set_defaults(func=_runs)
+
     p = sub.add_parser("serve", help="serve the deployments from this process (flow.serve)")
     p.set_defaults(func=_serve)
     return parser

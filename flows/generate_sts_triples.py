@@ -29,6 +29,7 @@ from tasks.core.config import (
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import run_scoped
 from tasks.core.store import fingerprint, outputs_current, read_manifest, write_manifest, write_parquet
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
@@ -143,6 +144,7 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
 
 
 @flow(name=STAGE, log_prints=True)
+@run_scoped
 def generate_sts_triples(
     n: int = 20,
     pattern: Literal["sts", "nli"] = "sts",
@@ -156,6 +158,7 @@ def generate_sts_triples(
     max_attempts: int = 3,
     batch_size: int = 32,
     output_dir: str = "data/outputs",
+    run: str | None = None,
 ) -> dict[str, str]:
     """Generate STS triples; returns the output file paths.
 

@@ -28,6 +28,7 @@ from tasks.core.device import device_info, resolve_device
 from tasks.core.env_settings import env
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runners import runner_kind, task_runner
+from tasks.core.runs import run_scoped
 from tasks.core.store import (
     fingerprint,
     outputs_current,
@@ -102,6 +103,7 @@ def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings) -> tuple[p
 
 
 @flow(name=STAGE, log_prints=True)
+@run_scoped
 def label_pairs(
     contexts: str | None = None,
     triples: str | None = None,
@@ -115,6 +117,7 @@ def label_pairs(
     max_workers: int = 1,
     dask_address: str | None = None,
     output_dir: str = "data/outputs",
+    run: str | None = None,
 ) -> dict[str, str]:
     """Label sentence pairs (label.method: context-vector labels, the LLM's rating, or both). Input: `contexts` (a
     contexts.parquet from retrieve-contexts; not needed by label.method = 'llm_rating') and either `triples` (a triples.parquet) or `pairs` (a Parquet with

@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger
 from tasks.contracts import read_triples
 from tasks.core.artifacts import publish_image, publish_table
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import run_scoped
 from tasks.core.store import fingerprint, outputs_current, sha256_path, sha256_tree, write_json, write_manifest
 from tasks.core.sts_data import read_stsb
 from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
@@ -29,7 +30,9 @@ CODE_VERSION = "patterns-v1"
 
 
 @flow(name=STAGE, log_prints=True)
-def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir: str = "data/outputs"
+@run_scoped
+def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir: str = "data/outputs",
+                    run: str | None = None
                     ) -> dict[str, str]:
     """Pattern complexity of `triples` next to STS-B dev; `encoder`: the backbone whose cosine is measured (a name
     or a sentence-transformers / transformers folder)."""

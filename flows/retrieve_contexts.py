@@ -26,6 +26,7 @@ from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, resolve_device
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runners import runner_kind, task_runner
+from tasks.core.runs import run_scoped
 from tasks.core.store import fingerprint, outputs_current, read_manifest, sha256_path, write_manifest, write_parquet
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
@@ -86,6 +87,7 @@ def coherence_task(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: 
 
 
 @flow(name=STAGE, log_prints=True)
+@run_scoped
 def retrieve_contexts(
     sentences: str,
     corpora: list[CorpusSettings] | None = None,
@@ -98,6 +100,7 @@ def retrieve_contexts(
     max_workers: int = 2,
     dask_address: str | None = None,
     output_dir: str = "data/outputs",
+    run: str | None = None,
 ) -> dict[str, str]:
     """Context sets for every sentence of `sentences` (a triples.parquet, a Parquet with a `sentence`/`text`
     column, or a text file with one sentence per line). Returns output paths."""

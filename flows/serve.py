@@ -14,17 +14,17 @@ from flows.train_surrogate import train_surrogate
 
 def serve() -> None:
     prefect_serve(
-        generate_sts_triples.to_deployment(name="adhoc-served", parameters={"n": 20}),
-        generate_sts_triples.to_deployment(name="nightly-served", cron="0 2 * * *", parameters={"n": 200}),
+        generate_sts_triples.to_deployment(name="adhoc-served", parameters={"n": 20, "run": "auto"}),
+        generate_sts_triples.to_deployment(name="nightly-served", cron="0 2 * * *", parameters={"n": 200, "run": "auto"}),
         retrieve_contexts.to_deployment(name="retrieve-adhoc-served", parameters={
-            "sentences": "data/outputs/generate-sts-triples/triples.parquet"}),
+            "sentences": "data/outputs/latest/generate-sts-triples/triples.parquet", "run": "auto"}),
         label_pairs.to_deployment(name="label-adhoc-served", parameters={
-            "triples": "data/outputs/generate-sts-triples/triples.parquet",
-            "contexts": "data/outputs/retrieve-contexts/contexts.parquet"}),
+            "triples": "data/outputs/latest/generate-sts-triples/triples.parquet",
+            "contexts": "data/outputs/latest/retrieve-contexts/contexts.parquet", "run": "auto"}),
         train_surrogate.to_deployment(name="train-adhoc-served", parameters={
-            "triples": "data/outputs/generate-sts-triples/triples.parquet"}),
-        sts_pipeline.to_deployment(name="pipeline-adhoc-served", parameters={"n": 30}),
-        sts_pipeline.to_deployment(name="pipeline-nightly-served", cron="0 3 * * *", parameters={"n": 200}),
+            "triples": "data/outputs/latest/generate-sts-triples/triples.parquet", "run": "auto"}),
+        sts_pipeline.to_deployment(name="pipeline-adhoc-served", parameters={"n": 30, "run": "auto"}),
+        sts_pipeline.to_deployment(name="pipeline-nightly-served", cron="0 3 * * *", parameters={"n": 200, "run": "auto"}),
     )
 
 

@@ -36,6 +36,7 @@ from tasks.core.config import (
 )
 from tasks.core.hf_dataset import export_run
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import run_scoped
 from tasks.core.store import read_manifest
 from tasks.evaluate.run_quality import quality_markdown, quality_rows
 from tasks.label.labeling import LabelSettings, uses_contexts
@@ -47,6 +48,7 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 
 
 @flow(name="sts-pipeline", log_prints=True)
+@run_scoped
 def sts_pipeline(
     n: int = 30,
     pattern: Literal["sts", "nli"] = "sts",
@@ -72,6 +74,7 @@ def sts_pipeline(
     max_workers: int = 2,
     dask_address: str | None = None,
     output_dir: str = "data/outputs",
+    run: str | None = None,
 ) -> dict[str, dict[str, str]]:
     """Generate triples from `corpus`, retrieve contexts for their sentences from `context_corpora` (default: the
     same corpus), label the pairs, train and evaluate a surrogate encoder (`train=False` stops after labeling).

@@ -32,6 +32,7 @@ from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, resolve_device, scaled_batch
 from tasks.core.embedding_metrics import rfd
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import run_scoped
 from tasks.core.store import (
     fingerprint,
     outputs_current,
@@ -88,12 +89,14 @@ def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[
 
 
 @flow(name=STAGE, log_prints=True)
+@run_scoped
 def train_surrogate(
     triples: str,
     pairs: str | None = None,
     train_settings: TrainSettings | None = None,
     eval_sets: list[str] | None = None,
     output_dir: str = "data/outputs",
+    run: str | None = None,
     mining_corpus: str = "default",
 ) -> dict[str, str]:
     """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from

@@ -411,7 +411,7 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
             "--contexts-per-sentence", "3",
             "--output-dir", str(tmp_path / "cli")]
     assert main(args + ["--triples", str(triples)]) == 0
-    assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "label-pairs" / "pairs.parquet").is_file()
+    assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "latest" / "label-pairs" / "pairs.parquet").is_file()
     assert main(args + ["--pairs", str(tmp_path / "missing.parquet")]) == 2
     assert "missing.parquet does not exist" in capsys.readouterr().err
     # k ≤ 0 from the command line: one clear line naming the field, no traceback, nothing written.

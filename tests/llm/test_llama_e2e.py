@@ -37,7 +37,7 @@ def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
     proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect")),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    folder = out / "generate-sts-triples"
+    folder = (out / "latest").resolve() / "generate-sts-triples"  # the run folder the CLI made
     assert str(folder / "triples.parquet") in proc.stdout and "./stsgen ui" in proc.stdout
     triples = pq.read_table(folder / "triples.parquet")
     rejected = pq.read_table(folder / "rejected.parquet")

@@ -30,8 +30,8 @@ def test_deployment_run_via_worker(shared_stack, adhoc_generate_run):
     # The run `prefect deployment run generate-sts-triples/adhoc -p n=4 … --watch` (tests/conftest.py) started:
     # the worker picked it up, ran it in its own process against the scripted LLM server, and it completed.
     out, requests = adhoc_generate_run["out"], adhoc_generate_run["requests"]
-    triples = pq.read_table(out / "generate-sts-triples" / "triples.parquet")
+    triples = pq.read_table(out / "latest" / "generate-sts-triples" / "triples.parquet")
     judged = sum(is_judge_request(r["body"]["messages"]) for r in requests)
     assert triples.num_rows == 4 and (len(requests) - judged, judged) == (12, 12)  # each one judged
-    manifest = json.loads((out / "generate-sts-triples" / "manifest.json").read_text())
+    manifest = json.loads((out / "latest" / "generate-sts-triples" / "manifest.json").read_text())
     assert manifest["parameters"]["llm"]["model"] == "scripted-model"

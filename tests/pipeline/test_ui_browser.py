@@ -213,7 +213,7 @@ def check_ui(base_url: str, generate_id: str, label_id: str, anchors: list[str])
 def test_ui_shows_stage_artifacts(shared_stack, adhoc_generate_run, tiny_lm_dir, tmp_path):
     settings, info, _ = shared_stack
     out, generate_id = adhoc_generate_run["out"], adhoc_generate_run["flow_run_id"]
-    triples_path = out / "generate-sts-triples" / "triples.parquet"
+    triples_path = (out / "latest").resolve() / "generate-sts-triples" / "triples.parquet"
     triples = pq.read_table(triples_path)
     assert triples.num_rows == 4
     contexts = hand_made_contexts(triples_path, tmp_path / "contexts.parquet")
@@ -223,7 +223,7 @@ def test_ui_shows_stage_artifacts(shared_stack, adhoc_generate_run, tiny_lm_dir,
         "triples": str(triples_path), "contexts": str(contexts), "output_dir": str(label_out),
         "label": {"method": "context", "lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3,
                   "reference_sentences": 0}})
-    assert (label_out / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
+    assert (label_out / "latest" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
     shots = check_ui(info["ui"], generate_id, label_id, triples.column("anchor").to_pylist())
     assert len(shots) == 7, shots
