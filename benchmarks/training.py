@@ -129,12 +129,15 @@ def main() -> None:
     ap.add_argument("--negatives", default=None, help="a pipeline run's output folder: rows per InfoNCE negatives")
     ap.add_argument("--mining-corpus", default="default")
     ap.add_argument("--mined", type=int, default=2, help="mined negatives per triple")
+    ap.add_argument("--rows", default=None, help="comma-separated row numbers (from 1) to run; default all")
     ap.add_argument("--save-best", default=None, help="export the row best on STS-B dev to this folder (for "
                     "`stsgen eval` on other sets)")
     args = ap.parse_args()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
                          dev_pairs=args.dev_pairs)
     rows = rows_and_data(args, base.heldout_fraction, base.seed)
+    if args.rows:
+        rows = [rows[int(i) - 1] for i in args.rows.split(",")]
     dev = read_stsb("dev")
     dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
     print(f"{args.steps} steps × batch {args.batch_size}; torch threads {torch.get_num_threads()}")
