@@ -32,23 +32,27 @@ import pyarrow as pa
 
 @flow(name="toy-stage")
 @run_scoped
-def toy(output_dir: str, run: str | None = None, wait_s: float = 0.0, flag: str = "") -> str:
+def toy(output_dir: str, run: str | None = None, wait_s: float = 0.0, flag: str = "", release: str = "") -> str:
     folder = Path(output_dir) / "toy-stage"
     folder.mkdir(parents=True, exist_ok=True)
     digest = write_parquet(folder / "rows.parquet", pa.table({{"x": [1, 2, 3]}}))
     if flag:
         Path(flag).write_text(str(folder))
     time.sleep(wait_s)
+    deadline = time.time() + 600
+    while release and not Path(release).exists() and time.time() < deadline:  # held until the test says so
+        time.sleep(0.1)
     write_manifest(folder, {{"stage": "toy-stage", "cache_key": fingerprint("toy")}}, {{"rows.parquet": digest}})
     return str(folder)
 
-print(toy(output_dir={out!r}, run={run!r}, wait_s={wait_s}, flag={flag!r}), flush=True)
+print(toy(output_dir={out!r}, run={run!r}, wait_s={wait_s}, flag={flag!r}, release={release!r}), flush=True)
 """
 
 
 def toy_process(out: Path, run: str | None, wait_s: float = 0.0, flag: Path | None = None,
-                env: dict | None = None) -> subprocess.Popen:
-    code = CHILD.format(root=str(PROJECT), out=str(out), run=run, wait_s=wait_s, flag=str(flag or ""))
+                env: dict | None = None, release: Path | None = None) -> subprocess.Popen:
+    code = CHILD.format(root=str(PROJECT), out=str(out), run=run, wait_s=wait_s, flag=str(flag or ""),
+                        release=str(release or ""))
     return subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -61,11 +65,12 @@ def wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120) -> None:
 
 
 def test_a_second_run_into_a_busy_folder_fails_at_start_and_the_first_completes(tmp_path, child_env):
-    out, flag = tmp_path / "out", tmp_path / "first-is-writing"
-    first = toy_process(out, "nightly", wait_s=3.0, flag=flag, env=child_env)
+    out, flag, release = tmp_path / "out", tmp_path / "first-is-writing", tmp_path / "release-the-first"
+    first = toy_process(out, "nightly", flag=flag, release=release, env=child_env)  # mid-stage until released
     wait_for(flag, first)
     second = toy_process(out, "nightly", env=child_env)
     _, err = second.communicate(timeout=180)
+    release.write_text("")
     assert second.returncode != 0 and "RunFolderBusy" in err and "is in use by another run (pid" in err
     assert "give another run name" in err
     stdout, err = first.communicate(timeout=180)

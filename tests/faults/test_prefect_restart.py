@@ -48,7 +48,7 @@ def restart_during_a_run(settings, llm, tiny_corpus, tmp_path):
     while len(llm.chat_requests()) == sent_before:  # the worker picked the run up and the flow is calling the LLM
         assert time.monotonic() < deadline, "the run never started"
         time.sleep(0.2)
-    assert not (out / "generate-sts-triples" / "manifest.json").exists()  # still in flight
+    assert not (out / "latest").exists()  # still in flight: no run under out has finished
     os.killpg(int((settings.dir / "prefect-server.pid").read_text()), signal.SIGKILL)
     time.sleep(3)
     stack.start_prefect_server(settings)  # same port, same SQLite database
@@ -59,7 +59,7 @@ def restart_during_a_run(settings, llm, tiny_corpus, tmp_path):
         time.sleep(1)
         state = flow_run_state(settings, run_id)
     assert state == "COMPLETED"
-    folder = out / "generate-sts-triples"
+    folder = (out / "latest").resolve() / "generate-sts-triples"  # the deployment's run folder (run: auto)
     manifest = json.loads((folder / "manifest.json").read_text())
     triples = pq.read_table(folder / "triples.parquet").to_pandas()
     rejected = pq.read_table(folder / "rejected.parquet").to_pandas()
