@@ -72,7 +72,8 @@ def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
     source = settings.backbone.source or settings.backbone.kind
     return {"model_name": f"stsgen surrogate ({settings.backbone.kind}, from {source})",
             "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})", "size": i["rows"],
-                                "columns": [f"<code>{c}</code>" for c in i["columns"]]} for i in inputs]}
+                                "columns": [f"<code>{c}</code>" for c in i["columns"]]}
+                               for i in inputs if "rows" in i]}  # the tables; a mining corpus is no dataset row
 
 
 def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,

@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Iterator
 
 from tasks.core.config import ConfigError
+from tasks.core.home import stsgen_home
+from tasks.core.store import MANIFEST, read_manifest, sha256_bytes, write_json  # store imports runs only lazily
 
 RUN_FILE = ".run.json"
 LATEST = "latest"
@@ -55,12 +57,6 @@ def new_run_name() -> str:
     except Exception:  # outside a flow run
         name = None
     return f"{stamp}-{name or os.getpid()}"
-
-
-def _write_json(path: Path, data: dict) -> None:
-    from tasks.core.store import write_json
-
-    write_json(path, data)
 
 
 def _point_latest(root: Path, name: str) -> None:
@@ -96,13 +92,13 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
         yield folder
     except BaseException as exc:
         if run is not None and folder.is_dir():  # a run refused before it wrote anything leaves no folder
-            _write_json(folder / RUN_FILE, record | {"status": "failed", "ended": time.time(),
+            write_json(folder / RUN_FILE, record | {"status": "failed", "ended": time.time(),
                                                      "error": type(exc).__name__})
         raise
     else:
         if run is not None:
             folder.mkdir(parents=True, exist_ok=True)
-            _write_json(folder / RUN_FILE, record | {"status": "finished", "ended": time.time()})
+            write_json(folder / RUN_FILE, record | {"status": "finished", "ended": time.time()})
             _point_latest(root, folder.name)
     finally:
         del _held[key]
@@ -112,9 +108,6 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
 
 
 def _lock_path(folder: Path) -> Path:
-    from tasks.core.home import stsgen_home
-    from tasks.core.store import sha256_bytes
-
     return stsgen_home() / "locks" / f"{sha256_bytes(str(folder.resolve()).encode())[:24]}.lock"
 
 
@@ -183,7 +176,7 @@ def register_stage(stage_folder: Path, key: str) -> None:
     written)."""
     root = _run_root(stage_folder)
     if root is not None:
-        _write_json(_index_entry(root, stage_folder.name, key),
+        write_json(_index_entry(root, stage_folder.name, key),
                     {"key": key, "folder": str(stage_folder.relative_to(root))})
 
 
@@ -200,8 +193,6 @@ def reuse_from_other_run(stage_folder: Path, key: str, committed) -> bool:
         return False
     if source.resolve() == stage_folder.resolve() or not committed(source, key):
         return False
-    from tasks.core.store import MANIFEST, read_manifest
-
     names = [*read_manifest(source)["outputs"], MANIFEST]  # the manifest last: it commits the folder
     for name in names:
         target = stage_folder / name
@@ -224,8 +215,7 @@ def list_runs(output_dir: str | Path) -> list[dict]:
             if root.is_dir() else []:
         stages = sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
         run_file = folder / RUN_FILE
-        if not run_file.is_file() and not any((folder / s / "manifest.json").is_file() or (folder / s).is_dir()
-                                              for s in stages):
+        if not run_file.is_file() and not stages:  # not a run folder
             continue
         try:
             info = json.loads(run_file.read_text()) if run_file.is_file() else {}
