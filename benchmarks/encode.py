@@ -32,7 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     from sentence_transformers import SentenceTransformer
 
-    from tasks.train.backbones import encoder_folder
+    from tasks.llm.local_models import encoder_folder
 
     folder = encoder_folder(args.model)
     frame = read_stsb("dev")

@@ -31,7 +31,7 @@ import torch  # noqa: E402
 
 from benchmarks import reference_loop  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
-from tasks.evaluate.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.core.sts_evaluation import evaluate_sources  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_backbone, load_sentence_transformer  # noqa: E402
 from tasks.train.trainer import train, training_datasets  # noqa: E402
 from tasks.train.training import LossSettings, TrainSettings, split_data  # noqa: E402

@@ -33,7 +33,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from tasks.core.sts_data import read_stsb  # noqa: E402
-from tasks.evaluate.sts_evaluation import evaluate_sources  # noqa: E402
+from tasks.core.sts_evaluation import evaluate_sources  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.train.hard_negatives import MiningSettings  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402

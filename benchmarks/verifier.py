@@ -109,7 +109,7 @@ def score(args) -> None:
         from sentence_transformers import SentenceTransformer
 
         from tasks.generate.verification import ordering_gaps
-        from tasks.train.backbones import encoder_folder
+        from tasks.llm.local_models import encoder_folder
 
         model = SentenceTransformer(str(encoder_folder("all-minilm-l6-v2")), device="cpu")
         gaps = ordering_gaps(negatives["anchor"].tolist(), negatives["positive"].tolist(),

@@ -317,7 +317,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     from sentence_transformers import SentenceTransformer
 
-    from tasks.evaluate.sts_evaluation import evaluate_sources
+    from tasks.core.sts_evaluation import evaluate_sources
     from tasks.train.model_export import BELLM_MARKER
 
     folder = Path(args.model)

@@ -25,7 +25,6 @@ from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.config import (
     ConfigError,
     CorpusSettings,
@@ -34,11 +33,10 @@ from tasks.core.config import (
     ValidationSettings,
     VerifierSettings,
 )
-from tasks.core.hf_dataset import export_run
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
 from tasks.core.store import read_manifest
-from tasks.evaluate.run_quality import quality_markdown, quality_rows
+from tasks.evaluate.run_quality import publish_run_report
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.retrieve.coherence import CoherenceSettings
 from tasks.retrieve.retrieval import SelectionSettings
@@ -112,21 +110,6 @@ def sts_pipeline(
             triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"],
             train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
             eval_sets=eval_sets, output_dir=output_dir, mining_corpus=corpus)
-    rows = []
-    for stage, paths in outputs.items():
-        manifest_path = Path(paths["manifest"])
-        manifest = read_manifest(manifest_path.parent) or {}
-        rows.append({"stage": stage, "ran": "computed" if manifest_path.stat().st_mtime >= started else "reused",
-                     "cache_key": manifest.get("cache_key", "")[:12],
-                     "seconds (when computed)": manifest.get("timings", {}).get("total_s"),
-                     "counts": {k: v for k, v in manifest.get("counts", {}).items() if isinstance(v, (int, float))},
-                     "manifest": paths["manifest"]})
-    publish_table("pipeline-stages", rows, "sts-pipeline stages (cache key, counts, manifest)")
-    publish_links("hf-datasets", export_run(Path(output_dir)),
-                  "The run's tables as Hugging Face datasets (datasets.load_from_disk, each with a dataset card)")
-    quality = quality_rows({stage: read_manifest(Path(paths["manifest"]).parent) or {}
-                            for stage, paths in outputs.items()})
-    publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" + quality_markdown(quality),
-                     "Run quality: acceptance, verifier, labels, patterns, surrogate vs backbone")
+    publish_run_report(outputs, started, output_dir)
     print(f"sts-pipeline finished in {time.perf_counter() - t0:.0f} s")
     return outputs

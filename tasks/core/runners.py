@@ -21,3 +21,18 @@ def task_runner(workers: str, dask_address: str | None, max_workers: int):
     if workers == "processes":
         return ProcessPoolTaskRunner(max_workers=max_workers)
     return ThreadPoolTaskRunner(max_workers=max_workers)
+
+
+def map_shards(shard_task, parameters: list[dict], workers: str, dask_address: str | None, max_workers: int,
+               progress=None) -> list:
+    """Run `shard_task` once per parameter set on the chosen runner; results in submission order, `progress`
+    advanced as each finishes. Each shard task writes its own file (skipped when it exists and verifies), so an
+    interrupted stage resumes at the first unfinished shard."""
+    results = []
+    with task_runner(workers, dask_address, max_workers) as runner:
+        futures = [runner.submit(shard_task, parameters=params) for params in parameters]
+        for future in futures:
+            results.append(future.result())
+            if progress is not None:
+                progress.advance(1)
+    return results

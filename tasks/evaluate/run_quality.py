@@ -4,6 +4,12 @@ surrogate against its backbone."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from tasks.core.artifacts import publish_links, publish_markdown, publish_table
+from tasks.core.hf_dataset import export_run
+from tasks.core.store import read_manifest
+
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
@@ -65,3 +71,29 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
 def quality_markdown(rows: list[dict]) -> str:
     return "\n".join(["| stage | measure | value |", "|---|---|---|",
                       *(f"| {r['stage']} | {r['measure']} | {r['value']} |" for r in rows)])
+
+
+def stage_rows(outputs: dict[str, dict[str, str]], started: float) -> list[dict]:
+    """One row per stage of a pipeline run: computed or reused (its manifest older than the run's start), cache key,
+    time, counts, manifest path."""
+    rows = []
+    for stage, paths in outputs.items():
+        manifest_path = Path(paths["manifest"])
+        manifest = read_manifest(manifest_path.parent) or {}
+        rows.append({"stage": stage, "ran": "computed" if manifest_path.stat().st_mtime >= started else "reused",
+                     "cache_key": manifest.get("cache_key", "")[:12],
+                     "seconds (when computed)": manifest.get("timings", {}).get("total_s"),
+                     "counts": {k: v for k, v in manifest.get("counts", {}).items() if isinstance(v, (int, float))},
+                     "manifest": paths["manifest"]})
+    return rows
+
+
+def publish_run_report(outputs: dict[str, dict[str, str]], started: float, output_dir: str) -> None:
+    """The pipeline run's artifacts: the stage table, the run's tables as Hugging Face datasets, the quality table."""
+    publish_table("pipeline-stages", stage_rows(outputs, started), "sts-pipeline stages (cache key, counts, manifest)")
+    publish_links("hf-datasets", export_run(Path(output_dir)),
+                  "The run's tables as Hugging Face datasets (datasets.load_from_disk, each with a dataset card)")
+    quality = quality_rows({stage: read_manifest(Path(paths["manifest"]).parent) or {}
+                            for stage, paths in outputs.items()})
+    publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" + quality_markdown(quality),
+                     "Run quality: acceptance, verifier, labels, patterns, surrogate vs backbone")

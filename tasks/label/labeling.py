@@ -21,9 +21,8 @@ sentences' overall likelihood, which otherwise puts every raw cosine near 1).
 from __future__ import annotations
 
 import functools
-import json
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -36,7 +35,9 @@ from models.coherence import encode_texts
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
-from tasks.core.store import fingerprint, read_manifest, sha256_path, write_json, write_parquet
+from tasks.core.shards import commit_shard, finished_shard
+from tasks.core.stage import key_fields
+from tasks.core.store import fingerprint, read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
 from tasks.label.llm_rating import Rating, RatingSettings
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, finish_rows
@@ -48,14 +49,26 @@ TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 
 
 LabelMethod = Literal["context", "llm_rating", "combined"]
-# Settings that decide how finished context scores and ratings become a label, not the scores themselves: shards are
-# keyed without them, so changing them re-scores nothing.
-LABEL_ONLY_FIELDS = {"method", "rating", "rating_weight", "max_batch_tokens", "threads", "device",
-                     "lm_api_key_env", "lm_max_concurrency"}
 
 
 class LabelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # How the scoring runs, not what it computes: left out of every cache key (tasks.core.stage.key_fields).
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
+                                                      "lm_max_concurrency"})
+    # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
+    # them, so changing them re-scores nothing.
+    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight"})
+
+    def key_exclusions(self) -> frozenset[str]:
+        """A served LM is identified by its model and tokenizer checksum (in the key beside these fields), not its
+        URL: another URL serving the same model reuses the scores, and the URL (it may embed credentials) goes into
+        no key."""
+        return self.NOT_IN_KEY | ({"lm"} if is_endpoint(self.lm) else frozenset())
+
+    def score_fields(self) -> dict:
+        """The fields the (sentence, context) scores depend on: the shards' key."""
+        return {k: v for k, v in key_fields(self).items() if k not in self.LABEL_ONLY}
 
     method: LabelMethod = Field(
         "llm_rating", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
@@ -399,23 +412,16 @@ def label_shard(units: list[Unit], settings: LabelSettings, reference: list[str]
                 lm_path: str | None, lm_sha256: str | None, out_path: str) -> dict:
     """One shard of units → a shard Parquet (labeled and quarantined pairs, `reason` null when labeled) and a
     marker with its checksum and counts; a shard whose marker verifies is not scored again."""
-    out = Path(out_path)
-    marker = out.with_suffix(".json")
-    if out.is_file() and marker.is_file():
-        try:
-            done = json.loads(marker.read_text())
-        except ValueError:  # a torn marker: the shard is simply redone
-            done = {}
-        if done.get("sha256") == sha256_path(out):
-            return {"path": out_path, "counts": done["counts"], "reused": True}
+    done = finished_shard(out_path)
+    if done is not None:
+        return {"path": out_path, "counts": done, "reused": True}
     trained = None
     if settings.lambda_disc:
         digest = read_manifest(Path(coherence_dir))["outputs"]["model.pt"]["sha256"]
         trained = load_trained_cached(str(coherence_dir), digest)
     lm = load_scorer(settings, lm_path, lm_sha256) if uses_lm(settings) else None
     rows, rejected, counts = label_units(units, settings, trained, lm, reference)
-    digest = write_parquet(out, finish_rows(rows + rejected, SHARD_SCHEMA))
-    write_json(marker, {"sha256": digest, "counts": counts})
+    commit_shard(out_path, finish_rows(rows + rejected, SHARD_SCHEMA), counts)
     return {"path": out_path, "counts": counts, "reused": False}
 
 

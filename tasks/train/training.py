@@ -5,7 +5,7 @@ training run reports. The training itself is `tasks/train/trainer.py` (SentenceT
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -39,6 +39,7 @@ class LossSettings(BaseModel):
 
 class TrainSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
 
     backbone: BackboneSettings = BackboneSettings()
     losses: LossSettings = LossSettings()

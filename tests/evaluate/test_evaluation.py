@@ -9,7 +9,7 @@ from scipy.stats import spearmanr
 
 from tasks.core.sts_data import read_sts_source
 from tasks.evaluate.run_quality import quality_markdown, quality_rows
-from tasks.evaluate.sts_evaluation import evaluate_sources
+from tasks.core.sts_evaluation import evaluate_sources
 from tests.conftest import PROJECT
 
 EXAMPLES = PROJECT / "data" / "examples"

@@ -55,3 +55,21 @@ def test_the_check_sees_a_crossing(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from tasks.label.labeling import LabelSettings\n\nfrom tasks import train\n")
     assert {package_of(m) for m in imported_modules(module)} >= {"label", "train"}
+
+
+STAGE_FLOWS = ("generate_sts_triples", "retrieve_contexts", "label_pairs", "train_surrogate", "report_patterns")
+
+
+def test_stage_flows_only_wire_through_the_one_stage_outline():
+    """Each stage flow hands its key, compute and publish steps to tasks.core.stage.run_stage: it builds no key,
+    checks no reuse and writes no output itself (nothing from the store), and its body fits on a screen."""
+    for name in STAGE_FLOWS:
+        path = PROJECT / "flows" / f"{name}.py"
+        imported = imported_modules(path)
+        assert "tasks.core.stage.run_stage" in imported, f"{path.name} does not use the stage outline"
+        assert not [m for m in imported if m.startswith("tasks.core.store")], f"{path.name} writes the outline again"
+        tree = ast.parse(path.read_text())
+        flow_fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+        body = flow_fn.body[1:] if isinstance(flow_fn.body[0], ast.Expr) else flow_fn.body  # after the docstring
+        assert body[-1].end_lineno - body[0].lineno + 1 <= 20, f"{name}'s body runs past a screen"
+        assert sum(isinstance(n, ast.FunctionDef) for n in tree.body) == 1, f"{path.name} holds logic beside its flow"

@@ -1,0 +1,114 @@
+"""The stage outline every stage flow follows, written once here so no flow writes it again:
+
+    inputs by content hash + the settings fields that change the result (declared on the settings classes)
+    → `stage_key` → reuse check (this run's folder, or an earlier run's by content key: tasks.core.runs)
+    → the work (shards: tasks.core.runners.map_shards) → outputs, then manifest.json last (it commits the folder)
+    → Prefect artifacts → the output paths.
+
+A stage module supplies `compute(out)`, which writes its files through `out` (a `StageFolder`: every file written
+through it is listed in the manifest with its sha256) and returns the manifest's body, and `publish(out, manifest)`,
+which creates its artifacts; `run_stage` does the rest, in that order. See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from tasks.core.store import (
+    MANIFEST,
+    fingerprint,
+    outputs_current,
+    sha256_path,
+    write_json,
+    write_manifest,
+    write_parquet,
+)
+
+
+def key_fields(settings: BaseModel) -> dict[str, Any]:
+    """The fields of `settings` that change a stage's result, for its cache key: every field but those the class
+    declares in `NOT_IN_KEY` (how the work is done — concurrency, devices, threads, endpoints — not what it
+    returns), nested settings alike. A class whose exclusions depend on its values defines `key_exclusions()`."""
+    excluded = settings.key_exclusions() if hasattr(settings, "key_exclusions") else \
+        getattr(type(settings), "NOT_IN_KEY", frozenset())
+    return {name: _key_value(getattr(settings, name)) for name in type(settings).model_fields if name not in excluded}
+
+
+def _key_value(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return key_fields(value)
+    if isinstance(value, (list, tuple)):
+        return [_key_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _key_value(v) for k, v in value.items()}
+    return value
+
+
+def stage_key(stage: str, **parts: Any) -> str:
+    """The cache key of a stage's outputs: the stage's name and everything its result depends on — input content
+    hashes, model checksums, code version, and settings objects (which enter through `key_fields`)."""
+    return fingerprint({"stage": stage, **{name: _key_value(value) for name, value in parts.items()}})
+
+
+@dataclass
+class StageFolder:
+    """One stage's folder in a run, and the files it commits under `key`."""
+
+    stage: str
+    folder: Path
+    key: str
+    files: dict[str, str]  # returned path name → file or folder name in the stage folder
+    digests: dict[str, str] = field(default_factory=dict)  # committed file (relative name) → sha256
+
+    @property
+    def paths(self) -> dict[str, str]:
+        return {name: str(self.folder / file) for name, file in self.files.items()} | \
+            {"manifest": str(self.folder / MANIFEST)}
+
+    def work_dir(self, kind: str, key: str) -> Path:
+        """Scratch space that survives an interrupted run (finished shards, checkpoints), keyed by what it holds."""
+        return self.folder / f".{kind}" / key[:16]
+
+    def write_parquet(self, name: str, table: pa.Table) -> Path:
+        self.digests[name] = write_parquet(self.folder / name, table)
+        return self.folder / name
+
+    def write_json(self, name: str, body: Any) -> Path:
+        self.digests[name] = write_json(self.folder / name, body)
+        return self.folder / name
+
+    def add(self, path: Path) -> Path:
+        """Commit a file written in the folder by other means (a plot), or every file under a folder (a model)."""
+        path = Path(path)
+        for item in ([path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())):
+            self.digests[item.relative_to(self.folder).as_posix()] = sha256_path(item)
+        return path
+
+
+def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str],
+              compute: Callable[[StageFolder], dict[str, Any]],
+              publish: Callable[[StageFolder, dict[str, Any]], None] | None = None,
+              reusable: Callable[[Path], bool] = lambda folder: True, started: float | None = None,
+              logger=None) -> dict[str, str]:
+    """Reuse the stage's committed outputs for `key` (unless `reusable(folder)` says not), or compute them: files
+    first, the manifest last (a folder without a matching manifest is never taken as done), then the artifacts.
+    `started`: when the stage began preparing (its inputs read and checked), for the manifest's `total_s`.
+    Returns the output paths either way."""
+    out = StageFolder(stage, Path(output_dir) / stage, key, files)
+    if outputs_current(out.folder, key) and reusable(out.folder):
+        if logger is not None:
+            logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
+        return out.paths
+    started = time.perf_counter() if started is None else started
+    body = compute(out)  # its writers create the folder: a stage refused before its first write leaves nothing
+    body["timings"] = {**body.get("timings", {}), "total_s": round(time.perf_counter() - started, 3)}
+    write_manifest(out.folder, {"stage": stage, "cache_key": key, **body}, out.digests)
+    if publish is not None:
+        publish(out, body)
+    return out.paths

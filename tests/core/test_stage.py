@@ -1,0 +1,95 @@
+"""The stage outline (tasks/core/stage.py) and the shard protocol (tasks/core/shards.py): the key takes the settings
+fields each class declares as result-changing, the outline reuses committed outputs, writes the manifest last and
+lists every file written through it, and a shard counts as finished only when its marker matches its file."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pytest
+
+from tasks.core.config import GenerateConfig, LLMSettings
+from tasks.core.shards import commit_shard, finished_shard
+from tasks.core.stage import key_fields, run_stage, stage_key
+from tasks.core.store import read_manifest, verify_outputs
+from tasks.label.labeling import LabelSettings
+from tasks.train.training import TrainSettings
+
+
+def test_key_fields_leave_out_what_each_settings_class_declares_nested_included():
+    base = GenerateConfig(llm=LLMSettings(base_url="http://a/v1", model="m"))
+    transport = GenerateConfig(llm=LLMSettings(base_url="http://b/v1", model="m", max_concurrency=64, timeout_s=5),
+                               batch_size=7, output_dir="elsewhere")
+    assert key_fields(base) == key_fields(transport)
+    assert "output_dir" not in key_fields(base) and "base_url" not in key_fields(base)["llm"]
+    assert stage_key("s", settings=base) == stage_key("s", settings=transport)
+    assert stage_key("s", settings=base) != stage_key("s", settings=GenerateConfig(llm=LLMSettings(
+        base_url="http://a/v1", model="other")))  # the model changes what comes back
+    assert stage_key("s", settings=base) != stage_key("s", settings=base.model_copy(update={"n": 3}))
+    assert stage_key("s", settings=base) != stage_key("t", settings=base)
+    assert "device" not in key_fields(TrainSettings()) and "steps" in key_fields(TrainSettings())
+
+
+def test_label_settings_key_leaves_out_a_served_lm_url_and_the_scores_leave_out_label_only_fields():
+    local = LabelSettings(method="context")
+    assert {"lm", "threads", "device", "lm_max_concurrency"} & set(key_fields(local)) == {"lm"}
+    served = LabelSettings(method="context", lm="http://user:secret@host:8000/v1", lm_tokenizer="smollm2-135m-instruct")
+    assert "lm" not in key_fields(served) and "secret" not in json.dumps(key_fields(served))
+    assert key_fields(served)["lm_tokenizer"] == "smollm2-135m-instruct"
+    rated = local.model_copy(update={"method": "combined", "rating_weight": 0.3})
+    assert local.score_fields() == rated.score_fields()  # a new mix re-scores nothing
+    assert key_fields(local) != key_fields(rated)  # but is a new stage output
+
+
+def _compute(calls: list, fail: bool = False):
+    def compute(out):
+        calls.append(out.key)
+        out.write_parquet("rows.parquet", pa.table({"x": [1, 2]}))
+        (out.folder / "model").mkdir(exist_ok=True)
+        (out.folder / "model" / "weights.bin").write_bytes(b"w")
+        out.add(out.folder / "model")
+        if fail:
+            raise RuntimeError("killed mid-stage")
+        return {"counts": {"rows": 2}, "timings": {"work_s": 0.1}}
+    return compute
+
+
+def test_run_stage_computes_once_writes_the_manifest_last_and_reuses(tmp_path):
+    calls, published = [], []
+    files = {"rows": "rows.parquet", "model": "model"}
+    paths = run_stage("toy", tmp_path, "k1", files, _compute(calls), lambda out, m: published.append(m["counts"]))
+    folder = tmp_path / "toy"
+    assert paths == {"rows": str(folder / "rows.parquet"), "model": str(folder / "model"),
+                     "manifest": str(folder / "manifest.json")}
+    manifest = read_manifest(folder)
+    assert manifest["stage"] == "toy" and manifest["cache_key"] == "k1" and manifest["counts"] == {"rows": 2}
+    assert set(manifest["outputs"]) == {"rows.parquet", "model/weights.bin"} and verify_outputs(folder)
+    assert set(manifest["timings"]) == {"work_s", "total_s"} and published == [{"rows": 2}]
+
+    assert run_stage("toy", tmp_path, "k1", files, _compute(calls)) == paths
+    assert calls == ["k1"]  # reused: nothing computed, nothing published
+    run_stage("toy", tmp_path, "k1", files, _compute(calls), reusable=lambda folder: False)
+    run_stage("toy", tmp_path, "k2", files, _compute(calls))
+    assert calls == ["k1", "k1", "k2"] and read_manifest(folder)["cache_key"] == "k2"
+
+
+def test_a_stage_that_fails_mid_way_leaves_no_commit(tmp_path):
+    with pytest.raises(RuntimeError):
+        run_stage("toy", tmp_path, "k1", {"rows": "rows.parquet"}, _compute([], fail=True))
+    assert (tmp_path / "toy" / "rows.parquet").is_file() and read_manifest(tmp_path / "toy") is None
+    calls = []
+    run_stage("toy", tmp_path, "k1", {"rows": "rows.parquet"}, _compute(calls))
+    assert calls == ["k1"]  # not taken as done: computed again
+
+
+def test_a_shard_is_finished_only_when_its_marker_matches_its_file(tmp_path):
+    out = tmp_path / "s" / "abc.parquet"
+    assert finished_shard(out) is None
+    commit_shard(out, pa.table({"x": [1]}), {"rows": 1})
+    assert finished_shard(out) == {"rows": 1}
+    out.with_suffix(".json").write_text('{"sha256": ')  # torn marker
+    assert finished_shard(out) is None
+    commit_shard(out, pa.table({"x": [1]}), {"rows": 1})
+    out.write_bytes(out.read_bytes() + b"x")  # the file altered after its marker
+    assert finished_shard(out) is None
