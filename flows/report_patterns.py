@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
 from tasks.core.stage import run_stage
-from tasks.evaluate.stage import OUTPUT_FILES, STAGE, pattern_inputs, patterns_key, publish_patterns, report
+from tasks.evaluate.stage import OUTPUT_FILES, STAGE, prepare_patterns, publish_patterns, report
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -28,6 +28,6 @@ def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir:
     """Pattern complexity of `triples` next to STS-B dev; `encoder`: the backbone whose cosine is measured (a name
     or a sentence-transformers / transformers folder)."""
     started = time.perf_counter()
-    inputs = pattern_inputs(triples, encoder)
-    return run_stage(STAGE, output_dir, patterns_key(inputs), OUTPUT_FILES, partial(report, inputs, encoder),
-                     publish_patterns, started=started, logger=get_run_logger())
+    job = prepare_patterns(triples, encoder)
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(report, job), publish_patterns,
+                     started=started, logger=get_run_logger())

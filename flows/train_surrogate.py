@@ -4,8 +4,8 @@
 triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
 mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical
 triplet + regression onto stage-3 labels, evaluation every N steps (STS-B dev Spearman; alignment / uniformity on
-held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/<run>/train-surrogate/model/` (a
-sentence-transformers folder with its model card), eval.json, curves, manifest. The trainer's checkpoints make an
+held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → `<output_dir>/<run>/train-surrogate/`:
+model/ (a sentence-transformers folder with its model card), eval.json, curves, manifest. The trainer's checkpoints make an
 interrupted training resume where it stopped.
 
 Multi-GPU: the flow is a plain Python function; `torchrun --nproc_per_node N -m flows.cli train …` or

@@ -34,15 +34,16 @@ def _llm_env():
     return env().llm
 
 
-class _Settings(BaseModel):
-    """Frozen, unknown fields refused. `NOT_IN_KEY`: the fields that change how a stage works, not what it returns,
-    left out of its cache key (tasks.core.stage.key_fields)."""
+class Settings(BaseModel):
+    """The base of every settings class: frozen, unknown fields refused (a typo fails at the edge with the field's
+    name). `NOT_IN_KEY`: the fields that change how a stage works, not what it returns, left out of its cache key
+    (tasks.core.stage.key_fields)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset()
 
 
-class LLMSettings(_Settings):
+class LLMSettings(Settings):
     """Where and how to call an OpenAI-compatible chat endpoint."""
 
     # How requests are sent, not what they return: another URL, key or pace serving the same model reuses the outputs.
@@ -114,7 +115,7 @@ class LLMSettings(_Settings):
         return Path(self.cache_path) if self.cache_path else stsgen_home() / "llm-cache.sqlite"
 
 
-class SamplingSettings(_Settings):
+class SamplingSettings(Settings):
     """Sampling for generations; attempt k of a rejected generation adds k*temperature_step."""
 
     temperature: float = Field(0.7, ge=0, le=2)
@@ -123,7 +124,7 @@ class SamplingSettings(_Settings):
     max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
 
 
-class ValidationSettings(_Settings):
+class ValidationSettings(Settings):
     """Rules a generation must pass (see tasks/generate/validation.py for each rule)."""
 
     min_words: int = Field(3, ge=1)
@@ -139,7 +140,7 @@ class ValidationSettings(_Settings):
         return self
 
 
-class CorpusSettings(_Settings):
+class CorpusSettings(Settings):
     """Which sentences to use as source sentences."""
 
     source: str = Field("default", description="'default' (gensim's Wikipedia + news test data) or a path.")
@@ -156,7 +157,7 @@ class CorpusSettings(_Settings):
 PatternKind = Literal["sts", "nli"]
 
 
-class PatternSettings(_Settings):
+class PatternSettings(Settings):
     kind: PatternKind = "sts"
     source: str = Field(
         "default",
@@ -173,7 +174,7 @@ class PatternSettings(_Settings):
         return v
 
 
-class VerifierSettings(_Settings):
+class VerifierSettings(Settings):
     """Checks of each generation after the rules (tasks/generate/verification.py): an LLM judge per kind, and optionally an
     encoder ordering check per triple. Rejections are quarantined with their reason and retried like any other."""
 
@@ -195,7 +196,7 @@ class VerifierSettings(_Settings):
                                 "sentence-transformers folder).")
 
 
-class GenerateConfig(_Settings):
+class GenerateConfig(Settings):
     """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
 
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size"})

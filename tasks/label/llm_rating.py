@@ -17,9 +17,9 @@ from typing import Literal
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from tasks.core.config import LLMSettings
+from tasks.core.config import LLMSettings, Settings
 from tasks.llm.client import CallResult, LLMClient
 from tasks.llm.prompting import load_template
 
@@ -27,8 +27,7 @@ RATING_PATTERN = "rating"
 _DIGIT = re.compile(r"^\s*([0-5])(?:\.\d+)?\b")
 
 
-class RatingSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class RatingSettings(Settings):
 
     prompt: Literal["plain", "guidelines"] = Field(
         "plain", description="prompts/templates/rating-<prompt>.v1.j2: 'plain' asks for one number from 0 (unrelated) "

@@ -17,12 +17,12 @@ from typing import ClassVar
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import evaluate_coherence, train_coherence
 from tasks.contracts import TrainedCoherence, load_trained
-from tasks.core.config import stsgen_home
+from tasks.core.config import Settings, stsgen_home
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
 from tasks.core.stage import key_fields
 from tasks.core.store import (
@@ -36,8 +36,7 @@ from tasks.core.store import (
 CODE_VERSION = "bilstm-coherence-v1"
 
 
-class CoherenceSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class CoherenceSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
 
     max_train_contexts: int = Field(20_000, ge=10, description="Positives sampled for training (+ as many negatives)")

@@ -19,11 +19,11 @@ import pyarrow.parquet as pq
 import torch
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from models.coherence import encode_texts
 from tasks.contracts import load_trained_cached, sentence_id
-from tasks.core.config import ConfigError
+from tasks.core.config import ConfigError, Settings
 from tasks.core.device import scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import (
@@ -44,8 +44,7 @@ CONTEXTS_SCHEMA = pa.schema([
 ])
 
 
-class SelectionSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class SelectionSettings(Settings):
 
     screener: str = Field("tfidf", pattern="^(tfidf|bm25)$")
     ngram_min: int = Field(1, ge=1, le=3)

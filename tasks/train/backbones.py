@@ -19,21 +19,20 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from models.bellm import BeLLMEncoder
 from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
-from tasks.core.config import ConfigError
+from tasks.core.config import ConfigError, Settings
 from tasks.core.store import sha256_tree
 from tasks.llm.local_models import encoder_folder, resolve_model_files
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
 
 
-class BackboneSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class BackboneSettings(Settings):
 
     kind: Literal["encoder", "bellm"] = "encoder"
     source: str | None = Field(None, description="Registered name or local path; None = the kind's default")

@@ -14,15 +14,14 @@ them: `counts.mined_negatives.without`).
 from __future__ import annotations
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from tasks.core.config import ConfigError
+from tasks.core.config import ConfigError, Settings
 
 MINED_PREFIX = "mined_negative_"
 
 
-class MiningSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class MiningSettings(Settings):
 
     num_negatives: int = Field(0, ge=0, description="Mined negatives per triple (0 = no mining)")
     range_max: int = Field(50, ge=1, description="Candidates: the anchor's top range_max corpus sentences")

@@ -9,15 +9,15 @@ from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
+from tasks.core.config import Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.train.backbones import BackboneSettings
 from tasks.train.hard_negatives import MiningSettings
 
 
-class LossSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class LossSettings(Settings):
 
     infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
     hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
@@ -37,8 +37,7 @@ class LossSettings(BaseModel):
                          "another dropout mask (ignores the other weights)")
 
 
-class TrainSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class TrainSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
 
     backbone: BackboneSettings = BackboneSettings()

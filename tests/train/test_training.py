@@ -14,7 +14,7 @@ from tasks.core.config import ConfigError
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.trainer import check_training_data, train, training_datasets
 from tasks.train.training import LossSettings, TrainSettings, split_data
-from tests.conftest import TOPICS, latest_artifacts
+from tests.conftest import TOPICS, latest_artifacts, write_tiny_corpus
 
 
 def synthetic_data():
@@ -291,10 +291,14 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     triples, pairs, _ = synthetic_data()
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
+    # Mining on (LLM negatives + mined ones): the corpus is an input of the manifest but no dataset row of the card.
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
-                                           "dev_pairs": 50})
+                                           "dev_pairs": 50, "mining": MiningSettings(num_negatives=1,
+                                                                                     relative_margin=0.0),
+                                           "losses": LossSettings(regression=1.0, negatives="both")})
+    corpus = write_tiny_corpus(tmp_path)
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
-                                  train_settings=settings, output_dir=str(tmp_path / "out"))
+                                  train_settings=settings, output_dir=str(tmp_path / "out"), mining_corpus=str(corpus))
     paths = run()
     report = json.loads(Path(paths["eval"]).read_text())
     assert set(report["results"]) == {"stsb-dev", "stsb-test"}
@@ -313,6 +317,10 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert f"shipped: step {report['shipped_step']}" in card
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
+    mined = manifest["counts"]["mined_negatives"]
+    assert mined["per_triple"] == 1 and mined["with_mined_negatives"] > 0 and mined["candidates"] > 0
+    assert {i["role"] for i in manifest["inputs"]} == {"triples", "pairs", "mining corpus"}
+    assert "mining corpus" not in card.split("## stsgen provenance")[0]  # the card's datasets: the tables only
     assert manifest["device"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")  # device "auto"
 
     artifacts = latest_artifacts()
