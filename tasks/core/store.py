@@ -36,14 +36,10 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_path(path: Path) -> str:
-    """Content hash of a file, or of a folder (relative names + file hashes, sorted)."""
+    """Content hash of a file, or of a folder (`sha256_tree`)."""
     path = Path(path)
     if path.is_dir():
-        digest = hashlib.sha256()
-        for child in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(str(child.relative_to(path)).encode())
-            digest.update(sha256_path(child).encode())
-        return digest.hexdigest()
+        return sha256_tree(path)
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 22):
@@ -53,6 +49,7 @@ def sha256_path(path: Path) -> str:
 
 def sha256_tree(path: Path) -> str:
     """Content hash of a file, or of a folder (every file's relative path and sha256, in sorted order)."""
+    path = Path(path)
     if path.is_file():
         return sha256_path(path)
     digest = hashlib.sha256()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.store import sha256_tree
+from tasks.core.store import sha256_path, sha256_tree
 
 
 @dataclass(frozen=True)
@@ -65,14 +65,6 @@ LOCAL_MODELS: dict[str, LocalModel] = {
 }
 
 
-def sha256_file(path: Path, chunk: int = 1 << 22) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _package_file(package: str, relpath: str, model: LocalModel) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -94,7 +86,7 @@ def resolve_gguf(name_or_path: str, verify: bool = True) -> tuple[Path, str]:
             raise ConfigError(
                 f"'{name_or_path}' is neither a known local model ({', '.join(LOCAL_MODELS)}) nor a GGUF file."
             )
-        return path, sha256_file(path)
+        return path, sha256_path(path)
     model = LOCAL_MODELS[name_or_path]
     files = [_package_file(p, r, model) for p, r in zip(model.packages, model.relpaths)]
     if not model.chunked:
@@ -105,6 +97,8 @@ def resolve_gguf(name_or_path: str, verify: bool = True) -> tuple[Path, str]:
     if target.is_file() and _verified_marker(target).read_text().strip() == _stamp(target, model):
         return target, model.sha256
     target.parent.mkdir(parents=True, exist_ok=True)
+    # Streamed chunk by chunk (a GGUF is GBs), not through store.atomic_write_bytes, which holds the bytes in memory:
+    # the same temp-name-then-rename protocol, hashing as it copies.
     tmp = target.with_suffix(f".tmp-{os.getpid()}")
     digest = hashlib.sha256()
     with open(tmp, "wb") as out:
@@ -138,7 +132,7 @@ def _verified_marker(target: Path) -> Path:
 
 
 def _check(path: Path, model: LocalModel) -> None:
-    actual = sha256_file(path)
+    actual = sha256_path(path)
     if actual != model.sha256:
         raise ConfigError(f"{path} has sha256 {actual}, expected {model.sha256} for {model.name}; reinstall it.")
 
