@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from prefect import get_run_logger
+from prefect import get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 
 from models.lora import merge_lora
 from tasks.contracts import TRIPLE_SLOTS, read_triples
@@ -101,6 +102,12 @@ class TrainJob:
         return fingerprint({"train": self.train_key(), "eval": [_eval_hash(s) for s in self.eval_sources]})
 
 
+# Task runs of their own in the Prefect UI (state, duration, logs); in-process, no result caching: the trainer's
+# checkpoints in the work folder are what resumes an interrupted training.
+train_task = task(train, name="train-encoder", cache_policy=NO_CACHE)
+evaluate_task = task(evaluate_sources, name="evaluate-sts", cache_policy=NO_CACHE)
+
+
 def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, eval_sets: list[str] | None,
                      mining_corpus: str, device) -> TrainJob:
     """Read and check the training data (before anything is loaded or written), the mining corpus, and load the
@@ -159,14 +166,14 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
     backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
     t1 = time.perf_counter()
-    state = train(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best weights loaded
+    state = train_task(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best loaded
     train_s = time.perf_counter() - t1
     shipped_step = state.best_step
     reverted = None  # the checkpoint the full-dev guard turned down, with its scores (kept for the record)
     if shipped_step == 0:
         results = backbone_results  # best.pt holds the backbone's own weights
     else:
-        results = evaluate_sources(encode, job.eval_sources)
+        results = evaluate_task(encode, job.eval_sources)
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
@@ -261,7 +268,7 @@ def _backbone_results(encode, sources: list[str], workdir: Path) -> dict:
         saved = json.loads(cache.read_text())
         if saved.get("eval") == key:
             return saved["results"]
-    results = evaluate_sources(encode, sources)
+    results = evaluate_task(encode, sources)
     workdir.mkdir(parents=True, exist_ok=True)
     write_json(cache, {"eval": key, "results": results})
     return results

@@ -8,8 +8,8 @@ import pytest
 from scipy.stats import spearmanr
 
 from tasks.core.sts_data import read_sts_source
-from tasks.evaluate.run_quality import quality_markdown, quality_rows
 from tasks.core.sts_evaluation import evaluate_sources
+from tasks.evaluate.run_quality import quality_markdown, quality_rows
 from tests.conftest import PROJECT
 
 EXAMPLES = PROJECT / "data" / "examples"

@@ -4,6 +4,7 @@ label-pairs flow (outputs, quarantine, skip-if-unchanged, resume)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -342,6 +343,16 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     stamp = Path(paths["pairs"]).stat().st_mtime_ns
     run_label(stage2, tmp_path, tiny_lm_dir)  # unchanged inputs and parameters: skipped
     assert Path(paths["pairs"]).stat().st_mtime_ns == stamp
+
+
+def test_unchanged_labels_are_reused_across_run_folders_without_rescoring(stage2, tmp_path, tiny_lm_dir):
+    first = run_label(stage2, tmp_path, tiny_lm_dir, run="nightly-1")
+    second = run_label(stage2, tmp_path, tiny_lm_dir, run="nightly-2")
+    assert Path(first["pairs"]).parent.parent.name == "nightly-1" and Path(second["pairs"]).parent.parent.name == \
+        "nightly-2"
+    assert Path(first["pairs"]).samefile(second["pairs"])  # hard-linked from the first run's committed folder
+    assert not (Path(second["pairs"]).parent / ".shards").exists()  # nothing scored: no shard written
+    assert os.readlink(tmp_path / "out" / "latest") == "nightly-2"
 
 
 def test_interrupted_run_scores_only_unfinished_shards(stage2, tmp_path, tiny_lm_dir):
