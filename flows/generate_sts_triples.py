@@ -11,7 +11,7 @@ import time
 from functools import partial
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tasks.core.config import (
     CorpusSettings,
@@ -67,5 +67,4 @@ def generate_sts_triples(
     )
     job = prepare_generation(cfg)  # every input checked before anything is spent on the LLM
     return run_stage(STAGE, cfg.output_dir, job.key(), OUTPUT_FILES, partial(generate_triples, job),
-                     publish_generation, reusable=lambda folder: not failed_llm_calls(folder), started=started,
-                     logger=get_run_logger())
+                     publish_generation, reusable=lambda folder: not failed_llm_calls(folder), started=started)

@@ -12,7 +12,7 @@ import time
 from functools import partial
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tasks.core.config import LLMSettings
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
@@ -51,5 +51,4 @@ def label_pairs(
     job = prepare_labeling(contexts, triples, pairs, label or LabelSettings(), coherence_dir, calibration, llm)
     compute = partial(label_all, job, shard_size=shard_size, workers=workers, dask_address=dask_address,
                       max_workers=max_workers)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, compute, publish_labels, started=started,
-                     logger=get_run_logger())
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, compute, publish_labels, started=started)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
@@ -30,4 +30,4 @@ def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir:
     started = time.perf_counter()
     job = prepare_patterns(triples, encoder)
     return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(report, job), publish_patterns,
-                     started=started, logger=get_run_logger())
+                     started=started)

@@ -12,7 +12,7 @@ import time
 from functools import partial
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tasks.core.config import CorpusSettings
 from tasks.core.device import resolve_device
@@ -51,5 +51,4 @@ def retrieve_contexts(
                             selection or SelectionSettings(), coherence)
     compute = partial(retrieve_all, job, device=device, shard_size=shard_size, workers=workers,
                       dask_address=dask_address, max_workers=max_workers)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, compute, publish_retrieval, started=started,
-                     logger=get_run_logger())
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, compute, publish_retrieval, started=started)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from functools import partial
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tasks.core.device import resolve_device
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
@@ -50,4 +50,4 @@ def train_surrogate(
     device = resolve_device(settings.device)  # an unavailable GPU fails here, before any work
     job = prepare_training(triples, pairs, settings, eval_sets, mining_corpus, device)
     return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(train_and_select, job), publish_training,
-                     started=started, logger=get_run_logger())
+                     started=started)

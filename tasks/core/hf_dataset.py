@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from tasks.core.config import ConfigError
+from tasks.core.runs import run_version
 from tasks.core.store import read_manifest, sha256_path
 
 
@@ -69,7 +70,8 @@ def stage_table(output_dir: Path, export: TableExport) -> tuple[Path, dict]:
     return path, manifest
 
 
-def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict) -> str:
+def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict,
+         version: str | None = None) -> str:
     """README.md of the exported dataset: YAML metadata the hub reads, then the provenance."""
     meta = {
         "license": "other",
@@ -87,6 +89,7 @@ def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, fe
         f"{rows} rows from the `{export.stage}` stage of stsgen, columns "
         + ", ".join(f"`{c}`" for c in export.columns.values()) + " (load with `datasets.load_from_disk`).", "",
         "## Provenance", "",
+        f"- version: run `{version}`" if version else "- version: not a versioned run folder (no run name)",
         f"- stage cache key: `{manifest.get('cache_key')}`; source table sha256 `{parquet_sha256}`",
         "- manifest outputs: " + ", ".join(f"{name} `{o['sha256'][:16]}…`"
                                             for name, o in (manifest.get("outputs") or {}).items()),
@@ -132,7 +135,8 @@ def export_dataset(output_dir: Path, name: str) -> Path:
     folder = path.parent / "hf" / export.table
     dataset.save_to_disk(str(folder))
     features = {n: str(f.dtype) for n, f in dataset.features.items()}
-    (folder / "README.md").write_text(card(export, manifest, dataset.num_rows, sha256_path(path), features))
+    (folder / "README.md").write_text(card(export, manifest, dataset.num_rows, sha256_path(path), features,
+                                                       run_version(output_dir)))
     return folder
 
 

@@ -167,6 +167,12 @@ def _run_root(stage_folder: Path) -> Path | None:
     return run.parent if str(run.resolve()) in _versioned or (run / RUN_FILE).is_file() else None
 
 
+def run_version(folder: str | Path) -> str | None:
+    """The run name (the data's version) of a run folder, or None for a plain output_dir."""
+    folder = Path(folder)
+    return folder.resolve().name if _run_root(folder / "stage") is not None else None
+
+
 def _index_entry(root: Path, stage: str, key: str) -> Path:
     return root / INDEX / stage / f"{key[:32]}.json"
 

@@ -12,12 +12,15 @@ which creates its artifacts; `run_stage` does the rest, in that order. See docs/
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
+from prefect import get_run_logger
+from prefect.exceptions import MissingContextError
 from pydantic import BaseModel
 
 from tasks.core.store import (
@@ -94,16 +97,15 @@ class StageFolder:
 def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str],
               compute: Callable[[StageFolder], dict[str, Any]],
               publish: Callable[[StageFolder, dict[str, Any]], None] | None = None,
-              reusable: Callable[[Path], bool] = lambda folder: True, started: float | None = None,
-              logger=None) -> dict[str, str]:
+              reusable: Callable[[Path], bool] = lambda folder: True, started: float | None = None
+              ) -> dict[str, str]:
     """Reuse the stage's committed outputs for `key` (unless `reusable(folder)` says not), or compute them: files
     first, the manifest last (a folder without a matching manifest is never taken as done), then the artifacts.
     `started`: when the stage began preparing (its inputs read and checked), for the manifest's `total_s`.
     Returns the output paths either way."""
     out = StageFolder(stage, Path(output_dir) / stage, key, files)
     if outputs_current(out.folder, key) and reusable(out.folder):
-        if logger is not None:
-            logger.info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
+        _logger().info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
         return out.paths
     started = time.perf_counter() if started is None else started
     body = compute(out)  # its writers create the folder: a stage refused before its first write leaves nothing
@@ -112,3 +114,11 @@ def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str
     if publish is not None:
         publish(out, body)
     return out.paths
+
+
+def _logger():
+    """The flow run's logger (shown in the Prefect UI), or the module's outside a flow."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger(__name__)

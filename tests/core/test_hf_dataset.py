@@ -67,6 +67,16 @@ def test_the_dataset_card_carries_metadata_and_provenance(tmp_path):
     assert sha256_path(triples) in text and manifest["outputs"]["triples.parquet"]["sha256"][:16] in text
     assert "qwen2.5-coder-1.5b-instruct" in text and "llama-server" in text and "sts-positive.v1" in text
     assert "LGPL-2.1" in text and "state its licence before publishing" in text  # default corpus vs a user's own
+    assert "not a versioned run folder" in text  # a plain output_dir has no run name
+
+
+def test_the_dataset_card_names_the_run_it_is_a_version_of(tmp_path):
+    from tasks.core.runs import open_run
+
+    with open_run(tmp_path / "out", "nightly-2026-11-25") as folder:
+        write_stage(folder, "generate-sts-triples", "triples", TRIPLES)
+        text = (export_dataset(folder, "triples") / "README.md").read_text()
+    assert "- version: run `nightly-2026-11-25`" in text
 
 
 @pytest.mark.parametrize("case", ["missing_column", "empty_value", "label_out_of_range", "no_stage_output"])
