@@ -29,7 +29,9 @@ def finished_shard(out: str | Path) -> dict[str, Any] | None:
         done = json.loads(marker.read_text())
     except ValueError:  # a torn marker: the shard is simply redone
         return None
-    return done.get("counts", {}) if done.get("sha256") == sha256_path(out) else None
+    if not isinstance(done, dict) or done.get("sha256") != sha256_path(out):
+        return None
+    return done.get("counts", {})
 
 
 def commit_shard(out: str | Path, table: pa.Table, counts: dict[str, Any] | None = None) -> None:

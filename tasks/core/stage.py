@@ -89,6 +89,8 @@ class StageFolder:
     def add(self, path: Path) -> Path:
         """Commit a file written in the folder by other means (a plot), or every file under a folder (a model)."""
         path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: a stage output that was never written cannot be committed")
         for item in ([path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())):
             self.digests[item.relative_to(self.folder).as_posix()] = sha256_path(item)
         return path

@@ -150,7 +150,8 @@ class GenerationJob:
         return (self.cfg.verifier.llm or self.cfg.llm) if self.judges else None
 
     def key(self) -> str:
-        return stage_key(STAGE, settings=self.cfg, inputs=[i["sha256"] for i in self.inputs],
+        # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
+        return stage_key(STAGE, params=self.cfg, inputs=[i["sha256"] for i in self.inputs],
                          prompts={k: t.sha256 for k, t in self.templates.items()}
                          | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()})
 

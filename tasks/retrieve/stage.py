@@ -10,6 +10,7 @@ sentences without any context in rejected.parquet. `prepare_retrieval` builds (o
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +105,7 @@ class RetrievalJob:
     chunk_size: int
     timings: dict[str, float]
 
-    @property
+    @functools.cached_property
     def inputs(self) -> list[dict]:
         query = {"path": str(self.sentences_path), "sha256": sha256_path(self.sentences_path), "role": "sentences"}
         return [query, *self.corpus_inputs]

@@ -11,6 +11,7 @@ with its model card), eval.json, curves. `prepare_training` reads and checks the
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from dataclasses import dataclass
@@ -90,6 +91,7 @@ class TrainJob:
     device: object
     eval_sources: list[str]
 
+    @functools.cached_property
     def train_key(self) -> str:
         """What training depends on: inputs, settings and the backbone's content (not its path). Checkpoints are
         keyed by it alone: adding an evaluation set retrains nothing."""
@@ -99,7 +101,7 @@ class TrainJob:
                          settings=self.settings, backbone=self.backbone["sha256"])
 
     def key(self) -> str:
-        return fingerprint({"train": self.train_key(), "eval": [_eval_hash(s) for s in self.eval_sources]})
+        return fingerprint({"train": self.train_key, "eval": [_eval_hash(s) for s in self.eval_sources]})
 
 
 # Task runs of their own in the Prefect UI (state, duration, logs); in-process, no result caching: the trainer's
@@ -137,7 +139,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     on the full STS-B dev, export the model and eval.json; returns the manifest's body."""
     logger = get_run_logger()
     settings, model, data, device = job.settings, job.model, job.data, job.device
-    workdir = out.work_dir("work", job.train_key())
+    workdir = out.work_dir("work", job.train_key)
     mining = None
     if job.candidates is not None:
         data.triples, mining = _mined(data, job.candidates, model, settings, workdir,
