@@ -161,16 +161,20 @@ def run_scoped(fn):
     return wrapper
 
 
+def _is_run_folder(folder: Path) -> bool:
+    return str(folder.resolve()) in _versioned or (folder / RUN_FILE).is_file()
+
+
 def _run_root(stage_folder: Path) -> Path | None:
     """The output_dir of a versioned run's stage folder (`<output_dir>/<run>/<stage>`), else None."""
     run = stage_folder.parent
-    return run.parent if str(run.resolve()) in _versioned or (run / RUN_FILE).is_file() else None
+    return run.parent if _is_run_folder(run) else None
 
 
 def run_version(folder: str | Path) -> str | None:
     """The run name (the data's version) of a run folder, or None for a plain output_dir."""
     folder = Path(folder)
-    return folder.resolve().name if _run_root(folder / "stage") is not None else None
+    return folder.resolve().name if _is_run_folder(folder) else None
 
 
 def _index_entry(root: Path, stage: str, key: str) -> Path:

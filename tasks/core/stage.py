@@ -68,6 +68,8 @@ class StageFolder:
     key: str
     files: dict[str, str]  # returned path name → file or folder name in the stage folder
     digests: dict[str, str] = field(default_factory=dict)  # committed file (relative name) → sha256
+    # Sample rows for the artifacts, kept by `compute` from the tables it wrote: `publish` reads nothing back.
+    preview: list[dict] = field(default_factory=list)
 
     @property
     def paths(self) -> dict[str, str]:

@@ -36,27 +36,21 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_path(path: Path) -> str:
-    """Content hash of a file, or of a folder (`sha256_tree`)."""
+    """Content hash of a file, or of a folder (every file's relative path and sha256, in sorted order)."""
     path = Path(path)
-    if path.is_dir():
-        return sha256_tree(path)
     digest = hashlib.sha256()
+    if path.is_dir():
+        for item in sorted(p for p in path.rglob("*") if p.is_file()):
+            digest.update(item.relative_to(path).as_posix().encode())
+            digest.update(bytes.fromhex(sha256_path(item)))
+        return digest.hexdigest()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 22):
             digest.update(block)
     return digest.hexdigest()
 
 
-def sha256_tree(path: Path) -> str:
-    """Content hash of a file, or of a folder (every file's relative path and sha256, in sorted order)."""
-    path = Path(path)
-    if path.is_file():
-        return sha256_path(path)
-    digest = hashlib.sha256()
-    for item in sorted(p for p in path.rglob("*") if p.is_file()):
-        digest.update(item.relative_to(path).as_posix().encode())
-        digest.update(bytes.fromhex(sha256_path(item)))
-    return digest.hexdigest()
+sha256_tree = sha256_path  # the name the callers that hash model folders use; one formula
 
 
 def fingerprint(obj: Any) -> str:

@@ -73,14 +73,14 @@ def quality_markdown(rows: list[dict]) -> str:
                       *(f"| {r['stage']} | {r['measure']} | {r['value']} |" for r in rows)])
 
 
-def stage_rows(outputs: dict[str, dict[str, str]], started: float) -> list[dict]:
+def stage_rows(outputs: dict[str, dict[str, str]], manifests: dict[str, dict], started: float) -> list[dict]:
     """One row per stage of a pipeline run: computed or reused (its manifest older than the run's start), cache key,
     time, counts, manifest path."""
     rows = []
     for stage, paths in outputs.items():
-        manifest_path = Path(paths["manifest"])
-        manifest = read_manifest(manifest_path.parent) or {}
-        rows.append({"stage": stage, "ran": "computed" if manifest_path.stat().st_mtime >= started else "reused",
+        manifest = manifests[stage]
+        rows.append({"stage": stage,
+                     "ran": "computed" if Path(paths["manifest"]).stat().st_mtime >= started else "reused",
                      "cache_key": manifest.get("cache_key", "")[:12],
                      "seconds (when computed)": manifest.get("timings", {}).get("total_s"),
                      "counts": {k: v for k, v in manifest.get("counts", {}).items() if isinstance(v, (int, float))},
@@ -90,10 +90,11 @@ def stage_rows(outputs: dict[str, dict[str, str]], started: float) -> list[dict]
 
 def publish_run_report(outputs: dict[str, dict[str, str]], started: float, output_dir: str) -> None:
     """The pipeline run's artifacts: the stage table, the run's tables as Hugging Face datasets, the quality table."""
-    publish_table("pipeline-stages", stage_rows(outputs, started), "sts-pipeline stages (cache key, counts, manifest)")
+    manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()}
+    publish_table("pipeline-stages", stage_rows(outputs, manifests, started),
+                  "sts-pipeline stages (cache key, counts, manifest)")
     publish_links("hf-datasets", export_run(Path(output_dir)),
                   "The run's tables as Hugging Face datasets (datasets.load_from_disk, each with a dataset card)")
-    quality = quality_rows({stage: read_manifest(Path(paths["manifest"]).parent) or {}
-                            for stage, paths in outputs.items()})
-    publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" + quality_markdown(quality),
+    publish_markdown("pipeline-quality", "# sts-pipeline — quality of this run\n\n" +
+                     quality_markdown(quality_rows(manifests)),
                      "Run quality: acceptance, verifier, labels, patterns, surrogate vs backbone")

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
@@ -206,6 +205,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     for name in ("requests_sent", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens"):
         stats.setdefault(name, 0)
     out.write_parquet("triples.parquet", triples)
+    out.preview = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
     out.write_parquet("rejected.parquet", rejected_table(quarantine))
     return {
         "seed": cfg.seed, "parameters": cfg.model_dump(mode="json"), "inputs": job.inputs,
@@ -245,9 +245,7 @@ def publish_generation(out: StageFolder, manifest: dict) -> None:
     publish_markdown("generate-summary", _summary_markdown(counts, manifest["llm_stats"],
                                                            manifest["timings"]["generation_s"], out.folder),
                      "Stage 1 summary")
-    sample_rows = pq.read_table(out.folder / "triples.parquet", columns=["anchor", "positive", "intermediate",
-                                                                        "negative"]).slice(0, 10).to_pylist()
-    publish_table("generate-samples", sample_rows, "Sample triples")
+    publish_table("generate-samples", out.preview, "Sample triples")
     publish_links("generate", {name: out.folder / name for name in (*out.digests, "manifest.json")},
                   "Stage 1 output files")
     print(f"{counts['triples']}/{counts['sources']} complete triples, {counts['rejected_rows']} quarantined rows → "

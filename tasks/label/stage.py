@@ -211,6 +211,7 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
     hierarchy, gold, relations = hierarchy_rate(frame), gold_agreement(frame), per_relation_summary(frame)
     out.add(plot_label_distribution(frame, out.folder / "label_distribution.png"))
     out.write_parquet("pairs.parquet", labeled)
+    out.preview = labeled.slice(0, 12).select(["relation", "s1", "s2", "label", "n_contexts"]).to_pylist()
     out.write_parquet("rejected.parquet", quarantined)
     fresh = [r["counts"] for r in results if not r["reused"]]
     counts = {"units": len(units), "pairs": labeled.num_rows, "rejected": quarantined.num_rows,
@@ -263,7 +264,6 @@ def publish_labels(out: StageFolder, manifest: dict) -> None:
           f"{r['q75']:.3f} |" for r in relations),
     ]), "Stage 3 summary")
     publish_image("label-distribution", out.folder / "label_distribution.png", "Label distribution per relation")
-    samples = pq.read_table(out.folder / "pairs.parquet", columns=["relation", "s1", "s2", "label", "n_contexts"])
-    publish_table("label-samples", samples.slice(0, 12).to_pylist(), "Sample labeled pairs")
+    publish_table("label-samples", out.preview, "Sample labeled pairs")
     publish_links("label", {name: out.folder / name for name in (*out.digests, "manifest.json")}, "Stage 3 outputs")
     print(f"{counts['pairs']} labeled pairs, {counts['rejected']} quarantined; hierarchy rate {rate} → {out.folder}")

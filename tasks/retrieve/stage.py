@@ -158,6 +158,8 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
                                                    detail="no corpus context shares a term with the sentence"),
                                     preserve_index=False)
     out.write_parquet("contexts.parquet", table)
+    out.preview = table.slice(0, 10).select(["sentence", "left", "right", "screen_score", "coherence_score",
+                                             "rank"]).to_pylist()
     out.write_parquet("rejected.parquet", rejected)
     sizes = list(counts_by_id.values())
     counts = {"sentences": len(job.queries), "with_contexts": len(counts_by_id), "without_contexts": len(missing),
@@ -191,9 +193,7 @@ def publish_retrieval(out: StageFolder, manifest: dict) -> None:
         f"({'reused' if manifest['coherence_model']['reused'] else 'trained'})",
         "- timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()),
     ]), "Stage 2 summary")
-    sample = pq.read_table(out.folder / "contexts.parquet", columns=[
-        "sentence", "left", "right", "screen_score", "coherence_score", "rank"]).slice(0, 10)
-    publish_table("retrieve-samples", sample.to_pylist(), "Sample contexts")
+    publish_table("retrieve-samples", out.preview, "Sample contexts")
     publish_links("retrieve", {name: out.folder / name for name in (*out.digests, "manifest.json")},
                   "Stage 2 outputs")
     print(f"{counts['with_contexts']}/{counts['sentences']} sentences with contexts → {out.folder}")
