@@ -57,23 +57,32 @@ def _proc(pid: int | str, name: str) -> bytes:
         return fh.read()
 
 
+def _started_in_session(pid: int | str, marker: str) -> bool:
+    """Whether a process's start environment holds the session's marker; a process whose environment cannot be read
+    (gone, pid 0, or another user's / non-dumpable, as a sandbox's reaper can be) is not one the session started."""
+    try:
+        return marker.encode() in _proc(pid, "environ")
+    except OSError:
+        return False
+
+
 def servers_left_behind(marker: str) -> list[str]:
     """Server processes this session started (their environment holds the session's temporary home `marker`) whose
-    parent is gone: reparented to init or to a process outside the session."""
+    parent is gone: reparented to init, to a subreaper, or to any process outside the session."""
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
             cmd = _proc(entry.name, "cmdline").replace(b"\0", b" ").decode(errors="replace")
-            if not any(c in cmd for c in SERVER_COMMANDS) or marker.encode() not in _proc(entry.name, "environ"):
+            if not any(c in cmd for c in SERVER_COMMANDS) or not _started_in_session(entry.name, marker):
                 continue
             state, ppid = _proc(entry.name, "stat").decode().rsplit(")", 1)[1].split()[:2]
-            # /proc/<pid>/environ is the environment a process started with: this process (which set the marker
-            # after it started) is recognised by its pid.
-            parent_ours = int(ppid) == os.getpid() or (int(ppid) != 1 and marker.encode() in _proc(ppid, "environ"))
         except (OSError, ValueError):
-            continue
+            continue  # the process ended while being read
+        # /proc/<pid>/environ is the environment a process started with: this process (which set the marker after it
+        # started) is recognised by its pid.
+        parent_ours = int(ppid) == os.getpid() or (int(ppid) > 1 and _started_in_session(ppid, marker))
         if state != "Z" and not parent_ours:
             found.append(f"{entry.name}: {cmd[:160]}")
     return found

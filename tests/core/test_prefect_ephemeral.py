@@ -73,22 +73,36 @@ def test_the_patch_is_installed_in_prefects_server_module_only_without_an_api_ur
     assert subprocess.Popen is not prefect_ephemeral.popen_dying_with_parent  # no other Popen changed
 
 
+# A process outside the test session (its environment lacks the session's marker) that adopts orphans of its
+# descendants (PR_SET_CHILD_SUBREAPER), as a CI sandbox's reaper or init does: bash, started with the marker, puts a
+# fake "llama-server" in the background and exits, so the server's parent is gone and this process adopts it.
+# Which process adopts an orphan otherwise depends on the machine (init, a sandbox's subreaper): this fixes it.
+REAPER = """
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+subprocess.run(["bash", "-c", "(exec -a llama-server sleep 60) & echo $! > pid"],
+               env=dict(os.environ, STSGEN_HOME=sys.argv[1]), check=True)
+print(open("pid").read().strip(), flush=True)
+time.sleep(60)
+"""
+
+
 def test_the_suites_leak_check_finds_an_orphaned_server(tmp_path):
     """The check the suite runs at its end (tests/conftest.py) sees a server whose parent is gone."""
     from tests.conftest import servers_left_behind
 
     marker = str(tmp_path / "session-home")
-    env = dict(os.environ, STSGEN_HOME=marker)
-    # bash starts a fake "llama-server" in the background and exits at once: the server is orphaned.
-    subprocess.run(["bash", "-c", "(exec -a llama-server sleep 30) & echo $! > pid"], cwd=tmp_path, env=env,
-                   check=True)
-    pid = int((tmp_path / "pid").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "STSGEN_HOME"}
+    reaper = subprocess.Popen([sys.executable, "-c", REAPER, marker], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                              text=True)
+    pid = int(reaper.stdout.readline())
     try:
-        deadline = time.time() + 30  # the exec can lag on a loaded machine (2 workers beside this test)
-        while [line.split(":")[0] for line in servers_left_behind(marker)] != [str(pid)] and time.time() < deadline:
-            time.sleep(0.1)
+        stat = open(f"/proc/{pid}/stat").read()
+        assert stat.rsplit(")", 1)[1].split()[1] == str(reaper.pid), stat  # adopted by the reaper: an orphan
         left = servers_left_behind(marker)
-        assert [line.split(":")[0] for line in left] == [str(pid)], left
+        assert [line.split(":")[0] for line in left] == [str(pid)], (left, stat)
         assert servers_left_behind(str(tmp_path / "another-session")) == []
     finally:
         os.kill(pid, signal.SIGKILL)
+        reaper.kill()
+        reaper.wait()
