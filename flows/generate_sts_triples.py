@@ -37,7 +37,7 @@ from tasks.generate.stage import (
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name=STAGE, log_prints=True)
+@flow(name=STAGE)
 @run_scoped
 def generate_sts_triples(
     n: int = 20,

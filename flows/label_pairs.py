@@ -24,7 +24,7 @@ from tasks.label.stage import OUTPUT_FILES, STAGE, label_all, prepare_labeling, 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name=STAGE, log_prints=True)
+@flow(name=STAGE)
 @run_scoped
 def label_pairs(
     contexts: str | None = None,

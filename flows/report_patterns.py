@@ -21,7 +21,7 @@ from tasks.evaluate.stage import OUTPUT_FILES, STAGE, prepare_patterns, publish_
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name=STAGE, log_prints=True)
+@flow(name=STAGE)
 @run_scoped
 def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir: str = "data/outputs",
                     run: str | None = None) -> dict[str, str]:

@@ -26,7 +26,7 @@ from tasks.retrieve.stage import OUTPUT_FILES, STAGE, prepare_retrieval, publish
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name=STAGE, log_prints=True)
+@flow(name=STAGE)
 @run_scoped
 def retrieve_contexts(
     sentences: str,

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from prefect import flow
+from prefect import flow, get_run_logger
 
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
@@ -45,7 +45,7 @@ from tasks.train.training import TrainSettings
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name="sts-pipeline", log_prints=True)
+@flow(name="sts-pipeline")
 @run_scoped
 def sts_pipeline(
     n: int = 30,
@@ -111,5 +111,5 @@ def sts_pipeline(
             train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
             eval_sets=eval_sets, output_dir=output_dir, mining_corpus=corpus)
     publish_run_report(outputs, started, output_dir)
-    print(f"sts-pipeline finished in {time.perf_counter() - t0:.0f} s")
+    get_run_logger().info("sts-pipeline finished in %.0f s", time.perf_counter() - t0)
     return outputs

@@ -30,7 +30,7 @@ from tasks.train.training import TrainSettings
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
-@flow(name=STAGE, log_prints=True)
+@flow(name=STAGE)
 @run_scoped
 def train_surrogate(
     triples: str,

@@ -141,6 +141,35 @@ def latest_artifacts() -> dict:
 
 
 @pytest.fixture
+def run_logs_at_info(monkeypatch):
+    """Flow and task runs send their INFO lines to the API (the suite runs Prefect at WARNING to keep logs short).
+    Set through Prefect's logging-config environment overrides, which every later `setup_logging` keeps."""
+    from prefect.logging.configuration import setup_logging
+
+    for name in ("FLOW_RUNS", "TASK_RUNS"):
+        monkeypatch.setenv(f"PREFECT_LOGGING_LOGGERS_PREFECT_{name}_LEVEL", "INFO")
+    setup_logging()
+    yield
+    monkeypatch.undo()
+    setup_logging()
+
+
+def latest_run_logs(flow_name: str) -> list[str]:
+    """The log messages (its tasks' included) of the newest run of flow `flow_name`, as the Prefect UI shows them."""
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName, LogFilter, LogFilterFlowRunId
+    from prefect.client.schemas.sorting import FlowRunSort, LogSort
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=30)  # logs are shipped to the API in batches
+    with get_client(sync_client=True) as client:
+        run = client.read_flow_runs(flow_filter=FlowFilter(name=FlowFilterName(any_=[flow_name])),
+                                    sort=FlowRunSort.START_TIME_DESC, limit=1)[0]
+        logs = client.read_logs(LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])), sort=LogSort.TIMESTAMP_ASC)
+    return [log.message for log in logs]
+
+
+@pytest.fixture
 def scripted():
     with ScriptedOpenAI() as server:
         yield server

@@ -109,7 +109,7 @@ def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str
     Returns the output paths either way."""
     out = StageFolder(stage, Path(output_dir) / stage, key, files)
     if outputs_current(out.folder, key) and reusable(out.folder):
-        _logger().info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
+        run_logger().info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
         return out.paths
     started = time.perf_counter() if started is None else started
     body = compute(out)  # its writers create the folder: a stage refused before its first write leaves nothing
@@ -120,8 +120,10 @@ def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str
     return out.paths
 
 
-def _logger():
-    """The flow run's logger (shown in the Prefect UI), or the module's outside a flow."""
+def run_logger():
+    """The flow or task run's logger (shown in the Prefect UI), or the module's outside a run. Stages log through it
+    rather than `print` under Prefect's `log_prints`, which also forwards what libraries print into a redirected
+    stdout (dill disassembles functions into a captured stdout while `datasets` fingerprints a table)."""
     try:
         return get_run_logger()
     except MissingContextError:

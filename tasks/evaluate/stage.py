@@ -16,7 +16,7 @@ import pandas as pd
 
 from tasks.contracts import read_triples
 from tasks.core.artifacts import publish_image, publish_table
-from tasks.core.stage import StageFolder, stage_key
+from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import sha256_path, sha256_tree
 from tasks.core.sts_data import read_stsb
 from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
@@ -74,6 +74,6 @@ def publish_patterns(out: StageFolder, manifest: dict) -> None:
     publish_image("patterns-complexity", out.folder / "pattern_complexity.png",
                   "Pattern complexity: MER and backbone cosine, generated vs STS-B dev")
     for r in rows:
-        print(f"(a, {r['relation']}): MER {r['mer_mean']:.3f} vs STS-B {r['stsb_mer_mean']:.3f} "
-              f"(W {r['mer_wasserstein']:.3f}); cosine {r['cosine_mean']:.3f} vs {r['stsb_cosine_mean']:.3f} "
-              f"(W {r['cosine_wasserstein']:.3f})")
+        run_logger().info(f"(a, {r['relation']}): MER {r['mer_mean']:.3f} vs STS-B {r['stsb_mer_mean']:.3f} "
+                          f"(W {r['mer_wasserstein']:.3f}); cosine {r['cosine_mean']:.3f} vs "
+                          f"{r['stsb_cosine_mean']:.3f} (W {r['cosine_wasserstein']:.3f})")

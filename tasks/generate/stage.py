@@ -22,7 +22,7 @@ from tasks.core.artifacts import Progress, publish_links, publish_markdown, publ
 from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
-from tasks.core.stage import StageFolder, stage_key
+from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import read_manifest
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
@@ -248,8 +248,8 @@ def publish_generation(out: StageFolder, manifest: dict) -> None:
     publish_table("generate-samples", out.preview, "Sample triples")
     publish_links("generate", {name: out.folder / name for name in (*out.digests, "manifest.json")},
                   "Stage 1 output files")
-    print(f"{counts['triples']}/{counts['sources']} complete triples, {counts['rejected_rows']} quarantined rows → "
-          f"{out.folder}")
+    run_logger().info(f"{counts['triples']}/{counts['sources']} complete triples, "
+                      f"{counts['rejected_rows']} quarantined rows → {out.folder}")
     if counts["rejected_by_reason"].get("llm_error"):
         get_run_logger().warning("%d LLM calls failed after retries (quarantined as llm_error): a re-run retries "
                                  "only those; every accepted generation is cached.",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -83,20 +84,29 @@ def _to_rating(result: CallResult) -> Rating:
 
 
 def rate_pairs(pairs: list[tuple[str, str]], llm: LLMSettings, settings: RatingSettings,
-               client: LLMClient | None = None) -> tuple[list[Rating], dict]:
-    """Ratings for (s1, s2) pairs, in input order, and the client's stats. Cached answers cost nothing."""
+               client: LLMClient | None = None, on_rated: Callable[[int], None] | None = None,
+               chunk: int = 256) -> tuple[list[Rating], dict]:
+    """Ratings for (s1, s2) pairs, in input order, and the client's stats. Cached answers cost nothing.
+
+    Requests go out `chunk` at a time (each chunk with the client's full concurrency) and `on_rated(n)` is told after
+    each: progress is reported from this synchronous code, not from inside the event loop, where Prefect's artifact
+    calls would turn into coroutines."""
     template = load_template(RATING_PATTERN, settings.prompt)
     system = template.system_message([])
     client = client or LLMClient(llm)
     params = rating_params(settings)
     requests = [(rating_messages(system, a, b), params) for a, b in pairs]
-    results = asyncio.run(client.complete_many(requests)) if requests else []
+    results = []
+    for start in range(0, len(requests), chunk):
+        results += asyncio.run(client.complete_many(requests[start : start + chunk]))
+        if on_rated is not None:
+            on_rated(len(requests[start : start + chunk]))
     return [_to_rating(r) for r in results], {"prompt": template.name, "prompt_sha256": template.sha256,
                                               "params": params, **client.stats.__dict__}
 
 
 @task(name="rate-pairs", cache_policy=NO_CACHE)
-def rate_pairs_task(pairs: list[tuple[str, str]], llm: LLMSettings, settings: RatingSettings
-                    ) -> tuple[list[Rating], dict]:
+def rate_pairs_task(pairs: list[tuple[str, str]], llm: LLMSettings, settings: RatingSettings,
+                    on_rated: Callable[[int], None] | None = None) -> tuple[list[Rating], dict]:
     """Prefect wrapper: the LLM's answers are cached by the response cache, so a re-run pays for none twice."""
-    return rate_pairs(pairs, llm, settings)
+    return rate_pairs(pairs, llm, settings, on_rated=on_rated)

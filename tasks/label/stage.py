@@ -27,7 +27,7 @@ from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.device import device_info, resolve_device
 from tasks.core.env_settings import env
 from tasks.core.runners import map_shards, runner_kind
-from tasks.core.stage import StageFolder, stage_key
+from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs
 from tasks.label.label_quality import (
     fit_calibration,
@@ -83,9 +83,10 @@ def _rater(llm: LLMSettings | None) -> dict | None:
     return {"model": llm.model, "sha256": env().llm.model_sha256}  # STSGEN_LLM_MODEL_SHA256, set with the server
 
 
-def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings) -> tuple[pa.Table, list[dict], dict]:
+def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings, progress: Progress
+          ) -> tuple[pa.Table, list[dict], dict]:
     ratings, stats = rate_pairs_task(list(zip(table["s1"].to_pylist(), table["s2"].to_pylist())), llm,
-                                     settings.rating)
+                                     settings.rating, on_rated=progress.advance)
     rated, rejected = apply_ratings(table, ratings, settings)
     return rated, rejected, {**_rater(llm), **stats, "from_logprobs": sum(r.from_logprobs for r in ratings),
                              "failed": len(rejected)}
@@ -181,8 +182,11 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
                               "settings": settings.score_fields(), "coherence": job.coherence[1], "lm": job.lm_sha})
     shard_dir = out.work_dir("shards", scorer_key)
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)] if uses_contexts(settings) else []
-    progress = Progress("label", len(shards), f"{len(units)} units ({sum(len(u.pairs) for u in units)} pairs) "
-                                              f"in {len(shards)} shards")
+    n_pairs = sum(len(u.pairs) for u in units)
+    # Work units: a shard each, and a pair each to rate (every pair, before scoring quarantines any).
+    progress = Progress("label", len(shards) + (n_pairs if uses_rating(settings) else 0),
+                        f"{len(units)} units ({n_pairs} pairs) in {len(shards)} shards"
+                        + (f", {n_pairs} pairs to rate" if uses_rating(settings) else ""))
     t1 = time.perf_counter()
     results = map_shards(label_shard, [{
         "units": shard, "settings": settings, "reference": reference, "coherence_dir": job.coherence[0],
@@ -198,7 +202,9 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
     if uses_rating(settings):
         t2 = time.perf_counter()
         labeled, rating_rows, rating_info = _rate(labeled if uses_contexts(settings) else
-                                                  finish_rows(unit_pair_rows(units), PAIRS_SCHEMA), settings, job.llm)
+                                                  finish_rows(unit_pair_rows(units), PAIRS_SCHEMA), settings, job.llm,
+                                                  progress)
+        progress.advance(progress.total)  # pairs quarantined by scoring were counted but not rated
         timings["rate_s"] = round(time.perf_counter() - t2, 3)
     if job.calibrator is not None and labeled.num_rows:
         calibrated = job.calibrator.predict(labeled["label"].to_numpy())
@@ -266,4 +272,4 @@ def publish_labels(out: StageFolder, manifest: dict) -> None:
     publish_image("label-distribution", out.folder / "label_distribution.png", "Label distribution per relation")
     publish_table("label-samples", out.preview, "Sample labeled pairs")
     publish_links("label", {name: out.folder / name for name in (*out.digests, "manifest.json")}, "Stage 3 outputs")
-    print(f"{counts['pairs']} labeled pairs, {counts['rejected']} quarantined; hierarchy rate {rate} → {out.folder}")
+    run_logger().info(f"{counts['pairs']} labeled pairs, {counts['rejected']} quarantined; hierarchy rate {rate} → {out.folder}")

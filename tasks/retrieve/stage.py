@@ -27,7 +27,7 @@ from tasks.core.config import CorpusSettings, stsgen_home
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info
 from tasks.core.runners import map_shards, runner_kind
-from tasks.core.stage import StageFolder, stage_key
+from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
@@ -196,4 +196,4 @@ def publish_retrieval(out: StageFolder, manifest: dict) -> None:
     publish_table("retrieve-samples", out.preview, "Sample contexts")
     publish_links("retrieve", {name: out.folder / name for name in (*out.digests, "manifest.json")},
                   "Stage 2 outputs")
-    print(f"{counts['with_contexts']}/{counts['sentences']} sentences with contexts → {out.folder}")
+    run_logger().info(f"{counts['with_contexts']}/{counts['sentences']} sentences with contexts → {out.folder}")

@@ -31,7 +31,7 @@ from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, scaled_batch
 from tasks.core.embedding_metrics import rfd
-from tasks.core.stage import StageFolder, stage_key
+from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, sha256_tree, write_json, write_parquet
 from tasks.core.sts_data import read_stsb
 from tasks.core.sts_evaluation import evaluate_sources
@@ -155,8 +155,8 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
 
     def on_eval(state, record):
         progress.advance(state.step - progress.done)
-        loss = f"loss {record['loss']:.4f}" if "loss" in record else "backbone"
-        print(f"step {record['step']}: {loss}, STS-B dev {record['dev_spearman']:.2f}")
+        what = " (backbone)" if record["step"] == 0 else f", loss {record['loss']:.4f}" if "loss" in record else ""
+        run_logger().info(f"step {record['step']}: STS-B dev {record['dev_spearman']:.2f}{what}")
 
     batch = scaled_batch(settings.encode_batch, device)
 
@@ -234,7 +234,7 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
                   "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": out.folder / "model", "eval.json": out.folder / "eval.json",
                             "manifest.json": out.folder / "manifest.json"}, "Stage 4 outputs")
-    print(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted))
+    run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted))
 
 
 def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):

@@ -519,14 +519,23 @@ def _expected_rating(s1, s2):
 
 def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(stage2, tmp_path, tiny_lm_dir,
                                                                                rater):
+    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
     from tasks.core.config import LLMSettings
     from tasks.label.labeling import LabelSettings
 
     llm = LLMSettings(base_url=rater.base_url, model="rater", cache_path="off")
     settings = LabelSettings(lm="not-a-model", method="llm_rating")  # the LM is never loaded
-    paths = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+    seen = []
+    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
+    add_progress_listener(listener)
+    try:
+        paths = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+    finally:
+        remove_progress_listener(listener)
     pairs = pq.read_table(paths["pairs"]).to_pandas()
     assert len(pairs) == 21 and pairs["label_context"].isna().all()  # every pair, with or without contexts
+    # Progress counts the rated pairs (the CLI's progress line and the UI's progress artifact): 0 → 21 of 21.
+    assert seen[0] == (0, 21) and seen[-1] == (21, 21) and latest_artifacts()["label-progress"].data == 100.0
     assert pairs["label"].to_numpy() == pytest.approx(pairs["label_rating"].to_numpy() / 5)
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["sentence_context_scores"] == 0
