@@ -47,7 +47,8 @@ def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):
 
 
 def test_device_flag_reaches_every_torch_stage_of_the_main_job():
-    from flows.cli import build_parser, label_settings, preset_settings, with_device
+    from flows.cli import build_parser
+    from flows.cli.options import label_settings, preset_settings, with_device
     from flows.presets import PRESETS
 
     args = build_parser().parse_args(["run", "--device", "cpu", "--preset", "quick"])

@@ -186,7 +186,7 @@ def test_final_guard_on_full_dev_and_the_printed_comparison(tmp_path, capsys):
     prints from eval.json: backbone and surrogate per set, and which model shipped."""
     import json
 
-    from flows.cli import _print_outputs
+    from flows.cli.console import print_outputs
     from tasks.train.surrogate_selection import keeps_backbone
 
     backbone = {"stsb-dev": {"pairs": 1500, "spearman": 86.72}, "stsb-test": {"pairs": 1379, "spearman": 82.03}}
@@ -201,7 +201,7 @@ def test_final_guard_on_full_dev_and_the_printed_comparison(tmp_path, capsys):
         eval_json = tmp_path / f"eval-{step}.json"
         eval_json.write_text(json.dumps({"backbone_results": backbone, "results": results, "shipped_step": step,
                                          "checkpoint_turned_down": turned_down if step == 0 else None}))
-        _print_outputs({"train-surrogate": {"eval": str(eval_json)}})
+        print_outputs({"train-surrogate": {"eval": str(eval_json)}})
         out = capsys.readouterr().out
         dev = results["stsb-dev"]["spearman"]
         assert f"| stsb-dev | 1500 | 86.72 | {dev:.2f} | {dev - 86.72:+.2f} |" in out and expected in out

@@ -1,0 +1,59 @@
+"""`stsgen` command line: one-shot local runs (ephemeral Prefect unless PREFECT_API_URL is set), the embedded LLM
+server, the local stack and the serve entry point.
+
+    stsgen run                      # main job: sts-pipeline (all four stages), default corpus, local 1.5B, n=30
+    stsgen generate --n 20 --base-url http://host:8000/v1 --model my-model
+    stsgen retrieve --sentences triples.parquet --corpus my_docs.zip
+    stsgen label --contexts contexts.parquet --triples triples.parquet
+    stsgen llm-server --model smollm2-135m-instruct --port 8765
+    stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
+    stsgen serve                    # one process serving the deployments (alternative to the stack)
+    stsgen models prepare           # assemble and sha256-check the GGUF files
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+# No outbound traffic from Prefect (must be set before prefect is imported). The ephemeral API's 20 s start-up limit
+# is too short on a busy 2-core machine (a fresh SQLite database is migrated first): 120 s.
+for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
+                     ("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false"),
+                     ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
+    os.environ.setdefault(_key, _value)
+
+from pydantic import ValidationError  # noqa: E402
+
+# One module per group of commands; options.py holds the flags several commands share, console.py what they print.
+from flows.cli import models, runs, services, stages  # noqa: E402
+from tasks.core.config import ConfigError, settings_problem  # noqa: E402
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for commands in (stages, models, runs, services):
+        commands.add_parsers(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from tasks.core.env_settings import env
+
+        env()  # STSGEN_* values checked before any work: a bad one stops here, naming the variable and the fix
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"stsgen: error: {exc}", file=sys.stderr)
+        return 2
+    except ValidationError as exc:  # a flag value the settings refuse: one line per field, no traceback
+        print(f"stsgen: error: {settings_problem(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("stsgen: interrupted; re-run the same command to resume (finished generations are cached).",
+              file=sys.stderr)
+        return 130

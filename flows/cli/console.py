@@ -1,0 +1,99 @@
+"""What the commands show: a progress bar fed by the stages' progress listeners, the outputs and quality tables
+printed when a run ends, and running a job against an LLM endpoint or the embedded local server."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+
+def progress_bar(console):
+    """A rich progress bar fed by the stages' progress listeners (one row per stage)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+    )
+
+    from tasks.core.artifacts import add_progress_listener
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console)
+    ids: dict[str, int] = {}
+
+    def listener(stage: str, done: int, total: int) -> None:
+        if stage not in ids:
+            ids[stage] = bar.add_task(stage, total=total)
+        bar.update(ids[stage], completed=done, total=total)
+
+    add_progress_listener(listener)
+    return bar
+
+
+def print_outputs(outputs: dict) -> None:
+    print("\nOutputs:")
+    for name, path in outputs.items():
+        if isinstance(path, dict):
+            print(f"  {name}")
+            for sub, p in path.items():
+                print(f"    {sub:9s} {Path(p).resolve()}")
+        else:
+            print(f"  {name:9s} {Path(path).resolve()}")
+    trained = outputs.get("train-surrogate")
+    if isinstance(trained, dict) and Path(trained["eval"]).is_file():
+        import json
+
+        from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, verdict
+
+        report = json.loads(Path(trained["eval"]).read_text())
+        print("\nSurrogate evaluation (Spearman ×100 of cosine vs gold):")
+        print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
+        print(verdict(report["shipped_step"], report.get("checkpoint_turned_down")))
+    if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
+        from tasks.core.store import read_manifest
+        from tasks.evaluate.run_quality import quality_markdown, quality_rows
+
+        manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
+                     if isinstance(paths, dict) and "manifest" in paths}
+        print("\nRun quality:\n" + quality_markdown(quality_rows(manifests)))
+    from tasks.core.env_settings import env
+
+    if env().prefect_api_url:
+        ui = env().prefect_api_url.removesuffix("/api")
+        print(f"\nPrefect UI: {ui}/runs  (flow runs, artifacts: progress, samples, summary, plots, outputs)")
+    else:
+        print("\nTo inspect the run and its artifacts in the Prefect UI:\n"
+              "  ./stsgen ui      # then open http://127.0.0.1:4200/runs")
+
+
+def with_llm(args: argparse.Namespace, job) -> int:
+    """Run `job(llm_settings)` against --base-url, or against the embedded local server (stopped afterwards)."""
+    from rich.console import Console
+
+    from tasks.core.config import LLMSettings
+    from tasks.core.env_settings import env
+    from tasks.llm.server import local_server
+
+    console = Console(stderr=True)
+    llm_kwargs = dict(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", False))
+    if args.rpm:
+        llm_kwargs["requests_per_minute"] = args.rpm
+    if args.base_url:
+        model = args.model or env().llm.model  # STSGEN_LLM_MODEL, default qwen2.5-coder-1.5b-instruct
+        with progress_bar(console):
+            outputs = job(LLMSettings(base_url=args.base_url, model=model, **llm_kwargs))
+    else:
+        console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
+        with local_server(args.local_model, engine=args.llm_engine, parallel=args.concurrency) as server:
+            # For the flows' manifests and request order (read back through env().llm; child processes inherit them).
+            os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
+            os.environ["STSGEN_LLM_SERVER_ENGINE"] = server.engine
+            with progress_bar(console):
+                outputs = job(LLMSettings(base_url=server.base_url, model=server.model, **llm_kwargs))
+        console.print("Local LLM server stopped.")
+    print_outputs(outputs)
+    return 0
+

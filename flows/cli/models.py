@@ -1,0 +1,56 @@
+"""Model commands: `eval` (the stage-4 STS protocol on any model folder) and `models prepare` (assemble and
+sha256-check the local GGUF files)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from tasks.core.config import ConfigError
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """This module's commands, added to `stsgen`'s subcommands."""
+    p = sub.add_parser("eval", help="evaluate a local model folder on STS-B dev/test (+ --eval-set …)")
+    p.add_argument("model", help="a sentence-transformers folder (e.g. data/outputs/latest/train-surrogate/model)")
+    p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
+    p.add_argument("--json", help="also write the results as JSON here")
+    p.set_defaults(func=_eval)
+    p = sub.add_parser("models", help="prepare (assemble + sha256-check) local GGUF models")
+    p.add_argument("action", choices=("prepare",))
+    p.add_argument("names", nargs="*")
+    p.set_defaults(func=_models)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    """Evaluate a local model folder (ours or any sentence-transformers folder) with the stage-4 protocol."""
+    import json
+
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.core.sts_evaluation import evaluate_sources
+    from tasks.train.model_export import BELLM_MARKER
+
+    folder = Path(args.model)
+    if not any((folder / f).is_file() for f in ("modules.json", "config.json", BELLM_MARKER)):
+        raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")
+    # A BeLLM export carries stsgen's own module class (its prompt and bidirectional layers): trusted, it is ours.
+    model = SentenceTransformer(str(folder), trust_remote_code=(folder / BELLM_MARKER).is_file())  # CUDA if present
+    encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
+    results = evaluate_sources(encode_fn, ["stsb-dev", "stsb-test", *args.eval_set])
+    print("| set | pairs | Spearman ×100 |\n|---|---|---|")
+    for name, r in results.items():
+        print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def _models(args: argparse.Namespace) -> int:
+    from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
+
+    for name in args.names or list(LOCAL_MODELS):
+        path, sha = resolve_gguf(name)
+        print(f"{name}: {path} sha256={sha} ok")
+    return 0
+

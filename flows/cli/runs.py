@@ -1,0 +1,50 @@
+"""Commands on what runs wrote: `runs list | prune` (the run folders under an output directory) and `export` (stage
+tables as Hugging Face datasets with dataset cards)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """This module's commands, added to `stsgen`'s subcommands."""
+    p = sub.add_parser("runs", help="list the run folders under --output-dir, or prune the older ones")
+    p.add_argument("action", choices=("list", "prune"))
+    p.add_argument("--output-dir", default="data/outputs")
+    p.add_argument("--keep", type=int, default=5, help="prune: finished runs to keep besides latest")
+    p.set_defaults(func=_runs)
+
+    p = sub.add_parser("export", help="write stage tables as Hugging Face datasets with dataset cards")
+    p.add_argument("--output-dir", default="data/outputs/latest", help="the run folder the stages wrote to")
+    p.add_argument("--table", action="append", choices=("triples", "pairs"), help="default: both")
+    p.add_argument("--push-to-hub", metavar="REPO", help="also upload (needs a hub token and network; "
+                   "REPO-triples / REPO-pairs when both are exported)")
+    p.set_defaults(func=_export)
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from tasks.core.runs import list_runs, prune_runs
+
+    if args.action == "prune":
+        removed = prune_runs(args.output_dir, args.keep)
+        print(f"removed {len(removed)} run(s): {', '.join(removed) or '-'}")
+        return 0
+    print("| run | status | stages | latest |\n|---|---|---|---|")
+    for r in list_runs(args.output_dir):
+        print(f"| {r['name']} | {r['status']} | {', '.join(r['stages']) or '-'} | {'yes' if r['latest'] else ''} |")
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from tasks.core.hf_dataset import EXPORTS, export_dataset, push_to_hub
+
+    for name in args.table or list(EXPORTS):
+        folder = export_dataset(Path(args.output_dir), name)
+        print(f"{name}: {folder} (datasets.load_from_disk; dataset card {folder / 'README.md'})")
+        if args.push_to_hub:
+            repo = f"{args.push_to_hub}-{name}" if len(args.table or EXPORTS) > 1 else args.push_to_hub
+            push_to_hub(folder, repo)
+            print(f"{name}: pushed to the hub as {repo}")
+    return 0
+
