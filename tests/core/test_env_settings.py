@@ -117,9 +117,10 @@ def test_the_flat_and_nested_forms_must_agree(monkeypatch):
 
 def test_the_cli_stops_on_a_bad_variable_before_any_work(monkeypatch, capsys):
     from flows import cli
+    from flows.cli import stages
 
     monkeypatch.setenv("STSGEN_LLM_SERVER_ENGINE", "vllm")
-    monkeypatch.setattr(cli, "_generate", lambda args: pytest.fail("ran with a bad environment"))
+    monkeypatch.setattr(stages, "_generate", lambda args: pytest.fail("ran with a bad environment"))
     assert cli.main(["generate", "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert "STSGEN_LLM_SERVER_ENGINE='vllm'" in capsys.readouterr().err
 
