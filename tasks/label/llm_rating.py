@@ -85,24 +85,36 @@ def _to_rating(result: CallResult) -> Rating:
 
 def rate_pairs(pairs: list[tuple[str, str]], llm: LLMSettings, settings: RatingSettings,
                client: LLMClient | None = None, on_rated: Callable[[int], None] | None = None,
-               chunk: int = 256) -> tuple[list[Rating], dict]:
-    """Ratings for (s1, s2) pairs, in input order, and the client's stats. Cached answers cost nothing.
-
-    Requests go out `chunk` at a time (each chunk with the client's full concurrency) and `on_rated(n)` is told after
-    each: progress is reported from this synchronous code, not from inside the event loop, where Prefect's artifact
-    calls would turn into coroutines."""
+               report_every_s: float = 2.0) -> tuple[list[Rating], dict]:
+    """Ratings for (s1, s2) pairs, in input order, and the client's stats. Cached answers cost nothing. `on_rated(n)`
+    hears every `report_every_s` how many more pairs were rated."""
     template = load_template(RATING_PATTERN, settings.prompt)
     system = template.system_message([])
     client = client or LLMClient(llm)
     params = rating_params(settings)
     requests = [(rating_messages(system, a, b), params) for a, b in pairs]
-    results = []
-    for start in range(0, len(requests), chunk):
-        results += asyncio.run(client.complete_many(requests[start : start + chunk]))
-        if on_rated is not None:
-            on_rated(len(requests[start : start + chunk]))
+    results = asyncio.run(_complete_reporting(client, requests, on_rated, report_every_s)) if requests else []
     return [_to_rating(r) for r in results], {"prompt": template.name, "prompt_sha256": template.sha256,
                                               "params": params, **client.stats.__dict__}
+
+
+async def _complete_reporting(client: LLMClient, requests: list, on_rated: Callable[[int], None] | None,
+                              every_s: float) -> list[CallResult]:
+    """Every request at the client's full concurrency; `on_rated` runs in a worker thread (with this run's context):
+    a progress artifact call made inside the event loop would block it."""
+    finished = reported = 0
+
+    def tick() -> None:
+        nonlocal finished
+        finished += 1
+
+    work = asyncio.ensure_future(client.complete_many(requests, on_result=tick if on_rated else None))
+    while on_rated is not None and not work.done():
+        await asyncio.wait({work}, timeout=every_s)
+        if finished > reported:
+            await asyncio.to_thread(on_rated, finished - reported)
+            reported = finished
+    return await work
 
 
 @task(name="rate-pairs", cache_policy=NO_CACHE)

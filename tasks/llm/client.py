@@ -311,10 +311,18 @@ class LLMClient:
         finally:
             await client.close()
 
-    async def complete_many(self, requests: list[tuple[list[dict[str, str]], dict[str, Any]]]) -> list[CallResult]:
-        """Run requests with bounded concurrency; results in input order."""
+    async def complete_many(self, requests: list[tuple[list[dict[str, str]], dict[str, Any]]],
+                            on_result: Callable[[], None] | None = None) -> list[CallResult]:
+        """Run requests with bounded concurrency; results in input order. `on_result()` is called in the event loop
+        as each request finishes (keep it cheap: a counter)."""
         async with self.open() as call:
-            return list(await asyncio.gather(*(call(m, p) for m, p in requests)))
+            async def one(messages: list[dict[str, str]], params: dict[str, Any]) -> CallResult:
+                result = await call(messages, params)
+                if on_result is not None:
+                    on_result()
+                return result
+
+            return list(await asyncio.gather(*(one(m, p) for m, p in requests)))
 
     async def prompt_logprobs_many(self, prompts: list[list[int] | str]) -> list[CallResult]:
         """`prompt_logprobs` for many prompts with bounded concurrency; results in input order."""

@@ -87,22 +87,36 @@ time.sleep(60)
 """
 
 
-def test_the_suites_leak_check_finds_an_orphaned_server(tmp_path):
+def test_the_suites_leak_check_finds_an_orphaned_server(tmp_path, monkeypatch):
     """The check the suite runs at its end (tests/conftest.py) sees a server whose parent is gone."""
+    from tests import conftest
     from tests.conftest import servers_left_behind
 
     marker = str(tmp_path / "session-home")
     env = {k: v for k, v in os.environ.items() if k != "STSGEN_HOME"}
     reaper = subprocess.Popen([sys.executable, "-c", REAPER, marker], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                               text=True)
-    pid = int(reaper.stdout.readline())
+    pid = None
     try:
+        pid = int(reaper.stdout.readline())
         stat = open(f"/proc/{pid}/stat").read()
         assert stat.rsplit(")", 1)[1].split()[1] == str(reaper.pid), stat  # adopted by the reaper: an orphan
         left = servers_left_behind(marker)
         assert [line.split(":")[0] for line in left] == [str(pid)], (left, stat)
         assert servers_left_behind(str(tmp_path / "another-session")) == []
+        # An adopter whose environment cannot be read (another user's, or non-dumpable, as a sandbox's reaper may
+        # be) is outside the session too: the orphan is still reported, not skipped.
+        real_proc = conftest._proc
+
+        def unreadable_reaper(p, name):
+            if str(p) == str(reaper.pid) and name == "environ":
+                raise PermissionError(13, "Permission denied")
+            return real_proc(p, name)
+
+        monkeypatch.setattr(conftest, "_proc", unreadable_reaper)
+        assert [line.split(":")[0] for line in servers_left_behind(marker)] == [str(pid)]
     finally:
-        os.kill(pid, signal.SIGKILL)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL)
         reaper.kill()
         reaper.wait()

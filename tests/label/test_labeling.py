@@ -512,6 +512,31 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
         "shards_reused"] == json.loads(Path(second["manifest"]).read_text())["counts"]["shards"]
 
 
+def test_rating_reports_progress_while_it_runs_and_keeps_the_input_order(tmp_path):
+    """Progress is told as pairs finish (several reports, not one at the end), from outside the event loop, while
+    every request runs at the client's full concurrency; ratings come back in input order."""
+    import threading
+
+    from tasks.core.config import LLMSettings
+    from tasks.label.llm_rating import RatingSettings, rate_pairs
+    from tests.scripted_openai import ScriptedOpenAI
+
+    def responder(messages, body):  # the digit is the pair's number mod 6: order is checkable
+        return str(int(messages[-1]["content"].split("pair")[1].split()[0]) % 6)
+
+    pairs = [(f"pair{i} left", f"pair{i} right") for i in range(24)]
+    reports, loop_threads = [], set()
+    on_rated = lambda n: (reports.append(n), loop_threads.add(threading.current_thread()))  # noqa: E731
+    with ScriptedOpenAI(models=("rater",), responder=responder, latency_s=0.1) as server:
+        llm = LLMSettings(base_url=server.base_url, model="rater", max_concurrency=4, cache_path="off")
+        ratings, stats = rate_pairs(pairs, llm, RatingSettings(top_logprobs=0), on_rated=on_rated,
+                                    report_every_s=0.15)
+    assert [r.digit for r in ratings] == [i % 6 for i in range(24)]
+    assert sum(reports) == 24 and len(reports) >= 3, reports  # ~0.6 s of work at 4 in flight, told every 0.15 s
+    assert threading.main_thread() not in loop_threads  # told from a worker thread, not the event loop's
+    assert stats["requests_sent"] == 24
+
+
 def _expected_rating(s1, s2):
     lp = _overlap_rating([{"content": f"Sentence 1: {s1}\nSentence 2: {s2}"}], {})
     return sum(int(d) * np.exp(p) for d, p in lp) / sum(np.exp(p) for _, p in lp)

@@ -73,3 +73,14 @@ def test_stage_flows_only_wire_through_the_one_stage_outline():
         body = flow_fn.body[1:] if isinstance(flow_fn.body[0], ast.Expr) else flow_fn.body  # after the docstring
         assert body[-1].end_lineno - body[0].lineno + 1 <= 20, f"{name}'s body runs past a screen"
         assert sum(isinstance(n, ast.FunctionDef) for n in tree.body) == 1, f"{path.name} holds logic beside its flow"
+
+
+def test_no_flow_forwards_prints_into_its_log():
+    """Flows log through their run logger (tasks.core.stage.run_logger): with `log_prints`, Prefect forwards every
+    print into the flow log, also a library's print into a stdout it redirected (dill's disassembly while datasets
+    fingerprints a table)."""
+    import importlib
+
+    for name in (*STAGE_FLOWS, "sts_pipeline"):
+        flow_obj = getattr(importlib.import_module(f"flows.{name}"), name)
+        assert not flow_obj.log_prints, f"flows/{name}.py sets log_prints"
