@@ -53,12 +53,9 @@ def print_outputs(outputs: dict) -> None:
         print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
         print(verdict(report["shipped_step"], report.get("checkpoint_turned_down")))
     if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
-        from tasks.core.store import read_manifest
-        from tasks.evaluate.run_quality import quality_markdown, quality_rows
+        from tasks.evaluate.run_quality import quality_markdown, quality_rows, run_manifests
 
-        manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
-                     if isinstance(paths, dict) and "manifest" in paths}
-        print("\nRun quality:\n" + quality_markdown(quality_rows(manifests)))
+        print("\nRun quality:\n" + quality_markdown(quality_rows(run_manifests(outputs))))
     from tasks.core.env_settings import env
 
     if env().prefect_api_url:

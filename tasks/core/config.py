@@ -8,7 +8,7 @@ key, and the key itself is read only when a client is built (see `tasks.llm.clie
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -37,10 +37,34 @@ def _llm_env():
 class Settings(BaseModel):
     """The base of every settings class: frozen, unknown fields refused (a typo fails at the edge with the field's
     name). `NOT_IN_KEY`: the fields that change how a stage works, not what it returns, left out of its cache key
-    (tasks.core.stage.key_fields)."""
+    (`key_fields`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset()
+
+    def key_exclusions(self) -> frozenset[str]:
+        """The fields left out of the cache key: `NOT_IN_KEY`; a class whose exclusions depend on its values
+        overrides this."""
+        return self.NOT_IN_KEY
+
+
+def key_fields(settings: Settings) -> dict[str, Any]:
+    """The fields of `settings` that change a stage's result, for its cache key: every field but its
+    `key_exclusions()` (how the work is done — concurrency, devices, threads, endpoints — not what it returns),
+    nested settings alike."""
+    excluded = settings.key_exclusions()
+    return {name: key_value(getattr(settings, name)) for name in type(settings).model_fields if name not in excluded}
+
+
+def key_value(value: Any) -> Any:
+    """A value as it enters a cache key: settings objects through `key_fields`, containers element by element."""
+    if isinstance(value, BaseModel):
+        return key_fields(value)
+    if isinstance(value, (list, tuple)):
+        return [key_value(v) for v in value]
+    if isinstance(value, dict):
+        return {k: key_value(v) for k, v in value.items()}
+    return value
 
 
 class LLMSettings(Settings):

@@ -21,8 +21,8 @@ from typing import Any, Callable
 import pyarrow as pa
 from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
-from pydantic import BaseModel
 
+from tasks.core.config import key_fields, key_value  # noqa: F401  (key_fields: re-exported beside stage_key)
 from tasks.core.store import (
     MANIFEST,
     fingerprint,
@@ -34,29 +34,10 @@ from tasks.core.store import (
 )
 
 
-def key_fields(settings: BaseModel) -> dict[str, Any]:
-    """The fields of `settings` that change a stage's result, for its cache key: every field but those the class
-    declares in `NOT_IN_KEY` (how the work is done — concurrency, devices, threads, endpoints — not what it
-    returns), nested settings alike. A class whose exclusions depend on its values defines `key_exclusions()`."""
-    excluded = settings.key_exclusions() if hasattr(settings, "key_exclusions") else \
-        getattr(type(settings), "NOT_IN_KEY", frozenset())
-    return {name: _key_value(getattr(settings, name)) for name in type(settings).model_fields if name not in excluded}
-
-
-def _key_value(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return key_fields(value)
-    if isinstance(value, (list, tuple)):
-        return [_key_value(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _key_value(v) for k, v in value.items()}
-    return value
-
-
 def stage_key(stage: str, **parts: Any) -> str:
     """The cache key of a stage's outputs: the stage's name and everything its result depends on — input content
     hashes, model checksums, code version, and settings objects (which enter through `key_fields`)."""
-    return fingerprint({"stage": stage, **{name: _key_value(value) for name, value in parts.items()}})
+    return fingerprint({"stage": stage, **{name: key_value(value) for name, value in parts.items()}})
 
 
 @dataclass
@@ -70,6 +51,11 @@ class StageFolder:
     digests: dict[str, str] = field(default_factory=dict)  # committed file (relative name) → sha256
     # Sample rows for the artifacts, kept by `compute` from the tables it wrote: `publish` reads nothing back.
     preview: list[dict] = field(default_factory=list)
+
+    @property
+    def committed(self) -> dict[str, Path]:
+        """Every file the stage committed (its outputs and the manifest), by name: the artifacts link to them."""
+        return {name: self.folder / name for name in (*self.digests, MANIFEST)}
 
     @property
     def paths(self) -> dict[str, str]:

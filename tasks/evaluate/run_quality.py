@@ -88,9 +88,15 @@ def stage_rows(outputs: dict[str, dict[str, str]], manifests: dict[str, dict], s
     return rows
 
 
+def run_manifests(outputs: dict) -> dict[str, dict]:
+    """Each stage's manifest ({} when missing), read once, from a pipeline run's outputs ({stage: paths})."""
+    return {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()
+            if isinstance(paths, dict) and "manifest" in paths}
+
+
 def publish_run_report(outputs: dict[str, dict[str, str]], started: float, output_dir: str) -> None:
     """The pipeline run's artifacts: the stage table, the run's tables as Hugging Face datasets, the quality table."""
-    manifests = {stage: read_manifest(Path(paths["manifest"]).parent) or {} for stage, paths in outputs.items()}
+    manifests = run_manifests(outputs)
     publish_table("pipeline-stages", stage_rows(outputs, manifests, started),
                   "sts-pipeline stages (cache key, counts, manifest)")
     publish_links("hf-datasets", export_run(Path(output_dir)),

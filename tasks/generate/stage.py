@@ -8,6 +8,7 @@ and returns the manifest; `publish_generation` creates the artifacts.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -140,8 +141,8 @@ class GenerationJob:
     duplicate_texts: int
     prepare_s: float
 
-    @property
-    def inputs(self) -> list[dict]:
+    @functools.cached_property
+    def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
         return self.corpus.inputs + self.patterns.inputs()
 
     @property
@@ -246,7 +247,7 @@ def publish_generation(out: StageFolder, manifest: dict) -> None:
                                                            manifest["timings"]["generation_s"], out.folder),
                      "Stage 1 summary")
     publish_table("generate-samples", out.preview, "Sample triples")
-    publish_links("generate", {name: out.folder / name for name in (*out.digests, "manifest.json")},
+    publish_links("generate", out.committed,
                   "Stage 1 output files")
     run_logger().info(f"{counts['triples']}/{counts['sources']} complete triples, "
                       f"{counts['rejected_rows']} quarantined rows → {out.folder}")

@@ -33,10 +33,9 @@ from pydantic import Field, model_validator
 from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
 from models.coherence import encode_texts
 from tasks.contracts import TrainedCoherence, load_trained_cached
-from tasks.core.config import ConfigError, LLMSettings, Settings
+from tasks.core.config import ConfigError, LLMSettings, Settings, key_fields
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
-from tasks.core.stage import key_fields
 from tasks.core.store import fingerprint, read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
 from tasks.label.llm_rating import Rating, RatingSettings
@@ -52,7 +51,7 @@ LabelMethod = Literal["context", "llm_rating", "combined"]
 
 
 class LabelSettings(Settings):
-    # How the scoring runs, not what it computes: left out of every cache key (tasks.core.stage.key_fields).
+    # How the scoring runs, not what it computes: left out of every cache key (tasks.core.config.key_fields).
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
                                                       "lm_max_concurrency"})
     # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without

@@ -178,8 +178,8 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
     # Shards are keyed by what they score — their units' sentences and contexts, the reference sentences, settings
     # and models — not by input file hashes: a re-run skips the shards already written, also when an input file was
     # rebuilt with the same content (e.g. triples regenerated from the LLM cache).
-    scorer_key = fingerprint({"stage": STAGE, "code": CODE_VERSION, "reference": reference,
-                              "settings": settings.score_fields(), "coherence": job.coherence[1], "lm": job.lm_sha})
+    scorer_key = stage_key(STAGE, code=CODE_VERSION, reference=reference, settings=settings.score_fields(),
+                           coherence=job.coherence[1], lm=job.lm_sha)
     shard_dir = out.work_dir("shards", scorer_key)
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)] if uses_contexts(settings) else []
     n_pairs = sum(len(u.pairs) for u in units)
@@ -271,5 +271,5 @@ def publish_labels(out: StageFolder, manifest: dict) -> None:
     ]), "Stage 3 summary")
     publish_image("label-distribution", out.folder / "label_distribution.png", "Label distribution per relation")
     publish_table("label-samples", out.preview, "Sample labeled pairs")
-    publish_links("label", {name: out.folder / name for name in (*out.digests, "manifest.json")}, "Stage 3 outputs")
+    publish_links("label", out.committed, "Stage 3 outputs")
     run_logger().info(f"{counts['pairs']} labeled pairs, {counts['rejected']} quarantined; hierarchy rate {rate} → {out.folder}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.store import sha256_path, sha256_tree
+from tasks.core.store import sha256_path
 
 
 @dataclass(frozen=True)
@@ -145,7 +145,7 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
     if not (folder / "config.json").is_file():
         raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
                           "transformers folder with config.json; set label.lm (or label.lm_tokenizer) to one of those.")
-    return folder, sha256_tree(folder)
+    return folder, sha256_path(folder)
 
 
 def encoder_folder(source: str) -> Path:

@@ -22,9 +22,8 @@ from pydantic import Field
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import evaluate_coherence, train_coherence
 from tasks.contracts import TrainedCoherence, load_trained
-from tasks.core.config import Settings, stsgen_home
+from tasks.core.config import Settings, key_fields, stsgen_home
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
-from tasks.core.stage import key_fields
 from tasks.core.store import (
     atomic_write_bytes,
     fingerprint,

@@ -194,6 +194,6 @@ def publish_retrieval(out: StageFolder, manifest: dict) -> None:
         "- timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()),
     ]), "Stage 2 summary")
     publish_table("retrieve-samples", out.preview, "Sample contexts")
-    publish_links("retrieve", {name: out.folder / name for name in (*out.digests, "manifest.json")},
+    publish_links("retrieve", out.committed,
                   "Stage 2 outputs")
     run_logger().info(f"{counts['with_contexts']}/{counts['sentences']} sentences with contexts → {out.folder}")

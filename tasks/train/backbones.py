@@ -16,6 +16,7 @@ reference loop of the parity benchmark (`tasks/train/training.py`) trains.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 import torch
@@ -26,7 +27,7 @@ from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError, Settings
-from tasks.core.store import sha256_tree
+from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
@@ -51,26 +52,29 @@ class BackboneSettings(Settings):
         return self
 
 
-def _hf_backbone(settings: BackboneSettings):
-    """(kind, transformers model, tokenizer, its stack of layers, provenance) for the settings' source."""
+def _hf_backbone(settings: BackboneSettings, identity: dict | None = None):
+    """(transformers model, tokenizer, its stack of layers, provenance) for the settings' source."""
     from transformers import AutoModel, AutoModelForCausalLM, AutoTokenizer
 
-    source = settings.source or DEFAULT_SOURCES[settings.kind]
+    info = dict(identity or backbone_identity(settings))
     if settings.kind == "encoder":
-        info = _encoder_info(source)
         model = AutoModel.from_pretrained(info["path"])
         return model, AutoTokenizer.from_pretrained(info["path"]), model.encoder.layer, info
-    path, sha = resolve_model_files(source)
-    folder, kwargs = pretrained_source(path)
+    folder, kwargs = pretrained_source(Path(info["path"]))
     decoder = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kwargs).get_decoder()
-    info = {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
-            "bidirectional_layers": settings.bidirectional_layers}
     return decoder, AutoTokenizer.from_pretrained(folder, **kwargs), decoder.layers, info
 
 
-def _encoder_info(source: str) -> dict:
-    folder = encoder_folder(source)
-    return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_tree(folder)}
+def backbone_identity(settings: BackboneSettings) -> dict:
+    """The backbone's provenance without loading it (kind, source, local path, content sha256): what a cache key
+    needs, so a reused stage never loads the model."""
+    source = settings.source or DEFAULT_SOURCES[settings.kind]
+    if settings.kind == "encoder":
+        folder = encoder_folder(source)
+        return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_path(folder)}
+    path, sha = resolve_model_files(source)
+    return {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
+            "bidirectional_layers": settings.bidirectional_layers}
 
 
 def _make_trainable(root: torch.nn.Module, hf_model: torch.nn.Module, layers, settings: BackboneSettings,
@@ -96,10 +100,12 @@ def load_backbone(settings: BackboneSettings) -> tuple[torch.nn.Module, dict]:
     return module, _make_trainable(module, model, layers, settings, info)
 
 
-def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu", card: dict | None = None):
+def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu", card: dict | None = None,
+                              identity: dict | None = None):
     """(SentenceTransformer, provenance dict): Transformer → mean Pooling for encoders (the standard
     sentence-transformers layout), the BeLLM module for decoders. `card`: fields of the model card
-    (`SentenceTransformerModelCardData`: model_name, train_datasets, …)."""
+    (`SentenceTransformerModelCardData`: model_name, train_datasets, …); `identity`: `backbone_identity(settings)`
+    when the caller has it already (the folder is not hashed again)."""
     from sentence_transformers import SentenceTransformer, SentenceTransformerModelCardData
     from sentence_transformers import models as st_models
 
@@ -107,15 +113,15 @@ def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu", c
 
     from models.bellm_sentence_transformer import BeLLMModule
 
+    info = dict(identity or backbone_identity(settings))
     if settings.kind == "encoder":
-        info = _encoder_info(settings.source or DEFAULT_SOURCES["encoder"])
         transformer = st_models.Transformer(info["path"], max_seq_length=settings.max_length)
         model = SentenceTransformer(modules=[transformer, st_models.Pooling(
             transformer.get_embedding_dimension(), pooling_mode="mean")], device=device, model_card_data=card_data)
         hf_model = transformer.auto_model
         layers = hf_model.encoder.layer
     else:
-        decoder, tokenizer, layers, info = _hf_backbone(settings)
+        decoder, tokenizer, layers, info = _hf_backbone(settings, info)
         model = SentenceTransformer(modules=[BeLLMModule(BeLLMEncoder(
             decoder, tokenizer, settings.bidirectional_layers, settings.max_length))], device=device,
             model_card_data=card_data)

