@@ -82,7 +82,12 @@ import ctypes, os, subprocess, sys, time
 ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
 subprocess.run(["bash", "-c", "(exec -a llama-server sleep 60) & echo $! > pid"],
                env=dict(os.environ, STSGEN_HOME=sys.argv[1]), check=True)
-print(open("pid").read().strip(), flush=True)
+pid = open("pid").read().strip()
+# Told once the background subshell has exec'd: mid-exec, /proc/<pid>/cmdline reads empty for a moment (the
+# orphan would be missed by a scan that lands there).
+while not open(f"/proc/{pid}/cmdline", "rb").read().startswith(b"llama-server"):
+    time.sleep(0.01)
+print(pid, flush=True)
 time.sleep(60)
 """
 
