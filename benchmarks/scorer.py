@@ -1,6 +1,7 @@
-"""Stage-3 LM scorers side by side on the same (sentence, context) inputs, one run: the in-process scorer
-(transformers, SmolLM2-135M's GGUF dequantized; c< once per context, its KV cache shared by the sentences) against
-the served scorer (`label.lm` = an endpoint: llama-cpp-python's server on 127.0.0.1 with the same GGUF, one
+"""Stage-3 LM scorers side by side on the same (sentence, context) inputs, one run: the in-process transformers
+scorer (SmolLM2-135M's GGUF dequantized to float32; c< once per context, its KV cache shared by the sentences, the
+reference) against the in-process llama.cpp scorer (llama-cpp-python on the GGUF as quantized, prompt-token logits,
+the c< prefix evaluated once per context) and the served scorer (`label.lm` = an endpoint: llama-cpp-python's server on 127.0.0.1 with the same GGUF, one
 /v1/completions echo request per (s, c), the response cache off so every request is paid for).
 
 Inputs: STS-B dev sentences (s) and contexts (c<, c>) of consecutive sentences of the default corpus, drawn with a
@@ -105,14 +106,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sentences", type=int, default=8)
     ap.add_argument("--contexts", type=int, default=8)
-    ap.add_argument("--concurrency", default="1,2", help="requests in flight to the server, per served row")
+    ap.add_argument("--concurrency", default="1,2", help="requests in flight to the server, per served row ('' for "
+                    "no served row)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--lm", default=MODEL, help="the in-process model and the served model's tokenizer")
     ap.add_argument("--base-url", help="a served endpoint of the same model (default: llama-cpp-python on 127.0.0.1)")
     ap.add_argument("--model", help="the model's name at --base-url")
     args = ap.parse_args()
     sentences, lefts, rights = inputs(args.sentences, args.contexts)
-    local = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, threads=args.threads)
+    local = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, threads=args.threads, scorer="transformers")
     lm = load_scorer(local, *map(str, resolve_lm(local)))
     groups = groups_for(lm, local, sentences, lefts, rights)
     tokens = sum(len(seg) for g in groups for cont in g.continuations for seg in cont)
@@ -124,6 +126,22 @@ def main() -> None:
     reference = lm.score(groups, local.max_batch_tokens)
     t_local = time.perf_counter() - t
     rows = [(f"in-process (transformers, float32 on {lm.device}, shared c< KV cache)", t_local, None, None, None)]
+
+    def compare(name: str, result, elapsed: float) -> None:
+        other, ref = score_rows(result), score_rows(reference)
+        diff = np.abs(other - ref)
+        rows.append((name, elapsed, diff.mean(), diff.max(),
+                     spearmanr(pair_labels(other), pair_labels(ref)).statistic))
+
+    fast = local.model_copy(update={"scorer": "llama_cpp"})
+    llama = load_scorer(fast, *map(str, resolve_lm(fast)))
+    llama.score(groups[:1])  # warm-up
+    t = time.perf_counter()
+    result = llama.score(groups)
+    compare("in-process (llama.cpp through llama-cpp-python, GGUF as quantized, c< evaluated once)", result,
+            time.perf_counter() - t)
+    if not args.concurrency:
+        return report(rows, tokens, t_local, sentences, None, None)
     with endpoint(args) as (base_url, model, pid):
         with PeakRSS(pid) as rss:
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
@@ -133,13 +151,12 @@ def main() -> None:
                 scorer.client = type(scorer.client)(lm_endpoint(served).model_copy(update={"cache_path": "off"}))
                 t = time.perf_counter()
                 result = scorer.score(groups)
-                elapsed = time.perf_counter() - t
-                served_rows, local_rows = score_rows(result), score_rows(reference)
-                diff = np.abs(served_rows - local_rows)
-                rho = spearmanr(pair_labels(served_rows), pair_labels(local_rows)).statistic
-                rows.append((f"served ({args.base_url or 'llama-cpp-python, 127.0.0.1'}, {scorer.prompt_form} prompts, "
-                             f"{concurrency} in flight)",
-                             elapsed, diff.mean(), diff.max(), rho))
+                compare(f"served ({args.base_url or 'llama-cpp-python, 127.0.0.1'}, {scorer.prompt_form} prompts, "
+                        f"{concurrency} in flight)", result, time.perf_counter() - t)
+    report(rows, tokens, t_local, sentences, pid, rss)
+
+
+def report(rows, tokens: int, t_local: float, sentences: list[str], pid, rss) -> None:
     n_pairs = len(sentences) * (len(sentences) - 1) // 2
     print("| scorer | seconds | scored tokens/s | ratio to in-process | mean / max \\|Δ mean log-prob\\| | "
           f"Spearman of the {n_pairs} pair labels with in-process |")

@@ -4,8 +4,9 @@ generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parq
 → train-surrogate (triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
 quality table of the run (tasks/evaluate/run_quality.py) as the `pipeline-quality` artifact.
 
-retrieve-contexts runs only for the labelers that read contexts (label.method = context or combined); the default
-LLM-rating labeler rates the pairs directly.
+The default labeler (label.method = combined) is the design card's: every pair gets the LLM's rating and its
+context-vector label (seed 003) from the retrieved contexts, and their mix; with label.method = llm_rating the
+pipeline skips retrieve-contexts (the rating reads no contexts).
 
 Every stage is a subflow that computes its cache key from its inputs' content hashes and its parameters and returns
 at once when its committed outputs already match (the manifest verifies): a re-run with nothing changed redoes
@@ -90,7 +91,7 @@ def sts_pipeline(
                           "check the endpoint, model and validation settings.")
     label = label or LabelSettings(seed=seed)
     outputs = {"generate-sts-triples": generated}
-    if uses_contexts(label):  # the LLM-rating labeler reads no contexts: stage 2 is skipped, not run for nothing
+    if uses_contexts(label):  # label.method = llm_rating reads no contexts: stage 2 is skipped, not run for nothing
         corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
         outputs["retrieve-contexts"] = retrieve_contexts(
             sentences=generated["triples"], corpora=corpora, window_k=window_k, selection=selection,

@@ -48,7 +48,15 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
         gold = quality.get("gold")
         if gold:
             add("label", "label–gold Spearman ×100", f"{gold['spearman']:.1f} on {gold['pairs']} pairs")
-        add("label", "labeler", (label.get("labeler") or {}).get("method", "n/a"))
+        for column, q in quality.get("columns", {}).items():  # each label column on its own
+            h, g = q["hierarchy"], q["gold"]
+            add("label", f"{column}: hierarchy / a+ > a- / gold Spearman ×100",
+                f"{_pct(h.get('rate'))} / {_pct(h.get('pos_over_neg_rate'))} / "
+                + ("n/a" if g is None else f"{g['spearman']:.1f}"))
+        labeler = label.get("labeler") or {}
+        add("label", "labeler", labeler.get("method", "n/a") + (
+            f" ({labeler['rating_weight']}·rating/5 + {1 - labeler['rating_weight']:.2f}·context label)"
+            if "rating_weight" in labeler else ""))
     patterns = manifests.get("report-patterns")
     if patterns:
         for relation, d in patterns.get("distances", {}).items():

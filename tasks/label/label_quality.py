@@ -17,11 +17,15 @@ RELATION_ORDER = ("anchor-positive", "anchor-intermediate", "anchor-negative", "
                   "positive-negative", "intermediate-negative", "cross")
 
 
-def hierarchy_rate(pairs: pd.DataFrame) -> dict:
+# The pairs table's label columns: the LLM's 0–5 rating, the context-vector label, and the label training reads.
+LABEL_COLUMNS = ("rating", "context_label", "label")
+
+
+def hierarchy_rate(pairs: pd.DataFrame, column: str = "label") -> dict:
     """Share of triples with label(a, s+) > label(a, sm) > label(a, s-) (STS triples), and of label(a, s+) >
-    label(a, s-) (every triple with both)."""
+    label(a, s-) (every triple with both), by the values of `column`."""
     wide = pairs[pairs["triple_id"].notna() & pairs["relation"].str.startswith("anchor-")].pivot_table(
-        index="triple_id", columns="relation", values="label", aggfunc="first")
+        index="triple_id", columns="relation", values=column, aggfunc="first")
     out = {"triples": 0, "rate": None, "pos_over_neg_triples": 0, "pos_over_neg_rate": None}
     cols = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
     if set(cols) <= set(wide.columns):
@@ -35,15 +39,22 @@ def hierarchy_rate(pairs: pd.DataFrame) -> dict:
     return out
 
 
-def gold_agreement(pairs: pd.DataFrame) -> dict | None:
-    """Spearman ×100 of the labels against the pairs' gold scores (pairs files with gold, e.g. STS-B dev); None
+def gold_agreement(pairs: pd.DataFrame, column: str = "label") -> dict | None:
+    """Spearman ×100 of `column` against the pairs' gold scores (pairs files with gold, e.g. STS-B dev); None
     without at least 10 gold-scored pairs."""
-    if "gold" not in pairs:
+    if "gold" not in pairs or column not in pairs:
         return None
-    both = pairs[["label", "gold"]].dropna()
+    both = pairs[[column, "gold"]].dropna()
     if len(both) < 10:
         return None
-    return {"pairs": len(both), "spearman": round(100 * float(spearmanr(both["label"], both["gold"]).statistic), 2)}
+    return {"pairs": len(both), "spearman": round(100 * float(spearmanr(both[column], both["gold"]).statistic), 2)}
+
+
+def label_columns_quality(pairs: pd.DataFrame) -> dict[str, dict]:
+    """Per label column that the pairs carry (some values not null): its hierarchy rates and, with gold, its
+    Spearman — what each of rating, context label and final label is worth on this run."""
+    return {c: {"hierarchy": hierarchy_rate(pairs, c), "gold": gold_agreement(pairs, c)}
+            for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
 
 
 def labeler_description(settings) -> dict:
@@ -53,8 +64,9 @@ def labeler_description(settings) -> dict:
     out = {"method": settings.method}
     if settings.method != "llm_rating":
         out |= {"similarity": settings.similarity, "lambdas": settings.weights(), "lm": lm_public(settings),
-                "dtype": settings.dtype, "lm_prompt": settings.lm_prompt, "start_token": settings.start_token,
-                "contexts_per_sentence": settings.contexts_per_sentence}
+                "scorer": settings.scorer, "dtype": settings.dtype, "lm_prompt": settings.lm_prompt,
+                "start_token": settings.start_token, "contexts_per_sentence": settings.contexts_per_sentence,
+                "context_selection": settings.context_selection}
     if settings.method != "context":
         out |= {"rating_prompt": settings.rating.prompt, "top_logprobs": settings.rating.top_logprobs}
     if settings.method == "combined":

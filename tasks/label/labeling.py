@@ -31,6 +31,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field, model_validator
 
 from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
+from models.llama_cpp_lm import load_llama_cpp_lm
 from models.coherence import encode_texts
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError, LLMSettings, Settings, key_fields
@@ -69,7 +70,7 @@ class LabelSettings(Settings):
         return {k: v for k, v in key_fields(self).items() if k not in self.LABEL_ONLY}
 
     method: LabelMethod = Field(
-        "llm_rating", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
+        "combined", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
         "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
         "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
     rating: RatingSettings = RatingSettings()
@@ -91,7 +92,19 @@ class LabelSettings(Settings):
     lm_api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key")
     lm_max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint")
     dtype: Literal["float32", "bfloat16"] = "float32"
-    contexts_per_sentence: int = Field(8, ge=1, description="Top-ranked stage-2 contexts per sentence in the union")
+    scorer: Literal["transformers", "llama_cpp"] = Field(
+        "transformers", description="In-process LM scorer: 'transformers' (float32/bfloat16 torch, CPU or GPU, a "
+        ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "
+        "llama-cpp-python; CPU). Side by side in benchmarks/scorer.py: same labels (Spearman 0.98), transformers "
+        "faster on 2 CPU cores (docs/labeling.md)")
+    contexts_per_sentence: int = Field(32, ge=1, description="|C_s|: contexts per sentence in the label's union "
+                                       "(the label stage's k; stage 2's selection.contexts_per_sentence is how many "
+                                       "it retrieves)")
+    context_selection: Literal["score", "rank"] = Field(
+        "score", description="How C_s is chosen among a sentence's top candidates_per_sentence stage-2 contexts: "
+        "'score' = the k it fits best by S(s, c) (seed 003 Eq. 3); 'rank' = the stage-2 ranking's top k")
+    candidates_per_sentence: int = Field(48, ge=1, description="With context_selection='score': stage-2 contexts "
+                                         "per sentence scored to choose its C_s from (≥ contexts_per_sentence)")
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
     max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
     similarity: Similarity = Field("centered_cosine", description="How two sentences' score rows become a label: "
@@ -121,6 +134,9 @@ class LabelSettings(Settings):
                              "lambda_right")
         if self.lm_prompt == "right_first" and (self.lambda_right or self.lambda_left):
             raise ValueError("lm_prompt='right_first' already shows c> before s: set lambda_right and lambda_left to 0")
+        if self.context_selection == "score" and self.candidates_per_sentence < self.contexts_per_sentence:
+            raise ValueError(f"candidates_per_sentence ({self.candidates_per_sentence}) < contexts_per_sentence "
+                             f"({self.contexts_per_sentence}): C_s is chosen among the candidates")
         if self.lm_reference_sentences > self.reference_sentences:
             raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
                              f"({self.reference_sentences}): the LM's references are drawn from that sample")
@@ -132,6 +148,10 @@ class LabelSettings(Settings):
             raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
                              "apart: the label would be the sign of a difference)")
         return self
+
+    def candidates(self) -> int:
+        """Stage-2 contexts per sentence that enter its unit (and are scored)."""
+        return self.candidates_per_sentence if self.context_selection == "score" else self.contexts_per_sentence
 
     def weights(self) -> dict[str, float]:
         return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
@@ -177,10 +197,18 @@ def cached_served_lm(llm: LLMSettings, tokenizer_path: str, start_token: str) ->
     return served_lm(llm, Path(tokenizer_path), start_token)
 
 
+@functools.lru_cache(maxsize=2)
+def cached_llama_cpp_lm(path: str, sha256: str, threads: int | None) -> TokenizedLM:
+    return load_llama_cpp_lm(Path(path), threads)
+
+
 def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedLM:
-    """The LM that scores (s, c): in-process on settings.device, or the endpoint of label.lm (probed once)."""
+    """The LM that scores (s, c): in-process (llama.cpp, or transformers on settings.device), or the endpoint of
+    label.lm (probed once)."""
     if is_endpoint(settings.lm):
         return cached_served_lm(lm_endpoint(settings), path, settings.start_token)
+    if settings.scorer == "llama_cpp":
+        return cached_llama_cpp_lm(path, identity, settings.threads)
     return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
 
 
@@ -302,6 +330,23 @@ def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
     return terms
 
 
+def select_contexts(scores: np.ndarray, own: np.ndarray, settings: LabelSettings) -> tuple[np.ndarray, np.ndarray]:
+    """Each sentence's C_s and the unit's label columns: (own mask over the kept columns, kept column indices).
+
+    'score' (seed 003 Eq. 3): among a sentence's own candidates (its top `candidates_per_sentence` stage-2
+    contexts, already diverse), the `contexts_per_sentence` with the highest S(s, c) — the contexts it fits best;
+    the label reads the union of the chosen sets. 'rank': the candidates are the stage-2 top-k already, all kept."""
+    if settings.context_selection == "rank":
+        return own, np.arange(scores.shape[1])
+    k = settings.contexts_per_sentence
+    chosen = np.zeros_like(own)
+    for i in range(len(own)):  # per sentence of a unit (2–4), over its own candidates
+        idx = np.flatnonzero(own[i])
+        chosen[i, idx[np.argsort(-scores[i, idx], kind="stable")[:k]]] = True
+    keep = np.flatnonzero(chosen.any(axis=0))
+    return chosen[:, keep], keep
+
+
 def combine(terms: dict[str, np.ndarray], weights: dict[str, float]) -> np.ndarray:
     """S = Σ λ_t · term_t over the computed terms."""
     return sum(weights[name] * matrix for name, matrix in terms.items())
@@ -322,18 +367,21 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
     all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
     rtol = CONSTANT_RTOL[settings.dtype]
     for u, terms in zip(scorable, all_terms):
-        own = u.own_mask()
+        own, keep = select_contexts(combine(terms, weights), u.own_mask(), settings)
+        terms = {name: m[:, keep] for name, m in terms.items()}
         label = similarity_matrix(combine(terms, weights), settings.similarity, own, rtol)
         parts = {name: similarity_matrix(m, settings.similarity, own, rtol) for name, m in terms.items()}
+        n_own = own.sum(axis=1)
         for i, j, rel, extra in u.pairs:
-            base = _pair_fields(u, i, j, rel, extra)
+            base = _pair_fields(u, i, j, rel, extra) | {"n_contexts_s1": int(n_own[i]), "n_contexts_s2": int(n_own[j])}
             if np.isnan(label[i, j]):
                 rejected.append(base | {"reason": "degenerate_vector", "detail": (
                     "neither sentence has contexts of its own: nothing to contrast"
                     if settings.similarity == "contrast" else
                     "a context vector is constant over the contexts (up to float rounding); correlation undefined")})
                 continue
-            rows.append(base | {"label": float(label[i, j]), "n_contexts": len(u.context_ids)}
+            rows.append(base | {"label": float(label[i, j]), "context_label": float(label[i, j]),
+                                "n_contexts": len(keep)}
                         | {f"label_{name}": _finite(parts[name][i, j]) if name in parts else None for name in TERMS})
     pairs_scored = sum(len(u.sentences) * len(u.context_ids) for u in scorable)
     counts = {"units": len(units), "scored_units": len(scorable), "sentence_context_scores": pairs_scored,
@@ -382,7 +430,7 @@ def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings:
 
 
 def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSettings) -> tuple[pa.Table, list[dict]]:
-    """Pairs + their ratings (same order) → the pairs with label_rating, label_context and the final label, and
+    """Pairs + their ratings (same order) → the pairs with rating, context_label and the final label, and
     quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a re-run)."""
     kept, rejected = [], []
     for row, rating in zip(table.to_pylist(), ratings):
@@ -390,11 +438,10 @@ def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSetting
             reason = (rating.error or "rating_unparsed").split(":")[0]
             rejected.append(row | {"reason": reason, "detail": rating.error})
             continue
-        kept.append(row | {"label_rating": rating.score,
-                           "label_context": row["label"] if uses_contexts(settings) else None})
+        kept.append(row | {"rating": rating.score})
     if kept:
-        context = np.array([np.nan if r["label_context"] is None else r["label_context"] for r in kept])
-        for r, label in zip(kept, final_label(context, np.array([r["label_rating"] for r in kept]), settings)):
+        context = np.array([np.nan if r["context_label"] is None else r["context_label"] for r in kept])
+        for r, label in zip(kept, final_label(context, np.array([r["rating"] for r in kept]), settings)):
             r["label"] = float(label)
     return pa.Table.from_pylist(kept, schema=table.schema) if kept else table.schema.empty_table(), rejected
 

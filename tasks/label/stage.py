@@ -33,6 +33,7 @@ from tasks.label.label_quality import (
     fit_calibration,
     gold_agreement,
     hierarchy_rate,
+    label_columns_quality,
     labeler_description,
     per_relation_summary,
     plot_label_distribution,
@@ -137,7 +138,7 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     if uses_contexts(settings) and contexts_path is None:
         raise ConfigError(f"label.method = {settings.method} scores contexts: pass contexts= (a contexts.parquet from "
                           "retrieve-contexts), or use label.method = llm_rating.")
-    sets = context_sets(read_contexts(contexts_path), settings.contexts_per_sentence) if contexts_path else {}
+    sets = context_sets(read_contexts(contexts_path), settings.candidates()) if contexts_path else {}
     bad_rows: list[dict] = []
     if triples:
         units, bad_rows = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
@@ -239,10 +240,14 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
                           "prompt_form": load_scorer(settings, str(job.lm_path), job.lm_sha).prompt_form}
                if served else None},
         "labeler": labeler_description(settings), "rating": rating_info,
-        "quality": {"hierarchy": hierarchy, "gold": gold},
+        "quality": {"hierarchy": hierarchy, "gold": gold, "columns": label_columns_quality(frame)},
         "calibration": job.calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
         "timings": timings,
     }
+
+
+def _share(hierarchy: dict, rate: str, count: str) -> str:
+    return "n/a" if hierarchy[rate] is None else f"{hierarchy[rate]:.1%} of {hierarchy[count]}"
 
 
 def publish_labels(out: StageFolder, manifest: dict) -> None:
@@ -257,6 +262,11 @@ def publish_labels(out: StageFolder, manifest: dict) -> None:
         f"**{pos_neg}**",
         "- label–gold Spearman ×100: " + ("n/a (no gold scores)" if gold is None else
                                           f"**{gold['spearman']:.1f}** on {gold['pairs']} pairs with gold"),
+        "", "| column | hierarchy a+ > am > a- | a+ > a- | gold Spearman ×100 |", "|---|---|---|---|",
+        *(f"| {name} | {_share(q['hierarchy'], 'rate', 'triples')} | "
+          f"{_share(q['hierarchy'], 'pos_over_neg_rate', 'pos_over_neg_triples')} | "
+          f"{'n/a' if q['gold'] is None else q['gold']['spearman']} |"
+          for name, q in manifest["quality"].get("columns", {}).items()), "",
         "- labeler: " + ", ".join(f"{k} = {v}" for k, v in manifest["labeler"].items()),
         *([f"- LLM ratings: {rating_info['requests_sent']} requests, {rating_info['cache_hits']} cached, "
            f"{rating_info['failed']} failed (quarantined)"] if rating_info else []),

@@ -53,6 +53,9 @@ class SelectionSettings(Settings):
     contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
     max_jaccard: float = Field(0.5, gt=0, le=1)
     one_per_chunk: bool = True
+    exclude_self: bool = Field(
+        True, description="A sentence never gets a context whose window (c<, the gap's sentence, c>) contains it or "
+        "an exact copy of it: a corpus-drawn anchor would otherwise fit its own neighbours' contexts (self-retrieval)")
     screen_weight: float = Field(
         1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score), z over a sentence's "
         "candidates; 0 ranks by coherence alone as in the paper (see docs/retrieval.md for why the default mixes).")
@@ -94,7 +97,25 @@ INDEX_FORMAT = "screening-index-v2"
 @functools.lru_cache(maxsize=4)
 def _load_index(folder: str, digest: str):
     # `digest` is part of the cache key: a rebuilt index at the same path is reloaded.
-    return joblib.load(Path(folder) / "index.joblib"), pq.read_table(Path(folder) / "contexts.parquet").to_pandas()
+    contexts = pq.read_table(Path(folder) / "contexts.parquet").to_pandas()
+    windows = normalized(contexts["left"] + " " + contexts["centre"] + " " + contexts["right"]).to_numpy()
+    return joblib.load(Path(folder) / "index.joblib"), contexts, windows
+
+
+def normalized(texts: pd.Series) -> pd.Series:
+    """Lower case, one space between words: an exact copy matches whatever its case and spacing."""
+    return texts.str.lower().str.split().str.join(" ")
+
+
+def self_window_mask(sentences: list[str], windows: np.ndarray, cand_idx: np.ndarray) -> np.ndarray:
+    """(n_sentences, n_candidates) bool: candidate context c of sentence i has i (or a copy) in its window. Only
+    the screened candidates are checked (a C-level substring test each), never the whole corpus."""
+    queries = normalized(pd.Series(sentences, dtype=object)).tolist()
+    mask = np.zeros(cand_idx.shape, dtype=bool)
+    for i, query in enumerate(queries):
+        valid = np.flatnonzero(cand_idx[i] >= 0)
+        mask[i, valid] = [query in w for w in windows[cand_idx[i, valid]]]
+    return mask
 
 
 class CandidateScorer:
@@ -126,9 +147,11 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
                            ) -> pd.DataFrame:
     """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
     index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
-    index, contexts = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
+    index, contexts, windows = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
     trained = load_trained_cached(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
     cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
+    if settings.exclude_self:
+        cand_idx = np.where(self_window_mask(sentences, windows, cand_idx), -1, cand_idx)
     scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len, device)
     rows = []
     for i, sentence in enumerate(sentences):

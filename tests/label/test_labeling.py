@@ -449,7 +449,7 @@ def test_flow_on_a_loopback_dask_cluster_matches_threads(stage2, tmp_path, tiny_
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["parameters"]["workers"] == "dask" and manifest["counts"]["shards_reused"] == 0
     dask = pq.read_table(paths["pairs"]).to_pandas()
-    labels = [c for c in dask.columns if c.startswith("label")]
+    labels = [c for c in dask.columns if c.startswith("label") or c == "context_label"]
     assert dask.drop(columns=labels).equals(threads.drop(columns=labels))
     assert np.allclose(dask[labels].fillna(9), threads[labels].fillna(9), atol=1e-5)
 
@@ -491,10 +491,10 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     failed = rejected[rejected["reason"] == "llm_error"]
     assert len(failed) == 2 and failed["detail"].str.contains("http_400").all()
     expected = [_expected_rating(s1, s2) for s1, s2 in zip(pairs["s1"], pairs["s2"])]
-    assert pairs["label_rating"].to_numpy() == pytest.approx(expected, abs=1e-9)
+    assert pairs["rating"].to_numpy() == pytest.approx(expected, abs=1e-9)
     assert pairs["label"].to_numpy() == pytest.approx(
-        0.75 * pairs["label_rating"] / 5 + 0.25 * pairs["label_context"], abs=1e-12)
-    assert pairs["label_context"].between(0, 1).all()  # the contrast label is on 0–1 already
+        0.75 * pairs["rating"] / 5 + 0.25 * pairs["context_label"], abs=1e-12)
+    assert pairs["context_label"].between(0, 1).all()  # the contrast label is on 0–1 already
     manifest = json.loads(Path(first["manifest"]).read_text())
     assert manifest["labeler"]["method"] == "combined" and manifest["labeler"]["rating_weight"] == 0.75
     assert manifest["rating"]["model"] == "rater" and manifest["rating"]["failed"] == 2
@@ -558,10 +558,10 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
     finally:
         remove_progress_listener(listener)
     pairs = pq.read_table(paths["pairs"]).to_pandas()
-    assert len(pairs) == 21 and pairs["label_context"].isna().all()  # every pair, with or without contexts
+    assert len(pairs) == 21 and pairs["context_label"].isna().all()  # every pair, with or without contexts
     # Progress counts the rated pairs (the CLI's progress line and the UI's progress artifact): 0 → 21 of 21.
     assert seen[0] == (0, 21) and seen[-1] == (21, 21) and latest_artifacts()["label-progress"].data == 100.0
-    assert pairs["label"].to_numpy() == pytest.approx(pairs["label_rating"].to_numpy() / 5)
+    assert pairs["label"].to_numpy() == pytest.approx(pairs["rating"].to_numpy() / 5)
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["counts"]["sentence_context_scores"] == 0
     assert [i["role"] for i in manifest["inputs"]] == ["triples"]  # contexts are not an input of the rating
@@ -600,3 +600,39 @@ def test_scoring_endpoint_without_prompt_logprobs_fails_before_any_shard(stage2,
     with pytest.raises(ConfigError, match=f"{scripted.base_url}.*returns no prompt log-probs"):
         run_label(stage2, tmp_path, tiny_lm_dir, label=served)
     assert not (tmp_path / "out" / "label-pairs").exists()
+
+
+def test_eq3_selection_keeps_each_sentences_best_fitting_contexts():
+    """context_selection='score' (seed 003 Eq. 3): among a sentence's own candidates, the k with the highest S(s, c);
+    the label reads the union of the chosen sets. 'rank' keeps the stage-2 sets as they are."""
+    from tasks.label.labeling import LabelSettings, select_contexts
+
+    scores = np.array([[0.1, 0.9, 0.5, 0.3, 0.0, 0.2],
+                       [0.8, 0.0, 0.1, 0.0, 0.7, 0.6]])
+    own = np.array([[1, 1, 1, 1, 0, 0],
+                    [0, 0, 0, 1, 1, 1]], dtype=bool)
+    chosen, keep = select_contexts(scores, own, LabelSettings(contexts_per_sentence=2, candidates_per_sentence=4))
+    assert keep.tolist() == [1, 2, 4, 5]  # sentence 0: columns 1 and 2 (0.9, 0.5); sentence 1: 4 and 5 (0.7, 0.6)
+    assert chosen.tolist() == [[True, True, False, False], [False, False, True, True]]
+    same, all_columns = select_contexts(scores, own, LabelSettings(context_selection="rank",
+                                                                   contexts_per_sentence=4))
+    assert (same == own).all() and all_columns.tolist() == list(range(6))
+    with pytest.raises(ValueError, match="candidates_per_sentence"):
+        LabelSettings(contexts_per_sentence=8, candidates_per_sentence=4)
+
+
+def test_each_label_column_gets_its_own_hierarchy_and_gold_agreement():
+    from tasks.label.label_quality import label_columns_quality
+
+    rows = []
+    for t in range(12):  # rating orders a+ > am > a- every time; the context label reverses it on 4 triples
+        for rel, r, c in (("anchor-positive", 4.5, 0.9), ("anchor-intermediate", 3.0, 0.5), ("anchor-negative", 1.0, 0.1)):
+            flip = t < 4 and rel != "anchor-intermediate"
+            rows.append({"triple_id": f"t{t}", "relation": rel, "rating": r, "context_label": 1 - c if flip else c,
+                         "label": r / 5, "gold": r + 0.01 * t})
+    quality = label_columns_quality(pd.DataFrame(rows))
+    assert quality["rating"]["hierarchy"]["rate"] == 1.0
+    assert quality["context_label"]["hierarchy"]["rate"] == pytest.approx(8 / 12)
+    assert quality["rating"]["gold"]["spearman"] > quality["context_label"]["gold"]["spearman"]
+    without = label_columns_quality(pd.DataFrame(rows).assign(context_label=None))
+    assert set(without) == {"rating", "label"}  # a column with no values is not reported

@@ -112,11 +112,12 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5
 
 
-def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness, topic_corpus, tmp_path,
-                                                                 tiny_lm_dir, tiny_encoder_dir):
-    """The defaults (judge on, label.method = llm_rating) end to end: every triple carries the judge's verdicts, the
-    pipeline runs generate → label only (the rating reads no contexts), and every pair's label is the rater's
-    expected digit / 5."""
+def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(prefect_harness, topic_corpus, tmp_path,
+                                                                           tiny_lm_dir, tiny_encoder_dir):
+    """The defaults (judge on, label.method = combined) end to end: every triple carries the judge's verdicts; the
+    pipeline runs generate → retrieve-contexts → label-pairs → report-patterns (the design card's DAG); every pair
+    carries the rater's expected digit (`rating`), its context-vector label (`context_label`) and their mix (`label`)
+    with the weight the manifest names; the quality has each column's hierarchy rate."""
     from flows.sts_pipeline import sts_pipeline
     from tests.label.test_labeling import _overlap_rating
     from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
@@ -129,17 +130,26 @@ def test_default_labeler_rates_pairs_and_skips_context_retrieval(prefect_harness
 
     with ScriptedOpenAI(responder=responder, logprobs=logprobs) as server:
         kwargs = tiny_pipeline_kwargs(server.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
-        outputs = sts_pipeline(**kwargs | {"label": LabelSettings(), "verifier": VerifierSettings(), "train": False})
+        label = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, candidates_per_sentence=3,
+                              reference_sentences=4)
+        assert label.method == LabelSettings().method == "combined"
+        outputs = sts_pipeline(**kwargs | {"label": label, "verifier": VerifierSettings(), "train": False})
         rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
-    assert list(outputs) == ["generate-sts-triples", "label-pairs", "report-patterns"]
+    assert list(outputs) == ["generate-sts-triples", "retrieve-contexts", "label-pairs", "report-patterns"]
     triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()
     assert len(triples) and (triples["negative_judge_p_pass"] == 1.0).all() and (triples["judge_model"] != "").all()
-    assert not (tmp_path / "out" / "retrieve-contexts").exists()
     pairs = pq.read_table(outputs["label-pairs"]["pairs"]).to_pandas()
-    assert len(pairs) and len(rated) >= len(pairs) and pairs["label_context"].isna().all()
-    assert (pairs["label"] - pairs["label_rating"] / 5).abs().max() < 1e-9
+    assert len(pairs) and len(rated) >= len(pairs)
+    assert pairs["rating"].notna().all() and pairs["context_label"].notna().all()
     manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
-    assert manifest["labeler"]["method"] == "llm_rating" and "hierarchy" in manifest["quality"]
+    w = manifest["labeler"]["rating_weight"]
+    assert manifest["labeler"]["method"] == "combined" and 0 < w < 1
+    from tasks.label.labeling import context_label_01
+
+    expected = w * pairs["rating"] / 5 + (1 - w) * context_label_01(pairs["context_label"], label.similarity)
+    assert (pairs["label"] - expected).abs().max() < 1e-9
+    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "label"}
+    assert all("rate" in q["hierarchy"] for q in manifest["quality"]["columns"].values())
     import datasets  # the run's tables were exported as Hugging Face datasets, rows as in the Parquet
 
     saved = datasets.load_from_disk(str(tmp_path / "out" / "label-pairs" / "hf" / "pairs"))

@@ -276,3 +276,35 @@ def test_flow_on_a_process_pool_matches_threads(prefect_harness, tiny_corpus, qu
     floats = ["screen_score", "coherence_score", "rank_score"]
     assert procs.drop(columns=floats).equals(threads.drop(columns=floats))
     assert np.allclose(procs[floats], threads[floats], atol=1e-5)
+
+
+def test_a_corpus_sentence_never_gets_a_window_that_contains_it(prefect_harness, tiny_corpus, tmp_path):
+    """Self-retrieval: a corpus-drawn anchor would get the windows of its own neighbours (c< or c> = the anchor) and
+    of its exact copies elsewhere. Off, they are retrieved (the check below could fail); on (default), never."""
+    from flows.retrieve_contexts import retrieve_contexts
+
+    (tiny_corpus / "d.txt").write_text("A storm hit the coast. RESIDENTS moved their cattle to the  hills before the "
+                                       "water arrived. Roads were closed for a week.")
+    anchor = "Residents moved their cattle to the hills before the water arrived."
+    queries = tmp_path / "anchor.txt"
+    queries.write_text(anchor + "\n")
+
+    def contexts(exclude_self: bool) -> pd.DataFrame:
+        paths = retrieve_contexts(sentences=str(queries), corpora=[CorpusSettings(source=str(tiny_corpus))],
+                                  coherence=SMALL_MODEL, output_dir=str(tmp_path / f"out-{exclude_self}"),
+                                  selection=SelectionSettings(screen_k=50, contexts_per_sentence=10,
+                                                              exclude_self=exclude_self, max_jaccard=1.0,
+                                                              one_per_chunk=False))
+        return pq.read_table(paths["contexts"]).to_pandas()
+
+    def holds_anchor(frame: pd.DataFrame) -> pd.Series:
+        window = (frame["left"] + " " + frame["right"]).str.lower().str.split().str.join(" ")
+        return window.str.contains(anchor.lower(), regex=False)
+
+    before = contexts(exclude_self=False)
+    assert holds_anchor(before).sum() >= 2  # its neighbours' windows in a.txt and in the copy's document d.txt
+    after = contexts(exclude_self=True)
+    assert len(after) and not holds_anchor(after).any()
+    # Nor the anchor's own slot (the window whose gap is the anchor): its neighbours are left and right.
+    own = after["left"].str.startswith("The river flooded") & after["right"].str.startswith("The council opened")
+    assert not own.any()

@@ -1,0 +1,251 @@
+"""Context-vector labels as the pipeline computes them, on STS-B dev: choose on sample A, confirm on B (issue 23).
+
+Each *pass* retrieves contexts for every sentence of a sample with the `retrieve-contexts` flow (corpus, self-
+exclusion) and scores every pair's union of top-`--candidates` contexts once with the label stage's own functions
+(`score_terms`: llama.cpp scorer, λ2 with the prompt given, λ1 from the coherence model); the matrices are stored
+(`<out>/<sample>/<pass>.pkl`) and every variant below is computed from them:
+
+- k (|C_s|) nested in the candidates; C_s chosen by the stage-2 rank or by S(s, c) (Eq. 3, `select_contexts`);
+- the similarity (centred cosine, contrast); λ1 on or off;
+- per variant: Spearman ×100 with a 95% bootstrap CI, the Δ to the first row with its paired CI, and the **partial
+  Spearman against gold controlling for the TF-IDF cosine** (does the label carry what word overlap does not?);
+- the LLM rating (1.5B, plain prompt, probability-weighted, through the response cache) alone, mixed with the
+  context label, and the control mixed with the TF-IDF cosine at the same weights.
+
+    .venv/bin/python -m benchmarks.context_labels --sample A --passes six-right,six-left,default-right
+    .venv/bin/python -m benchmarks.context_labels --sample B --passes six-right --rows '…;…'   # confirm, read once
+
+STS-B test is never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("DO_NOT_TRACK", "1")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from scipy.stats import rankdata  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.corpora import CORPORA  # noqa: E402
+from benchmarks.labeling import baselines, bootstrap_rho, ratings, samples, server, spearman  # noqa: E402
+from tasks.contracts import load_trained_cached, read_contexts  # noqa: E402
+from tasks.core.config import CorpusSettings  # noqa: E402
+from tasks.core.store import read_manifest  # noqa: E402
+from tasks.label.label_similarity import similarity_matrix  # noqa: E402
+from tasks.label.labeling import (  # noqa: E402
+    LabelSettings,
+    context_label_01,
+    load_scorer,
+    reference_sentences,
+    resolve_lm,
+    score_terms,
+    select_contexts,
+)
+from tasks.label.pair_units import Unit, context_sets, pair_units  # noqa: E402
+from tasks.retrieve.coherence import CoherenceSettings  # noqa: E402
+from tasks.retrieve.retrieval import SelectionSettings  # noqa: E402
+
+TFIDF = "baseline: TF-IDF cosine (uni+bigram)"
+RATING = "LLM rating [plain], probability-weighted"
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    corpus: str = "six"  # six: gensim default + the five shared corpora; default: the main job's corpus
+    prompt: str = "right_first"
+    exclude_self: bool = True
+    scorer: str = "llama_cpp"
+
+
+PASSES = {p.name: p for p in (
+    Pass("six-right"), Pass("six-left", prompt="left"), Pass("default-right", corpus="default"),
+    Pass("six-right-noexcl", exclude_self=False), Pass("six-right-transformers", scorer="transformers"),
+)}
+
+
+def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int) -> Path:
+    from flows.retrieve_contexts import retrieve_contexts
+
+    folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}"
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs_path = folder / "pairs.parquet"
+    pq.write_table(pa.Table.from_pandas(frame[["s1", "s2"]], preserve_index=False), pairs_path)
+    t = time.perf_counter()
+    paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA if p.corpus == "six" else [CorpusSettings()],
+                              output_dir=str(folder), run="bench",
+                              selection=SelectionSettings(contexts_per_sentence=candidates,
+                                                          exclude_self=p.exclude_self),
+                              coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}): {time.perf_counter() - t:.0f} s",
+          flush=True)
+    return Path(paths["contexts"])
+
+
+def settings_for(p: Pass, candidates: int, **update) -> LabelSettings:
+    return LabelSettings(method="context", lm_prompt=p.prompt, scorer=p.scorer, threads=2,
+                         contexts_per_sentence=candidates, candidates_per_sentence=candidates, **update)
+
+
+def score_pass(p: Pass, frame: pd.DataFrame, both: pd.DataFrame, out: Path, folder: Path, candidates: int,
+               limit: int | None) -> dict:
+    """Contexts for both samples' sentences (one retrieval), then this sample's pairs scored."""
+    path = folder / f"{p.name}{'' if limit is None else f'-first{limit}'}.pkl"
+    if path.is_file():
+        return pickle.loads(path.read_bytes())
+    contexts = retrieve(both, out, p, candidates)
+    coherence = read_manifest(contexts.parent)["coherence_model"]["folder"]
+    trained = load_trained_cached(coherence, read_manifest(Path(coherence))["outputs"]["model.pt"]["sha256"])
+    units = pair_units(frame.iloc[:limit].reset_index(drop=True), context_sets(read_contexts(contexts), candidates))
+    settings = settings_for(p, candidates)
+    reference = reference_sentences(units, settings.reference_sentences, settings.seed)
+    lm = load_scorer(settings, *map(str, resolve_lm(settings)))
+    t = time.perf_counter()
+    terms = score_terms(units, settings, trained, lm, reference)
+    seconds = time.perf_counter() - t
+    result = {"units": units, "terms": terms, "seconds": seconds,
+              "scores": sum(len(u.sentences) * len(u.context_ids) for u in units)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result))
+    print(f"{p.name}: {result['scores']} (sentence, context) scores in {seconds:.0f} s "
+          f"({seconds / max(len(units), 1):.2f} s per pair)", flush=True)
+    return result
+
+
+def context_labels(units: list[Unit], terms: list[dict], k: int, selection: str, similarity: str, disc: float,
+                   candidates: int) -> np.ndarray:
+    """One label per pair from the stored matrices, as label_units computes it (selection, similarity)."""
+    settings = LabelSettings(method="context", contexts_per_sentence=k, candidates_per_sentence=candidates,
+                             context_selection=selection, similarity=similarity, lambda_disc=disc)
+    out = []
+    for u, t in zip(units, terms):
+        if len(u.context_ids) < 3:
+            out.append(np.nan)
+            continue
+        s = t["lm_sentence"] + disc * t["disc"]
+        if selection == "rank":  # nested: each sentence's top-k of its rank-ordered candidates
+            own = np.zeros((len(u.sentences), len(u.context_ids)), dtype=bool)
+            for i, idx in enumerate(u.own_sets):
+                own[i, idx[:k]] = True
+            keep = np.flatnonzero(own.any(axis=0))
+            own = own[:, keep]
+        else:
+            own, keep = select_contexts(s, u.own_mask(), settings)
+        out.append(similarity_matrix(s[:, keep], similarity, own)[0, 1] if len(keep) >= 3 else np.nan)
+    return np.array(out)
+
+
+def partial_spearman(x: np.ndarray, gold: np.ndarray, control: np.ndarray, idx: np.ndarray | None = None
+                     ) -> np.ndarray:
+    """Spearman of x with gold controlling for `control` (partial correlation of the ranks), on each resample."""
+    x = np.where(np.isfinite(x), x, np.nanmedian(x))
+    idx = np.arange(len(x))[None, :] if idx is None else idx
+
+    def r(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        ra, rb = rankdata(a[idx], axis=1), rankdata(b[idx], axis=1)
+        ra -= ra.mean(1, keepdims=True)
+        rb -= rb.mean(1, keepdims=True)
+        return (ra * rb).sum(1) / np.sqrt((ra ** 2).sum(1) * (rb ** 2).sum(1))
+
+    rxy, rxz, ryz = r(x, gold), r(x, control), r(gold, control)
+    return (rxy - rxz * ryz) / np.sqrt((1 - rxz ** 2) * (1 - ryz ** 2))
+
+
+def report(values: dict[str, np.ndarray], gold: np.ndarray, tfidf: np.ndarray, title: str, notes: dict) -> None:
+    boots = bootstrap_rho(values, gold)
+    idx = np.random.default_rng(1).integers(0, len(gold), size=(1000, len(gold)))
+    first = next(iter(values))
+    print(f"\n## {title}\n")
+    print(f"| variant | Spearman ×100 | 95% CI | Δ vs first row [95% paired CI] | partial Spearman given TF-IDF "
+          "[95% CI] | undefined |")
+    print("|---|---|---|---|---|---|")
+    for name, v in values.items():
+        lo, hi = np.percentile(boots[name], [2.5, 97.5])
+        d = boots[name] - boots[first]
+        dlo, dhi = np.percentile(d, [2.5, 97.5])
+        part = partial_spearman(v, gold, tfidf)[0]
+        plo, phi = np.percentile(partial_spearman(v, gold, tfidf, idx), [2.5, 97.5])
+        print(f"| {name}{notes.get(name, '')} | {spearman(v, gold):.1f} | {lo:.1f}–{hi:.1f} | "
+              f"{spearman(v, gold) - spearman(values[first], gold):+.1f} [{dlo:+.1f}, {dhi:+.1f}] | "
+              f"{part:.3f} [{plo:.3f}, {phi:.3f}] | {int((~np.isfinite(v)).sum())} |", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pairs", type=int, default=200, help="pairs per sample (A: selection, B: confirmation)")
+    ap.add_argument("--sample", default="A", choices=("A", "B"))
+    ap.add_argument("--passes", default="six-right", help=f"comma-separated: {', '.join(PASSES)}")
+    ap.add_argument("--candidates", type=int, default=32, help="stage-2 contexts per sentence scored (largest k)")
+    ap.add_argument("--ks", default="16,32")
+    ap.add_argument("--limit", type=int, default=None, help="only the first N pairs (expensive passes)")
+    ap.add_argument("--rows", default="", help="only these variants (';'-separated names as printed; B)")
+    ap.add_argument("--weights", default="0.5,0.6,0.7,0.8,0.9", help="rating weights of the mixes")
+    ap.add_argument("--mix", default="", help="context variants to mix with the rating (';'-separated)")
+    ap.add_argument("--rating-url", help="an endpoint serving the 1.5B model (default: a local server)")
+    ap.add_argument("--no-rating", action="store_true")
+    ap.add_argument("--out", default="data/outputs/benchmarks/context-labels")
+    args = ap.parse_args()
+    out = Path(args.out)
+    a, b = samples(args.pairs)
+    frame = {"A": a, "B": b}[args.sample]
+    n = len(frame) if args.limit is None else args.limit
+    gold = frame["gold"].to_numpy()[:n]
+    values: dict[str, np.ndarray] = {}
+    timing = []
+    for name in [x for x in args.passes.split(",") if x]:
+        p = PASSES[name]
+        result = score_pass(p, frame, pd.concat([a, b], ignore_index=True), out, out / args.sample / "scores",
+                            args.candidates, args.limit)
+        timing.append(f"{name} {result['seconds'] / len(result['units']):.2f} s/pair")
+        for k in [int(k) for k in args.ks.split(",")]:
+            for selection in ("rank", "score"):
+                if selection == "score" and k == args.candidates:
+                    continue  # choosing all candidates is the rank row
+                for similarity in ("centered_cosine", "contrast"):
+                    for disc in (0.0, 0.25):
+                        key = f"[{name}] k={k}, {selection}, {similarity}, λ1={disc}"
+                        values[key] = context_labels(result["units"], result["terms"], k, selection, similarity,
+                                                     disc, args.candidates)
+    base = {k: v[:n] for k, v in baselines(frame).items()}
+    if not args.no_rating:
+        endpoint = (args.rating_url, "qwen2.5-coder-1.5b-instruct") if args.rating_url else server()
+        score, _, sec = ratings(frame.iloc[:n], *endpoint, "plain")
+        values[RATING] = score
+        print(f"LLM rating: {sec:.2f} s per uncached pair", flush=True)
+        weights = [float(w) for w in args.weights.split(",")]
+        tfidf01 = base[TFIDF]
+        for w in weights:
+            values[f"control: {w}·rating/5 + {1 - w:.1f}·TF-IDF cosine"] = w * score / 5 + (1 - w) * tfidf01
+        for key in [k for k in args.mix.split(";") if k]:
+            c01 = context_label_01(values[key], "contrast" if ", contrast," in key else "centered_cosine")
+            for w in weights:
+                values[f"{w}·rating/5 + {1 - w:.1f}·{key}"] = w * score / 5 + (1 - w) * c01
+    values |= base
+    if args.rows:
+        keep = set(args.rows.split(";"))
+        values = {k: v for k, v in values.items() if k in keep or k.startswith("baseline")}
+    report(values, gold, base[TFIDF], f"Sample {args.sample}: {n} STS-B dev pairs ({', '.join(timing)})", {})
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    finally:
+        from benchmarks.labeling import _SERVER
+
+        if _SERVER:
+            _SERVER["s"].stop()
