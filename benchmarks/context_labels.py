@@ -170,7 +170,7 @@ def report(values: dict[str, np.ndarray], gold: np.ndarray, tfidf: np.ndarray, t
     idx = np.random.default_rng(1).integers(0, len(gold), size=(1000, len(gold)))
     first = next(iter(values))
     print(f"\n## {title}\n")
-    print(f"| variant | Spearman ×100 | 95% CI | Δ vs first row [95% paired CI] | partial Spearman given TF-IDF "
+    print("| variant | Spearman ×100 | 95% CI | Δ vs first row [95% paired CI] | partial Spearman given TF-IDF "
           "[95% CI] | undefined |")
     print("|---|---|---|---|---|---|")
     for name, v in values.items():

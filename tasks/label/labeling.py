@@ -31,8 +31,8 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field, model_validator
 
 from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
-from models.llama_cpp_lm import load_llama_cpp_lm
 from models.coherence import encode_texts
+from models.llama_cpp_lm import load_llama_cpp_lm
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError, LLMSettings, Settings, key_fields
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
