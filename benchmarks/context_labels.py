@@ -2,8 +2,9 @@
 
 Each *pass* retrieves contexts for every sentence of a sample with the `retrieve-contexts` flow (corpus, self-
 exclusion) and scores every pair's union of top-`--candidates` contexts once with the label stage's own functions
-(`score_terms`: llama.cpp scorer, λ2 with the prompt given, λ1 from the coherence model); the matrices are stored
-(`<out>/<sample>/<pass>.pkl`) and every variant below is computed from them:
+(`score_terms`: the transformers scorer unless the pass names llama.cpp, λ2 with the pass's prompt, λ1 from the
+coherence model); the matrices are stored (`<out>/<sample>/scores/<pass>.pkl`) and every variant below is computed
+from them:
 
 - k (|C_s|) nested in the candidates; C_s chosen by the stage-2 rank or by S(s, c) (Eq. 3, `select_contexts`);
 - the similarity (centred cosine, contrast); λ1 on or off;
@@ -69,12 +70,12 @@ class Pass:
     corpus: str = "six"  # six: gensim default + the five shared corpora; default: the main job's corpus
     prompt: str = "right_first"
     exclude_self: bool = True
-    scorer: str = "llama_cpp"
+    scorer: str = "transformers"
 
 
 PASSES = {p.name: p for p in (
     Pass("six-right"), Pass("six-left", prompt="left"), Pass("default-right", corpus="default"),
-    Pass("six-right-noexcl", exclude_self=False), Pass("six-right-transformers", scorer="transformers"),
+    Pass("six-right-noexcl", exclude_self=False), Pass("six-right-llama", scorer="llama_cpp"),
 )}
 
 

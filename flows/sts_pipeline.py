@@ -40,6 +40,7 @@ from tasks.core.store import read_manifest
 from tasks.evaluate.run_quality import publish_run_report
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.retrieve.coherence import CoherenceSettings
+from tasks.retrieve.generated_contexts import ContextSourceSettings
 from tasks.retrieve.retrieval import SelectionSettings
 from tasks.train.training import TrainSettings
 
@@ -60,6 +61,7 @@ def sts_pipeline(
     verifier: VerifierSettings | None = None,
     max_attempts: int = 3,
     context_corpora: list[CorpusSettings] | None = None,
+    context_source: ContextSourceSettings | None = None,
     window_k: int = 1,
     selection: SelectionSettings | None = None,
     coherence: CoherenceSettings | None = None,
@@ -95,7 +97,7 @@ def sts_pipeline(
         corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
         outputs["retrieve-contexts"] = retrieve_contexts(
             sentences=generated["triples"], corpora=corpora, window_k=window_k, selection=selection,
-            coherence=coherence, workers=workers, max_workers=max_workers, dask_address=dask_address,
+            coherence=coherence, source=context_source, llm=llm, workers=workers, max_workers=max_workers, dask_address=dask_address,
             output_dir=output_dir)
     # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
     outputs["label-pairs"] = label_pairs(

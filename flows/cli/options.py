@@ -64,8 +64,9 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
                    help="how two sentences' context-score rows become a label")
 
 
-def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
-    """LabelSettings from the flags that were given; the rest keep the settings' defaults."""
+def label_settings(args: argparse.Namespace, defaults: dict | None = None, **extra) -> "LabelSettings":
+    """LabelSettings from the flags that were given, then `defaults` (a preset's sizes); the rest keep the settings'
+    defaults."""
     from tasks.label.labeling import LabelSettings
 
     given = {"lm": args.label_lm, "method": args.label_method, "similarity": args.similarity,
@@ -73,7 +74,7 @@ def label_settings(args: argparse.Namespace, **extra) -> "LabelSettings":
              "contexts_per_sentence": getattr(args, "contexts_per_sentence", None)}
     if getattr(args, "lambdas", None):
         given |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
-    return LabelSettings(**{k: v for k, v in given.items() if v is not None}, **extra)
+    return LabelSettings(**(defaults or {}) | {k: v for k, v in given.items() if v is not None}, **extra)
 
 
 def add_device_argument(p: argparse.ArgumentParser) -> None:
@@ -118,5 +119,6 @@ def preset_settings(preset: str, device: str | None) -> dict:
 
     sizes = PRESETS[preset]
     return {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), device),
-            "train_settings": with_device(sizes.get("train_settings", TrainSettings()), device)}
+            "train_settings": with_device(sizes.get("train_settings", TrainSettings()), device),
+            "label": sizes.get("label", {})}
 

@@ -20,6 +20,12 @@ from flows.cli.options import (
 )
 
 
+def add_context_source_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--contexts-source", choices=("retrieved", "generated", "both"), default="retrieved",
+                   help="stage 2's contexts: retrieved from the corpus, written by the LLM around each sentence, or "
+                   "both (tasks/retrieve/generated_contexts.py)")
+
+
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """This module's commands, added to `stsgen`'s subcommands."""
     for name, n_default in (("run", 30), ("pipeline", 30), ("generate", 20)):
@@ -38,6 +44,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         add_verifier_arguments(p)
         add_output_arguments(p)
         if name != "generate":
+            add_context_source_argument(p)
             add_labeler_arguments(p, "--label-lm")
             p.add_argument("--preset", choices=("quick", "full"), default="quick",
                            help="sizes of the CPU stages (flows/presets.py)")
@@ -53,6 +60,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--screener", choices=("tfidf", "bm25"), default="tfidf")
     p.add_argument("--screen-k", type=int, default=1000)
     p.add_argument("--contexts-per-sentence", type=int, default=50)
+    add_context_source_argument(p)
+    add_llm_arguments(p)
     add_runner_arguments(p)
     add_output_arguments(p)
     p.set_defaults(func=_retrieve)
@@ -112,12 +121,15 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _pipeline(args: argparse.Namespace) -> int:
     from flows.sts_pipeline import sts_pipeline
+    from tasks.retrieve.generated_contexts import ContextSourceSettings
 
     sizes = preset_settings(args.preset, args.device)
+    label = label_settings(args, defaults=sizes.pop("label"), seed=args.seed)
+    sizes["context_source"] = ContextSourceSettings(source=args.contexts_source, seed=args.seed)
     return with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,
-        label=with_device(label_settings(args, seed=args.seed), args.device),
+        label=with_device(label, args.device),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, run=args.run, **sizes))
 
 
@@ -125,6 +137,7 @@ def _retrieve(args: argparse.Namespace) -> int:
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.core.config import CorpusSettings
     from tasks.retrieve.coherence import CoherenceSettings
+    from tasks.retrieve.generated_contexts import ContextSourceSettings
     from tasks.retrieve.retrieval import SelectionSettings
 
     corpora = [CorpusSettings(source=c, document_split=args.document_split,
@@ -132,10 +145,17 @@ def _retrieve(args: argparse.Namespace) -> int:
                for c in args.corpus or ["default"]]
     selection = SelectionSettings(screener=args.screener, screen_k=args.screen_k,
                                   contexts_per_sentence=args.contexts_per_sentence)
-    paths = retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
-                              coherence=with_device(CoherenceSettings(), args.device), workers=args.workers,
-                              dask_address=args.dask_address, output_dir=args.output_dir, run=args.run)
-    print_outputs(paths)
+    source = ContextSourceSettings(source=args.contexts_source)
+
+    def job(llm=None) -> dict:
+        return retrieve_contexts(sentences=args.sentences, corpora=corpora, window_k=args.k, selection=selection,
+                                 coherence=with_device(CoherenceSettings(), args.device), source=source, llm=llm,
+                                 workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir,
+                                 run=args.run)
+
+    if source.generates:  # the LLM writes contexts: --base-url, or the embedded local server
+        return with_llm(args, job)
+    print_outputs(job())
     return 0
 
 

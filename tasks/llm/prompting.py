@@ -42,7 +42,10 @@ class PromptTemplate:
         return hashlib.sha256(self.source.encode()).hexdigest()
 
     def system_message(self, examples: list[dict[str, str]]) -> str:
-        return _env.from_string(self.source).render(examples=examples).strip()
+        return self.render(examples=examples)
+
+    def render(self, **values: object) -> str:
+        return _env.from_string(self.source).render(**values).strip()
 
     def messages(self, system: str, base_text: str) -> list[dict[str, str]]:
         return [{"role": "system", "content": system}, {"role": "user", "content": base_text}]

@@ -12,25 +12,30 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import TrainedCoherence, load_query_sentences
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.core.config import CorpusSettings, stsgen_home
+from tasks.core.config import CorpusSettings, LLMSettings, stsgen_home
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info
+from tasks.core.env_settings import env
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
+from tasks.llm.client import check_endpoint
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
+from tasks.retrieve.generated_contexts import ContextSourceSettings, generate_contexts, interleave
 from tasks.retrieve.retrieval import (
     CONTEXTS_SCHEMA,
     INDEX_FORMAT,
@@ -104,6 +109,8 @@ class RetrievalJob:
     window_k: int
     chunk_size: int
     timings: dict[str, float]
+    source: ContextSourceSettings
+    llm: LLMSettings | None  # the endpoint that writes contexts (source generated / both)
 
     @functools.cached_property
     def inputs(self) -> list[dict]:
@@ -111,15 +118,23 @@ class RetrievalJob:
         return [query, *self.corpus_inputs]
 
     def key(self) -> str:
+        # A writer is identified by its model and checksum, not its URL (as the label stage's rater).
+        writer = {"source": self.source, "model": self.llm.model, "sha256": env().llm.model_sha256} \
+            if self.source.generates else None
         return stage_key(STAGE, queries=self.inputs[0]["sha256"], corpus=self.corpus_key, model=self.trained.key,
-                         selection=self.selection, k=self.window_k)
+                         selection=self.selection, k=self.window_k, **({"writer": writer} if writer else {}))
 
 
 def prepare_retrieval(sentences: str, corpora: list[CorpusSettings], window_k: int, chunk_size: int,
-                      selection: SelectionSettings, coherence: CoherenceSettings) -> RetrievalJob:
+                      selection: SelectionSettings, coherence: CoherenceSettings,
+                      source: ContextSourceSettings | None = None, llm: LLMSettings | None = None) -> RetrievalJob:
     """Read the query sentences, split the corpora into contexts, build (or reuse) the screening index and train (or
     reuse) the coherence model: what the stage key is computed from."""
     t0 = time.perf_counter()
+    source = source or ContextSourceSettings()
+    llm = (llm or LLMSettings()) if source.generates else None
+    if llm is not None:
+        check_endpoint(llm)  # before any work: unreachable endpoint, unknown model, bad key
     queries = load_query_sentences(Path(sentences))
     corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(corpora, window_k, chunk_size,
                                                                                     selection)
@@ -131,7 +146,7 @@ def prepare_retrieval(sentences: str, corpora: list[CorpusSettings], window_k: i
     trained = coherence_task(contexts, corpus_sentences, corpus_key, coherence, window_k)
     timings["coherence_s"] = round(time.perf_counter() - t1, 3)
     return RetrievalJob(Path(sentences), queries, corpus_sentences, contexts, inputs, stats, corpus_key, index_dir,
-                        trained, selection, coherence, window_k, chunk_size, timings)
+                        trained, selection, coherence, window_k, chunk_size, timings, source, llm)
 
 
 def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, workers: str,
@@ -139,9 +154,11 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
     """Shards of query sentences on the chosen runner (each keyed by the stage key and its sentences: a re-run skips
     the shards already written), merged into contexts.parquet; returns the manifest's body."""
     shard_dir = out.work_dir("shards", out.key)
-    texts = job.queries["sentence"].tolist()
+    texts = job.queries["sentence"].tolist() if job.source.source != "generated" else []
     shards = [texts[i : i + shard_size] for i in range(0, len(texts), shard_size)]
-    progress = Progress("retrieve", len(shards), f"{len(texts)} sentences in {len(shards)} shards")
+    progress = Progress("retrieve", len(shards) + job.source.generates,
+                        f"{len(job.queries)} sentences, {len(shards)} retrieval shards"
+                        + (", contexts written by the LLM" if job.source.generates else ""))
     t0 = time.perf_counter()
     shard_paths = map_shards(retrieve_shard, [{
         "sentences": shard, "index_dir": str(job.index_dir), "coherence_dir": str(job.trained.folder),
@@ -151,12 +168,22 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
 
     table = pa.concat_tables([pq.read_table(p, schema=CONTEXTS_SCHEMA) for p in shard_paths]) if shard_paths \
         else CONTEXTS_SCHEMA.empty_table()
+    written, generation = pd.DataFrame(columns=["sentence_id", "sentence", "reason", "detail"]), None
+    if job.source.generates:
+        t1 = time.perf_counter()
+        generated, written, generation = generate_contexts(job.queries, job.source, job.llm)
+        progress.advance(1)
+        timings["generate_contexts_s"] = round(time.perf_counter() - t1, 3)
+        frame = generated if job.source.source == "generated" else interleave(table.to_pandas(), generated)
+        table = pa.Table.from_pandas(frame[CONTEXTS_SCHEMA.names], schema=CONTEXTS_SCHEMA, preserve_index=False)
     per_sentence = table.group_by("sentence_id").aggregate([("context_id", "count")]).to_pandas()
     counts_by_id = dict(zip(per_sentence["sentence_id"], per_sentence["context_id_count"]))
     missing = job.queries[~job.queries["sentence_id"].isin(counts_by_id)]
-    rejected = pa.Table.from_pandas(missing.assign(reason="no_screening_match",
-                                                   detail="no corpus context shares a term with the sentence"),
-                                    preserve_index=False)
+    unmatched = missing.assign(reason="no_screening_match" if job.source.source == "retrieved" else "no_context",
+                               detail="no corpus context shares a term with the sentence"
+                               if job.source.source == "retrieved" else "no retrieved or written context was accepted")
+    rejected = pa.Table.from_pandas(pd.concat([unmatched, written], ignore_index=True)[
+        ["sentence_id", "sentence", "reason", "detail"]], preserve_index=False)
     out.write_parquet("contexts.parquet", table)
     out.preview = table.slice(0, 10).select(["sentence", "left", "right", "screen_score", "coherence_score",
                                              "rank"]).to_pylist()
@@ -166,17 +193,22 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
               "contexts_rows": table.num_rows, "corpus_contexts": len(job.contexts),
               "mean_contexts_per_sentence": float(sum(sizes) / len(sizes)) if sizes else 0.0,
               "below_target": int(sum(s < job.selection.contexts_per_sentence for s in sizes)),
-              "corpus_sentences": len(job.corpus_sentences), "corpus": job.corpus_stats}
+              "corpus_sentences": len(job.corpus_sentences), "corpus": job.corpus_stats,
+              "generated_contexts": int(pc.sum(pc.less(table["context_id"], 0)).as_py() or 0),
+              "rejected_by_reason": dict(Counter(rejected["reason"].to_pylist()))}
     trained = job.trained
     return {
         "inputs": job.inputs,
         "parameters": {"window_k": job.window_k, "chunk_size": job.chunk_size, "selection": job.selection.model_dump(),
+                       "contexts_source": job.source.model_dump(),
                        "coherence": job.coherence.model_dump(), "device": device_info(device), "shard_size": shard_size,
                        "workers": runner_kind(workers, dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],
                             "reused": trained.reused},
         "index": str(job.index_dir), "counts": counts, "timings": timings,
+        "context_writer": None if generation is None else {
+            "model": job.llm.model, "sha256": env().llm.model_sha256, "prompt": "context-writer.v1", **generation},
     }
 
 
