@@ -71,29 +71,35 @@ class Pass:
     prompt: str = "right_first"
     exclude_self: bool = True
     scorer: str = "transformers"
+    source: str = "retrieved"  # contexts.source: retrieved | generated | both (the LLM writes contexts)
 
 
 PASSES = {p.name: p for p in (
     Pass("six-right"), Pass("six-left", prompt="left"), Pass("default-right", corpus="default"),
     Pass("six-right-noexcl", exclude_self=False), Pass("six-right-llama", scorer="llama_cpp"),
+    Pass("six-right-both", source="both"), Pass("generated-right", source="generated"),
 )}
 
 
-def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int) -> Path:
+def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str = "") -> Path:
     from flows.retrieve_contexts import retrieve_contexts
+    from tasks.core.config import LLMSettings
+    from tasks.retrieve.generated_contexts import ContextSourceSettings
 
-    folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}"
+    source = ContextSourceSettings(source=p.source)
+    folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}-{p.source}{tag}"
     folder.mkdir(parents=True, exist_ok=True)
     pairs_path = folder / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(frame[["s1", "s2"]], preserve_index=False), pairs_path)
+    llm = LLMSettings(base_url=server()[0], model=server()[1]) if source.generates else None
     t = time.perf_counter()
     paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA if p.corpus == "six" else [CorpusSettings()],
-                              output_dir=str(folder), run="bench",
+                              output_dir=str(folder), run="bench", source=source, llm=llm,
                               selection=SelectionSettings(contexts_per_sentence=candidates,
                                                           exclude_self=p.exclude_self),
                               coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
-    print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}): {time.perf_counter() - t:.0f} s",
-          flush=True)
+    print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}, source={p.source}): "
+          f"{time.perf_counter() - t:.0f} s", flush=True)
     return Path(paths["contexts"])
 
 
@@ -108,7 +114,9 @@ def score_pass(p: Pass, frame: pd.DataFrame, both: pd.DataFrame, out: Path, fold
     path = folder / f"{p.name}{'' if limit is None else f'-first{limit}'}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
-    contexts = retrieve(both, out, p, candidates)
+    # Written contexts cost an LLM request each: only the scored pairs' sentences get them.
+    contexts = retrieve(both, out, p, candidates) if p.source == "retrieved" else \
+        retrieve(frame.iloc[:limit], folder.parent, p, candidates, f"-first{len(frame.iloc[:limit])}")
     coherence = read_manifest(contexts.parent)["coherence_model"]["folder"]
     trained = load_trained_cached(coherence, read_manifest(Path(coherence))["outputs"]["model.pt"]["sha256"])
     units = pair_units(frame.iloc[:limit].reset_index(drop=True), context_sets(read_contexts(contexts), candidates))

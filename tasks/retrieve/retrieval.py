@@ -144,14 +144,15 @@ class CandidateScorer:
 
 def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir: Path, settings: SelectionSettings,
                            exclude: list[np.ndarray] | None = None, max_len: int = 64, device: str = "cpu"
-                           ) -> pd.DataFrame:
-    """Screen, rank by coherence and select C_s for each sentence; one row per selected context."""
+                           ) -> tuple[pd.DataFrame, int]:
+    """Screen, rank by coherence and select C_s for each sentence; one row per selected context, and how many
+    screened candidates were dropped as windows holding their own sentence."""
     index_manifest, model_manifest = read_manifest(index_dir), read_manifest(coherence_dir)
     index, contexts, windows = _load_index(str(index_dir), index_manifest["outputs"]["index.joblib"]["sha256"])
     trained = load_trained_cached(str(coherence_dir), model_manifest["outputs"]["model.pt"]["sha256"])
     cand_idx, cand_score = top_k(index, sentences, settings.screen_k, exclude=exclude)
-    if settings.exclude_self:
-        cand_idx = np.where(self_window_mask(sentences, windows, cand_idx), -1, cand_idx)
+    own = self_window_mask(sentences, windows, cand_idx) if settings.exclude_self else np.zeros(cand_idx.shape, bool)
+    cand_idx = np.where(own, -1, cand_idx)
     scorer = CandidateScorer(trained, contexts, sentences, cand_idx, max_len, device)
     rows = []
     for i, sentence in enumerate(sentences):
@@ -168,10 +169,10 @@ def retrieve_for_sentences(sentences: list[str], index_dir: Path, coherence_dir:
         rows.append(chosen.assign(sentence_id=sentence_id(sentence), sentence=sentence,
                                   rank=np.arange(len(chosen), dtype=np.int32)))
     if not rows:
-        return CONTEXTS_SCHEMA.empty_table().to_pandas()
+        return CONTEXTS_SCHEMA.empty_table().to_pandas(), int(own.sum())
     out = pd.concat(rows, ignore_index=True)
     return out[CONTEXTS_SCHEMA.names].astype({"screen_score": "float32", "coherence_score": "float32",
-                                              "rank_score": "float32"})
+                                              "rank_score": "float32"}), int(own.sum())
 
 
 @task(name="retrieve-shard", cache_policy=NO_CACHE, retries=1)
@@ -180,7 +181,7 @@ def retrieve_shard(sentences: list[str], index_dir: str, coherence_dir: str, set
     """One shard of query sentences → a shard Parquet file (skipped when it already exists and verifies)."""
     if finished_shard(out_path) is not None:
         return out_path
-    frame = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings, device=device)
+    frame, excluded = retrieve_for_sentences(sentences, Path(index_dir), Path(coherence_dir), settings, device=device)
     commit_shard(out_path, pa.Table.from_pandas(frame, schema=CONTEXTS_SCHEMA, preserve_index=False),
-                 {"sentences": len(sentences)})
+                 {"sentences": len(sentences), "self_windows_excluded": excluded})
     return out_path

@@ -30,6 +30,7 @@ from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info
 from tasks.core.env_settings import env
 from tasks.core.runners import map_shards, runner_kind
+from tasks.core.shards import finished_shard
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.llm.client import check_endpoint
@@ -195,6 +196,9 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
               "below_target": int(sum(s < job.selection.contexts_per_sentence for s in sizes)),
               "corpus_sentences": len(job.corpus_sentences), "corpus": job.corpus_stats,
               "generated_contexts": int(pc.sum(pc.less(table["context_id"], 0)).as_py() or 0),
+              # screened windows that held their own query sentence (or a copy): never a context of it
+              "self_windows_excluded": sum((finished_shard(p) or {}).get("self_windows_excluded", 0)
+                                           for p in shard_paths),
               "rejected_by_reason": dict(Counter(rejected["reason"].to_pylist()))}
     trained = job.trained
     return {
@@ -219,6 +223,8 @@ def publish_retrieval(out: StageFolder, manifest: dict) -> None:
         f"# retrieve-contexts — {counts['with_contexts']}/{counts['sentences']} sentences with contexts", "",
         f"- corpus: {counts['corpus_sentences']} sentences, {counts['corpus_contexts']} contexts; screener {selection['screener']}, "
         f"top-{selection['screen_k']}, |C_s| ≤ {selection['contexts_per_sentence']}",
+        f"- windows holding their own sentence, excluded: {counts['self_windows_excluded']}; generated contexts: "
+        f"{counts['generated_contexts']}",
         f"- mean |C_s| = {counts['mean_contexts_per_sentence']:.1f}; {counts['below_target']} below target; "
         f"{counts['without_contexts']} without any (in rejected.parquet)",
         f"- coherence model: held-out acc {held['accuracy']:.3f}, AUC {held['roc_auc']:.3f} "

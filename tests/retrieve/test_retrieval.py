@@ -308,3 +308,5 @@ def test_a_corpus_sentence_never_gets_a_window_that_contains_it(prefect_harness,
     # Nor the anchor's own slot (the window whose gap is the anchor): its neighbours are left and right.
     own = after["left"].str.startswith("The river flooded") & after["right"].str.startswith("The council opened")
     assert not own.any()
+    manifest = json.loads((tmp_path / "out-True" / "retrieve-contexts" / "manifest.json").read_text())
+    assert manifest["counts"]["self_windows_excluded"] >= 2
