@@ -42,7 +42,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="stsgen-scaleout-"))
     triples = work / "triples.parquet"
     write_parquet(triples, pq.read_table(args.triples).slice(0, args.max_triples))
-    label = LabelSettings()
+    label = LabelSettings(method="context")  # the shards that scale out (the rating is one request per pair)
     # Index, sentence tables and the coherence model are built (or reused from $STSGEN_HOME) before timing.
     retrieve_contexts(sentences=str(triples), output_dir=str(work / "warm"))
     rows = []
@@ -63,7 +63,7 @@ def main() -> None:
     for arm, tr, tl, _, _ in rows:
         print(f"| {arm} | {tr:.1f} | {tl:.1f} |")
     print(f"\ncontexts: {same(Path(rows[0][3]), Path(rows[1][3]), ('screen_score', 'coherence_score', 'rank_score'))}")
-    print(f"pairs: {same(Path(rows[0][4]), Path(rows[1][4]), ('label',))}")
+    print(f"pairs: {same(Path(rows[0][4]), Path(rows[1][4]), ('label', 'context_label'))}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,8 @@ Measured side by side with the transformers float32 scorer in benchmarks/scorer.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -26,11 +27,14 @@ DEFAULT_CONTEXT = 1024
 @dataclass
 class LlamaCppLM(TokenizedLM):
     llama: object = None
+    # One llama.cpp context holds one sequence's cache: threads sharing the (cached) scorer take turns.
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def score(self, groups: list[Group], max_batch_tokens: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per group: (sums, counts), each (n_continuations, n_segments) — as models.causal_lm.score_groups.
         `max_batch_tokens` is unused: llama.cpp batches a sequence's tokens itself (n_batch)."""
-        return [score_group(self.llama, g) for g in groups]
+        with self.lock:
+            return [score_group(self.llama, g) for g in groups]
 
 
 def load_llama_cpp_lm(path: Path, threads: int | None = None, n_ctx: int = DEFAULT_CONTEXT) -> LlamaCppLM:

@@ -46,6 +46,7 @@ from tasks.llm.local_models import resolve_model_files
 from tasks.llm.served_lm import ServedLM, served_lm
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
+DEFAULT_CANDIDATES = 48  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
 
 
 LabelMethod = Literal["context", "llm_rating", "combined"]
@@ -103,8 +104,9 @@ class LabelSettings(Settings):
     context_selection: Literal["score", "rank"] = Field(
         "score", description="How C_s is chosen among a sentence's top candidates_per_sentence stage-2 contexts: "
         "'score' = the k it fits best by S(s, c) (seed 003 Eq. 3); 'rank' = the stage-2 ranking's top k")
-    candidates_per_sentence: int = Field(48, ge=1, description="With context_selection='score': stage-2 contexts "
-                                         "per sentence scored to choose its C_s from (≥ contexts_per_sentence)")
+    candidates_per_sentence: int | None = Field(None, ge=1, description="With context_selection='score': stage-2 "
+                                                "contexts per sentence scored to choose its C_s from (≥ "
+                                                "contexts_per_sentence; default max(48, contexts_per_sentence))")
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
     max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
     similarity: Similarity = Field("centered_cosine", description="How two sentences' score rows become a label: "
@@ -134,7 +136,7 @@ class LabelSettings(Settings):
                              "lambda_right")
         if self.lm_prompt == "right_first" and (self.lambda_right or self.lambda_left):
             raise ValueError("lm_prompt='right_first' already shows c> before s: set lambda_right and lambda_left to 0")
-        if self.context_selection == "score" and self.candidates_per_sentence < self.contexts_per_sentence:
+        if self.context_selection == "score" and self.candidates() < self.contexts_per_sentence:
             raise ValueError(f"candidates_per_sentence ({self.candidates_per_sentence}) < contexts_per_sentence "
                              f"({self.contexts_per_sentence}): C_s is chosen among the candidates")
         if self.lm_reference_sentences > self.reference_sentences:
@@ -151,7 +153,9 @@ class LabelSettings(Settings):
 
     def candidates(self) -> int:
         """Stage-2 contexts per sentence that enter its unit (and are scored)."""
-        return self.candidates_per_sentence if self.context_selection == "score" else self.contexts_per_sentence
+        if self.context_selection == "rank":
+            return self.contexts_per_sentence
+        return self.candidates_per_sentence or max(DEFAULT_CANDIDATES, self.contexts_per_sentence)
 
     def weights(self) -> dict[str, float]:
         return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
@@ -374,6 +378,10 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
         n_own = own.sum(axis=1)
         for i, j, rel, extra in u.pairs:
             base = _pair_fields(u, i, j, rel, extra) | {"n_contexts_s1": int(n_own[i]), "n_contexts_s2": int(n_own[j])}
+            if len(keep) < settings.min_contexts:  # the chosen sets' union, not the candidates'
+                rejected.append(base | {"reason": "too_few_contexts", "detail": f"{len(keep)} contexts in the union "
+                                        f"of both sentences' chosen sets (min_contexts={settings.min_contexts})"})
+                continue
             if np.isnan(label[i, j]):
                 rejected.append(base | {"reason": "degenerate_vector", "detail": (
                     "neither sentence has contexts of its own: nothing to contrast"

@@ -132,7 +132,8 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
         raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
     served = uses_lm(settings) and is_endpoint(settings.lm)
     # An in-process LM's device: no GPU fails here, before any work. A served LM runs where it is served.
-    lm_device = resolve_device(settings.device) if uses_lm(settings) and not served else None
+    lm_device = resolve_device(settings.device) if uses_lm(settings) and not served and \
+        settings.scorer == "transformers" else None  # llama.cpp scores on the CPU
     source = Path(triples or pairs)
     contexts_path = Path(contexts) if contexts and uses_contexts(settings) else None
     if uses_contexts(settings) and contexts_path is None:

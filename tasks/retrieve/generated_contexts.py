@@ -58,9 +58,13 @@ class ContextSourceSettings(Settings):
         return self.source != "retrieved"
 
 
+def writer_template():
+    return load_template(*TEMPLATE)
+
+
 def context_requests(sentences: list[str], settings: ContextSourceSettings) -> list[dict]:
     """One request per (sentence, genre, draw): its messages, sampling parameters and seed."""
-    template = load_template(*TEMPLATE)
+    template = writer_template()
     out = []
     for sentence in sentences:
         for genre in settings.genres:

@@ -9,6 +9,7 @@ redoes only the shards it had not finished.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import joblib
@@ -108,13 +109,16 @@ def normalized(texts: pd.Series) -> pd.Series:
 
 
 def self_window_mask(sentences: list[str], windows: np.ndarray, cand_idx: np.ndarray) -> np.ndarray:
-    """(n_sentences, n_candidates) bool: candidate context c of sentence i has i (or a copy) in its window. Only
-    the screened candidates are checked (a C-level substring test each), never the whole corpus."""
+    """(n_sentences, n_candidates) bool: candidate context c of sentence i has i (or a copy) as one of its window's
+    sentences — matched at sentence boundaries, so a sentence that is only the tail of a longer one ("the orchestra
+    played." in "… when the orchestra played.") is not a copy. Only the screened candidates are checked, never the
+    whole corpus."""
     queries = normalized(pd.Series(sentences, dtype=object)).tolist()
     mask = np.zeros(cand_idx.shape, dtype=bool)
     for i, query in enumerate(queries):
+        whole = re.compile(r"(?:^|(?<=[.!?\"')\]] ))" + re.escape(query) + r"(?= |$)")
         valid = np.flatnonzero(cand_idx[i] >= 0)
-        mask[i, valid] = [query in w for w in windows[cand_idx[i, valid]]]
+        mask[i, valid] = [whole.search(w) is not None for w in windows[cand_idx[i, valid]]]
     return mask
 
 

@@ -36,7 +36,7 @@ from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.llm.client import check_endpoint
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
-from tasks.retrieve.generated_contexts import ContextSourceSettings, generate_contexts, interleave
+from tasks.retrieve.generated_contexts import ContextSourceSettings, generate_contexts, interleave, writer_template
 from tasks.retrieve.retrieval import (
     CONTEXTS_SCHEMA,
     INDEX_FORMAT,
@@ -47,6 +47,9 @@ from tasks.retrieve.retrieval import (
 
 STAGE = "retrieve-contexts"
 OUTPUT_FILES = {"contexts": "contexts.parquet", "rejected": "rejected.parquet"}
+# A sentence without any context, and with written contexts every rejected answer (its reason and raw text).
+REJECTED_SCHEMA = pa.schema([("sentence_id", pa.string()), ("sentence", pa.string()), ("reason", pa.string()),
+                             ("detail", pa.string())])
 
 
 def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict], dict]:
@@ -120,8 +123,8 @@ class RetrievalJob:
 
     def key(self) -> str:
         # A writer is identified by its model and checksum, not its URL (as the label stage's rater).
-        writer = {"source": self.source, "model": self.llm.model, "sha256": env().llm.model_sha256} \
-            if self.source.generates else None
+        writer = {"source": self.source, "model": self.llm.model, "sha256": env().llm.model_sha256,
+                  "prompt": writer_template().sha256} if self.source.generates else None
         return stage_key(STAGE, queries=self.inputs[0]["sha256"], corpus=self.corpus_key, model=self.trained.key,
                          selection=self.selection, k=self.window_k, **({"writer": writer} if writer else {}))
 
@@ -183,8 +186,8 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
     unmatched = missing.assign(reason="no_screening_match" if job.source.source == "retrieved" else "no_context",
                                detail="no corpus context shares a term with the sentence"
                                if job.source.source == "retrieved" else "no retrieved or written context was accepted")
-    rejected = pa.Table.from_pandas(pd.concat([unmatched, written], ignore_index=True)[
-        ["sentence_id", "sentence", "reason", "detail"]], preserve_index=False)
+    rejected = pa.Table.from_pandas(pd.concat([unmatched, written], ignore_index=True)[REJECTED_SCHEMA.names],
+                                    schema=REJECTED_SCHEMA, preserve_index=False)
     out.write_parquet("contexts.parquet", table)
     out.preview = table.slice(0, 10).select(["sentence", "left", "right", "screen_score", "coherence_score",
                                              "rank"]).to_pylist()
@@ -212,7 +215,8 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
                             "reused": trained.reused},
         "index": str(job.index_dir), "counts": counts, "timings": timings,
         "context_writer": None if generation is None else {
-            "model": job.llm.model, "sha256": env().llm.model_sha256, "prompt": "context-writer.v1", **generation},
+            "model": job.llm.model, "sha256": env().llm.model_sha256, "prompt": writer_template().name,
+            "prompt_sha256": writer_template().sha256, **generation},
     }
 
 
