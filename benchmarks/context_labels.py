@@ -81,6 +81,21 @@ PASSES = {p.name: p for p in (
 )}
 
 
+def other_dataset(name: str, n: int) -> pd.DataFrame:
+    """A seeded sample of n pairs (s1, s2, gold) of SICK trial or the STS12 train files, read in place."""
+    from benchmarks.corpora import SHARED
+    from tasks.core.sts_data import read_sick
+
+    data = SHARED.parent
+    if name == "sick-trial":
+        frame = read_sick(data / "sick2014" / "SICK_trial.txt")
+    else:
+        frame = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
+                           for f in sorted((data / "sts12-train").glob("*.tsv"))], ignore_index=True)
+    frame = frame.dropna(subset=["s1", "s2", "gold"])
+    return frame.iloc[np.sort(np.random.default_rng(0).permutation(len(frame))[:n])].reset_index(drop=True)
+
+
 def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str = "") -> Path:
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.core.config import LLMSettings
@@ -114,6 +129,12 @@ def score_pass(p: Pass, frame: pd.DataFrame, both: pd.DataFrame, out: Path, fold
     path = folder / f"{p.name}{'' if limit is None else f'-first{limit}'}.pkl"
     if path.is_file():
         return pickle.loads(path.read_bytes())
+    whole = folder / f"{p.name}.pkl"
+    if limit is not None and whole.is_file():  # the first pairs of a pass over the whole sample (same scores)
+        result = pickle.loads(whole.read_bytes())
+        share = limit / len(result["units"])
+        return result | {"units": result["units"][:limit], "terms": result["terms"][:limit],
+                         "seconds": result["seconds"] * share}
     # Written contexts cost an LLM request each: only the scored pairs' sentences get them.
     contexts = retrieve(both, out, p, candidates) if p.source == "retrieved" else \
         retrieve(frame.iloc[:limit], folder.parent, p, candidates, f"-first{len(frame.iloc[:limit])}")
@@ -207,10 +228,15 @@ def main() -> None:
     ap.add_argument("--rating-url", help="an endpoint serving the 1.5B model (default: a local server)")
     ap.add_argument("--no-rating", action="store_true")
     ap.add_argument("--out", default="data/outputs/benchmarks/context-labels")
+    ap.add_argument("--dataset", default="stsb-dev", choices=("stsb-dev", "sick-trial", "sts12-train"),
+                    help="held-out domains to confirm a labeler on: a seeded sample of --pairs pairs (--sample A)")
+    ap.add_argument("--reference", default=None, help="the row every Δ is measured against (default: the first)")
     args = ap.parse_args()
-    out = Path(args.out)
-    a, b = samples(args.pairs)
+    out = Path(args.out) if args.dataset == "stsb-dev" else Path(args.out) / args.dataset
+    a, b = samples(args.pairs) if args.dataset == "stsb-dev" else (other_dataset(args.dataset, args.pairs), None)
     frame = {"A": a, "B": b}[args.sample]
+    if b is None:
+        b = a.iloc[:0]
     n = len(frame) if args.limit is None else args.limit
     gold = frame["gold"].to_numpy()[:n]
     values: dict[str, np.ndarray] = {}
@@ -247,7 +273,9 @@ def main() -> None:
     if args.rows:
         keep = set(args.rows.split(";"))
         values = {k: v for k, v in values.items() if k in keep or k.startswith("baseline")}
-    report(values, gold, base[TFIDF], f"Sample {args.sample}: {n} STS-B dev pairs ({', '.join(timing)})", {})
+    if args.reference:
+        values = {args.reference: values.pop(args.reference)} | values
+    report(values, gold, base[TFIDF], f"{args.dataset} sample {args.sample}: {n} pairs ({', '.join(timing)})", {})
 
 
 if __name__ == "__main__":

@@ -46,7 +46,7 @@ from tasks.llm.local_models import resolve_model_files
 from tasks.llm.served_lm import ServedLM, served_lm
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
-DEFAULT_CANDIDATES = 48  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
+DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
 
 
 LabelMethod = Literal["context", "llm_rating", "combined"]
@@ -98,7 +98,7 @@ class LabelSettings(Settings):
         ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "
         "llama-cpp-python; CPU). Side by side in benchmarks/scorer.py: same labels (Spearman 0.98), transformers "
         "faster on 2 CPU cores (docs/labeling.md)")
-    contexts_per_sentence: int = Field(32, ge=1, description="|C_s|: contexts per sentence in the label's union "
+    contexts_per_sentence: int = Field(16, ge=1, description="|C_s|: contexts per sentence in the label's union "
                                        "(the label stage's k; stage 2's selection.contexts_per_sentence is how many "
                                        "it retrieves)")
     context_selection: Literal["score", "rank"] = Field(
@@ -106,10 +106,10 @@ class LabelSettings(Settings):
         "'score' = the k it fits best by S(s, c) (seed 003 Eq. 3); 'rank' = the stage-2 ranking's top k")
     candidates_per_sentence: int | None = Field(None, ge=1, description="With context_selection='score': stage-2 "
                                                 "contexts per sentence scored to choose its C_s from (≥ "
-                                                "contexts_per_sentence; default max(48, contexts_per_sentence))")
+                                                "contexts_per_sentence; default max(32, contexts_per_sentence))")
     max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
     max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
-    similarity: Similarity = Field("centered_cosine", description="How two sentences' score rows become a label: "
+    similarity: Similarity = Field("contrast", description="How two sentences' score rows become a label: "
                                    "centered_cosine, cosine (the paper's), rank, contrast (tasks/label/label_similarity.py)")
     lm_prompt: Literal["left", "right_first"] = Field(
         "left", description="What the LM reads before s: 'left' = c< (λ2 = log p(s | c<)); 'right_first' = c> ⏎ c< "

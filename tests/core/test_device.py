@@ -121,3 +121,16 @@ def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
     on_gpu = model.to(cuda).encode(texts)
     cos = (on_cpu * on_gpu).sum(1) / np.linalg.norm(on_cpu, axis=1) / np.linalg.norm(on_gpu, axis=1)
     assert (cos > 0.99).all()
+
+
+def test_the_quick_preset_sizes_the_labeler_unless_a_flag_does():
+    from flows.cli import build_parser
+    from flows.cli.options import label_settings, preset_settings
+
+    quick = preset_settings("quick", None)["label"]
+    args = build_parser().parse_args(["run"])
+    assert label_settings(args, defaults=quick).contexts_per_sentence == 8
+    flagged = build_parser().parse_args(["run", "--label-method", "context", "--similarity", "rank"])
+    settings = label_settings(flagged, defaults=quick | {"similarity": "contrast"})
+    assert settings.similarity == "rank" and settings.method == "context" and settings.candidates() == 16
+    assert label_settings(args, defaults=preset_settings("full", None)["label"]).contexts_per_sentence == 16
