@@ -2,11 +2,11 @@
 
 - `quick` (the main job's default): the coherence model trained on 10k corpus contexts for one epoch (~3 min on
   2 cores instead of ~11 min); context labels from each sentence's 8 best-fitting of 16 candidate contexts (the
-  label stage's defaults, 16 of 32, cost ~2× as much: docs/labeling.md); the surrogate (all-MiniLM-L6-v2) trained
+  label stage's defaults, 24 of 32, cost ~2× as much: docs/labeling.md); the surrogate (all-MiniLM-L6-v2) trained
   200 optimizer steps (100 batches of triples with InfoNCE + HT, 100 of labeled pairs with the regression,
   round-robin), evaluated on 500 STS-B dev pairs at steps 100 and 200 (~4 min); everything else at the flows'
   defaults. Wall time per stage: docs/benchmarks.md.
-- `full`: the flows' defaults (coherence model on up to 20k contexts, 2 epochs; context labels from 16 of 32
+- `full`: the flows' defaults (coherence model on up to 20k contexts, 2 epochs; context labels from 24 of 32
   candidates; STS-B dev in full during training), with the regression loss on and 400 optimizer steps (200 of each
   dataset).
 """

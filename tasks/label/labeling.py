@@ -75,7 +75,8 @@ class LabelSettings(Settings):
         "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
         "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
     rating: RatingSettings = RatingSettings()
-    rating_weight: float = Field(0.5, ge=0, le=1, description="Weight of the LLM rating in method='combined'")
+    rating_weight: float = Field(0.8, ge=0, le=1, description="Weight of the LLM rating in method='combined' "
+                                 "(0.8: best on STS-B dev sample A, docs/labeling.md)")
 
     lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
                                "was best on STS-B dev, docs/labeling.md)")
@@ -98,7 +99,7 @@ class LabelSettings(Settings):
         ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "
         "llama-cpp-python; CPU). Side by side in benchmarks/scorer.py: same labels (Spearman 0.98), transformers "
         "faster on 2 CPU cores (docs/labeling.md)")
-    contexts_per_sentence: int = Field(16, ge=1, description="|C_s|: contexts per sentence in the label's union "
+    contexts_per_sentence: int = Field(24, ge=1, description="|C_s|: contexts per sentence in the label's union "
                                        "(the label stage's k; stage 2's selection.contexts_per_sentence is how many "
                                        "it retrieves)")
     context_selection: Literal["score", "rank"] = Field(

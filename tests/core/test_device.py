@@ -133,4 +133,4 @@ def test_the_quick_preset_sizes_the_labeler_unless_a_flag_does():
     flagged = build_parser().parse_args(["run", "--label-method", "context", "--similarity", "rank"])
     settings = label_settings(flagged, defaults=quick | {"similarity": "contrast"})
     assert settings.similarity == "rank" and settings.method == "context" and settings.candidates() == 16
-    assert label_settings(args, defaults=preset_settings("full", None)["label"]).contexts_per_sentence == 16
+    assert label_settings(args, defaults=preset_settings("full", None)["label"]).contexts_per_sentence == 24
