@@ -328,7 +328,7 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     quality = manifest["quality"]["hierarchy"]
     assert quality == manifest["hierarchy"] and 0 <= quality["pos_over_neg_rate"] <= 1
     assert quality["pos_over_neg_triples"] >= quality["triples"] and manifest["quality"]["gold"] is None
-    assert manifest["labeler"]["method"] == "context" and manifest["labeler"]["similarity"] == "centered_cosine"
+    assert manifest["labeler"]["method"] == "context" and manifest["labeler"]["similarity"] == "contrast"
     assert set(manifest["outputs"]) == {"pairs.parquet", "rejected.parquet", "label_distribution.png"}
     assert (tmp_path / "out" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -337,7 +337,7 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert artifacts["label-distribution"].data.startswith("data:image/png;base64,")
     summary = artifacts["label-summary"].data
     assert f"label(a,s+) > label(a,s-): **{quality['pos_over_neg_rate']:.1%} of " in summary
-    assert "hierarchy rate" in summary and "similarity = centered_cosine" in summary
+    assert "hierarchy rate" in summary and "similarity = contrast" in summary
     assert artifacts["label-progress"].data == 100.0
 
     stamp = Path(paths["pairs"]).stat().st_mtime_ns
@@ -382,7 +382,8 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
                           "score": [4.5, 4.8, 4.2, 0.5, 1.0, 0.2, 3.0, 2.5, 3.2, 0.8, 5.0, 0.4]})
     pairs_path = tmp_path / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), pairs_path)
-    settings = LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4)
+    settings = LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
+                             similarity="centered_cosine")  # labels that vary on the tiny corpus (calibration)
     first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings,
                         output_dir=str(tmp_path / "dev"))
     labeled = pq.read_table(first["pairs"]).to_pandas()

@@ -284,7 +284,9 @@ def test_a_corpus_sentence_never_gets_a_window_that_contains_it(prefect_harness,
     from flows.retrieve_contexts import retrieve_contexts
 
     (tiny_corpus / "d.txt").write_text("A storm hit the coast. RESIDENTS moved their cattle to the  hills before the "
-                                       "water arrived. Roads were closed for a week.")
+                                       "water arrived. Roads were closed for a week. Schools reopened on Friday.")
+    (tiny_corpus / "e.txt").write_text("Farmers moved their cattle across the valley. It rained. The water arrived at "
+                                       "the hills by noon.")  # a window that shares words with the anchor, not it
     anchor = "Residents moved their cattle to the hills before the water arrived."
     queries = tmp_path / "anchor.txt"
     queries.write_text(anchor + "\n")
@@ -302,11 +304,25 @@ def test_a_corpus_sentence_never_gets_a_window_that_contains_it(prefect_harness,
         return window.str.contains(anchor.lower(), regex=False)
 
     before = contexts(exclude_self=False)
-    assert holds_anchor(before).sum() >= 2  # its neighbours' windows in a.txt and in the copy's document d.txt
+    assert holds_anchor(before).any()  # its neighbour's window in a.txt (the copy's, in d.txt, repeats its c<)
     after = contexts(exclude_self=True)
     assert len(after) and not holds_anchor(after).any()
-    # Nor the anchor's own slot (the window whose gap is the anchor): its neighbours are left and right.
-    own = after["left"].str.startswith("The river flooded") & after["right"].str.startswith("The council opened")
+    # Nor the anchor's own slots (the windows whose gap is the anchor or its copy): its neighbours left and right.
+    own = (after["left"].str.startswith("The river flooded") & after["right"].str.startswith("The council opened")) | \
+        (after["left"].str.startswith("A storm hit") & after["right"].str.startswith("Roads were closed"))
     assert not own.any()
     manifest = json.loads((tmp_path / "out-True" / "retrieve-contexts" / "manifest.json").read_text())
     assert manifest["counts"]["self_windows_excluded"] >= 2
+
+
+def test_self_windows_are_matched_as_whole_sentences_case_and_spacing_ignored():
+    from tasks.retrieve.retrieval import normalized, self_window_mask
+
+    windows = normalized(pd.Series([
+        "A storm came. The ORCHESTRA  played. Rain fell.",  # a copy, other case and spacing
+        "We met when the orchestra played. Then rain.",      # only the tail of a longer sentence: not a copy
+        "the orchestra played.",                             # the window is the sentence
+        "Critics wrote: \"The orchestra played.\" Then silence.",  # after a quote ending a sentence
+        "Nothing here at all."])).to_numpy()
+    mask = self_window_mask(["The orchestra played."], windows, np.array([[0, 1, 2, 3, 4, -1]]))
+    assert mask.tolist() == [[True, False, True, False, False, False]]
