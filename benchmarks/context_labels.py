@@ -77,7 +77,8 @@ class Pass:
 PASSES = {p.name: p for p in (
     Pass("six-right"), Pass("six-left", prompt="left"), Pass("default-right", corpus="default"),
     Pass("six-right-noexcl", exclude_self=False), Pass("six-right-llama", scorer="llama_cpp"),
-    Pass("six-right-both", source="both"), Pass("generated-right", source="generated"),
+    Pass("six-left-both", prompt="left", source="both"), Pass("generated-left", prompt="left", source="generated"),
+    Pass("default-left", corpus="default", prompt="left"),
 )}
 
 
