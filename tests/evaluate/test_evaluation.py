@@ -65,3 +65,15 @@ def test_quality_table_reads_the_stage_manifests():
     assert table[("train", "shipped model")] == "checkpoint of step 100"
     assert "| label | labeler | llm_rating |" in quality_markdown(quality_rows(manifests))
     assert quality_rows({}) == []  # a run that stopped early: no rows for stages it never reached
+
+
+def test_quality_table_shows_each_label_columns_hierarchy_and_gold():
+    columns = {"rating": {"hierarchy": {"rate": 0.75, "pos_over_neg_rate": 1.0}, "gold": None},
+               "context_label": {"hierarchy": {"rate": 0.25, "pos_over_neg_rate": 0.5}, "gold": {"spearman": 58.96}},
+               "label": {"hierarchy": {"rate": 0.5, "pos_over_neg_rate": 0.875}, "gold": None}}
+    manifests = {"label-pairs": {"quality": {"hierarchy": {}, "gold": None, "columns": columns},
+                                 "labeler": {"method": "combined", "rating_weight": 0.8}}}
+    table = {(r["stage"], r["measure"]): r["value"] for r in quality_rows(manifests)}
+    assert table[("label", "rating: hierarchy / a+ > a- / gold Spearman ×100")] == "75.0% / 100.0% / n/a"
+    assert table[("label", "context_label: hierarchy / a+ > a- / gold Spearman ×100")] == "25.0% / 50.0% / 59.0"
+    assert table[("label", "labeler")] == "combined (0.8·rating/5 + 0.20·context label)"

@@ -501,7 +501,11 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     assert manifest["rating"]["model"] == "rater" and manifest["rating"]["failed"] == 2
     assert manifest["rating"]["from_logprobs"] == len(pairs)  # every answered call came with log-probs
     assert manifest["counts"]["rejected_by_reason"] == {"llm_error": 2}
-    assert "labeler: method = combined" in latest_artifacts()["label-summary"].data
+    summary = latest_artifacts()["label-summary"].data
+    assert "labeler: method = combined" in summary
+    # Each label column's hierarchy rate in the summary (the rating, the context label and their mix).
+    assert all(f"| {column} | " in summary for column in ("rating", "context_label", "label"))
+    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "label"}
 
     # The re-run sends exactly the two failed requests again; every answered one comes from the cache.
     sent = len(rater.chat_requests())
