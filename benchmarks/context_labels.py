@@ -42,7 +42,15 @@ from scipy.stats import rankdata  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpora import CORPORA  # noqa: E402
-from benchmarks.labeling import baselines, bootstrap_rho, ratings, samples, server, spearman  # noqa: E402
+from benchmarks.labeling import (  # noqa: E402
+    baselines,
+    bootstrap_rho,
+    ratings,
+    samples,
+    server,
+    spearman,
+    stop_server,
+)
 from tasks.contracts import load_trained_cached, read_contexts  # noqa: E402
 from tasks.core.config import CorpusSettings  # noqa: E402
 from tasks.core.store import read_manifest  # noqa: E402
@@ -283,7 +291,4 @@ if __name__ == "__main__":
     try:
         main()
     finally:
-        from benchmarks.labeling import _SERVER
-
-        if _SERVER:
-            _SERVER["s"].stop()
+        stop_server()

@@ -405,9 +405,14 @@ def server() -> tuple[str, str]:
     return _SERVER["s"].base_url, _SERVER["s"].model
 
 
+def stop_server() -> None:
+    """Stop the local server `server()` started, if any (a benchmark's last step)."""
+    if _SERVER:
+        _SERVER.pop("s").stop()
+
+
 if __name__ == "__main__":
     try:
         main()
     finally:
-        if _SERVER:
-            _SERVER["s"].stop()
+        stop_server()
