@@ -101,7 +101,7 @@ def other_dataset(name: str, n: int) -> pd.DataFrame:
     else:
         frame = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
                            for f in sorted((data / "sts12-train").glob("*.tsv"))], ignore_index=True)
-    frame = frame.dropna(subset=["s1", "s2", "gold"])
+    frame = frame.dropna(subset=["s1", "s2", "gold"]).assign(relation="pair")
     return frame.iloc[np.sort(np.random.default_rng(0).permutation(len(frame))[:n])].reset_index(drop=True)
 
 
@@ -154,7 +154,10 @@ def score_pass(p: Pass, frame: pd.DataFrame, both: pd.DataFrame, out: Path, fold
     reference = reference_sentences(units, settings.reference_sentences, settings.seed)
     lm = load_scorer(settings, *map(str, resolve_lm(settings)))
     t = time.perf_counter()
-    terms = score_terms(units, settings, trained, lm, reference)
+    scorable = [u for u in units if u.context_ids]  # as label_units: a unit without contexts is not scored
+    scored = iter(score_terms(scorable, settings, trained, lm, reference))
+    empty = lambda u: {"lm_sentence": np.zeros((len(u.sentences), 0)), "disc": np.zeros((len(u.sentences), 0))}  # noqa: E731
+    terms = [next(scored) if u.context_ids else empty(u) for u in units]
     seconds = time.perf_counter() - t
     result = {"units": units, "terms": terms, "seconds": seconds,
               "scores": sum(len(u.sentences) * len(u.context_ids) for u in units)}

@@ -32,6 +32,7 @@ from tasks.llm.prompting import load_template
 from tasks.retrieve.contexts import jaccard
 
 TEMPLATE = ("context", "writer")
+PARSER_VERSION = "context-parser-v2"  # in stage 2's key: a new reading of the same cached answers re-runs the stage
 _SIDE = re.compile(r"^\s*\**\s*(before|after)\s*\**\s*:\s*\**\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
 
 
@@ -79,10 +80,17 @@ def context_requests(sentences: list[str], settings: ContextSourceSettings) -> l
 
 
 def parse_context(text: str | None) -> tuple[str | None, str | None]:
-    """(c<, c>) from an answer's `Before:` / `After:` lines (the first of each); None for a side that is missing."""
+    """(c<, c>) from an answer's `Before:` / `After:` lines (the first of each); None for a side that is missing.
+    Small models often drop the first label: an unlabeled first line followed by an `After:` line, or exactly two
+    unlabeled lines, are read as (c<, c>)."""
     sides: dict[str, str] = {}
     for name, value in _SIDE.findall(text or ""):
         sides.setdefault(name.lower(), value.strip().strip('"'))
+    lines = [line.strip().strip('"') for line in (text or "").splitlines() if line.strip()]
+    if "before" not in sides and lines and not _SIDE.match(lines[0]):
+        if "after" in sides or (len(lines) == 2 and not _SIDE.match(lines[1])):
+            sides["before"] = lines[0]
+            sides.setdefault("after", lines[1] if len(lines) > 1 else "")
     return sides.get("before") or None, sides.get("after") or None
 
 

@@ -36,7 +36,13 @@ from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.llm.client import check_endpoint
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
-from tasks.retrieve.generated_contexts import ContextSourceSettings, generate_contexts, interleave, writer_template
+from tasks.retrieve.generated_contexts import (
+    PARSER_VERSION,
+    ContextSourceSettings,
+    generate_contexts,
+    interleave,
+    writer_template,
+)
 from tasks.retrieve.retrieval import (
     CONTEXTS_SCHEMA,
     INDEX_FORMAT,
@@ -124,7 +130,7 @@ class RetrievalJob:
     def key(self) -> str:
         # A writer is identified by its model and checksum, not its URL (as the label stage's rater).
         writer = {"source": self.source, "model": self.llm.model, "sha256": env().llm.model_sha256,
-                  "prompt": writer_template().sha256} if self.source.generates else None
+                  "prompt": writer_template().sha256, "parser": PARSER_VERSION} if self.source.generates else None
         return stage_key(STAGE, queries=self.inputs[0]["sha256"], corpus=self.corpus_key, model=self.trained.key,
                          selection=self.selection, k=self.window_k, **({"writer": writer} if writer else {}))
 

@@ -26,6 +26,10 @@ def test_answers_are_parsed_and_checked():
     assert parse_context("Before: The storm came.\nAfter: Roads closed.") == ("The storm came.", "Roads closed.")
     assert parse_context("**Before:** A b c.\n**after**: D e f.\nBefore: ignored") == ("A b c.", "D e f.")
     assert parse_context("Sure! Here it is: the storm came.") == (None, None)
+    # The first label dropped (as the 1.5B model does most of the time): still two sides.
+    assert parse_context("The storm came.\nAfter: Roads closed.") == ("The storm came.", "Roads closed.")
+    assert parse_context("The storm came.\nRoads closed.") == ("The storm came.", "Roads closed.")
+    assert parse_context("The storm came.\nRoads closed.\nThen more.") == (None, None)
     s = "Residents moved their cattle to the hills before the water arrived."
     assert check_context(s, None, "Roads were closed.", SETTINGS)[0] == "context_garbled"
     assert check_context(s, "Too short.", "Roads were closed for a week.", SETTINGS)[0] == "context_garbled"
