@@ -45,6 +45,7 @@ from benchmarks.corpora import CORPORA  # noqa: E402
 from benchmarks.labeling import (  # noqa: E402
     baselines,
     bootstrap_rho,
+    nested,
     ratings,
     samples,
     server,
@@ -180,11 +181,7 @@ def context_labels(units: list[Unit], terms: list[dict], k: int, selection: str,
             continue
         s = t["lm_sentence"] + disc * t["disc"]
         if selection == "rank":  # nested: each sentence's top-k of its rank-ordered candidates
-            own = np.zeros((len(u.sentences), len(u.context_ids)), dtype=bool)
-            for i, idx in enumerate(u.own_sets):
-                own[i, idx[:k]] = True
-            keep = np.flatnonzero(own.any(axis=0))
-            own = own[:, keep]
+            keep, own = nested(u, k)
         else:
             own, keep = select_contexts(s, u.own_mask(), settings)
         out.append(similarity_matrix(s[:, keep], similarity, own)[0, 1] if len(keep) >= 3 else np.nan)

@@ -372,9 +372,10 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
     all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
     rtol = CONSTANT_RTOL[settings.dtype]
     for u, terms in zip(scorable, all_terms):
-        own, keep = select_contexts(combine(terms, weights), u.own_mask(), settings)
+        scores = combine(terms, weights)
+        own, keep = select_contexts(scores, u.own_mask(), settings)
         terms = {name: m[:, keep] for name, m in terms.items()}
-        label = similarity_matrix(combine(terms, weights), settings.similarity, own, rtol)
+        label = similarity_matrix(scores[:, keep], settings.similarity, own, rtol)
         parts = {name: similarity_matrix(m, settings.similarity, own, rtol) for name, m in terms.items()}
         n_own = own.sum(axis=1)
         for i, j, rel, extra in u.pairs:

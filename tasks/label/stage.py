@@ -25,7 +25,6 @@ from tasks.contracts import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA, read_contexts, 
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.device import device_info, resolve_device
-from tasks.core.env_settings import env
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs
@@ -55,7 +54,7 @@ from tasks.label.labeling import (
 )
 from tasks.label.llm_rating import rate_pairs_task
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, context_sets, finish_rows, pair_units, read_pairs, triple_units
-from tasks.llm.client import check_endpoint
+from tasks.llm.client import check_endpoint, model_identity
 
 STAGE = "label-pairs"
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
@@ -79,9 +78,7 @@ def _coherence_dir(contexts: Path, given: str | None) -> tuple[str | None, str |
 
 def _rater(llm: LLMSettings | None) -> dict | None:
     """What identifies the rating model (the endpoint's URL does not change what it answers)."""
-    if llm is None:
-        return None
-    return {"model": llm.model, "sha256": env().llm.model_sha256}  # STSGEN_LLM_MODEL_SHA256, set with the server
+    return None if llm is None else model_identity(llm)
 
 
 def _rate(table: pa.Table, settings: LabelSettings, llm: LLMSettings, progress: Progress
@@ -247,16 +244,15 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
     }
 
 
-def _share(hierarchy: dict, rate: str, count: str) -> str:
-    return "n/a" if hierarchy[rate] is None else f"{hierarchy[rate]:.1%} of {hierarchy[count]}"
+def _share(hierarchy: dict, rate: str, count: str, unit: str = "") -> str:
+    return "n/a" if hierarchy[rate] is None else f"{hierarchy[rate]:.1%} of {hierarchy[count]}{unit}"
 
 
 def publish_labels(out: StageFolder, manifest: dict) -> None:
     hierarchy, gold, counts = manifest["hierarchy"], manifest["quality"]["gold"], manifest["counts"]
     rating_info, relations, timings = manifest["rating"], manifest["relations"], manifest["timings"]
-    rate = "n/a" if hierarchy["rate"] is None else f"{hierarchy['rate']:.1%} of {hierarchy['triples']} triples"
-    pos_neg = "n/a" if hierarchy["pos_over_neg_rate"] is None else \
-        f"{hierarchy['pos_over_neg_rate']:.1%} of {hierarchy['pos_over_neg_triples']} triples"
+    rate = _share(hierarchy, "rate", "triples", " triples")
+    pos_neg = _share(hierarchy, "pos_over_neg_rate", "pos_over_neg_triples", " triples")
     publish_markdown("label-summary", "\n".join([
         f"# label-pairs — {counts['pairs']} labeled pairs, {counts['rejected']} quarantined", "",
         f"- hierarchy rate label(a,s+) > label(a,sm) > label(a,s-): **{rate}**; label(a,s+) > label(a,s-): "

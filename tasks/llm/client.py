@@ -23,7 +23,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import openai
 
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.core.env_settings import secret_env
+from tasks.core.env_settings import env, secret_env
 from tasks.llm.cache import ResponseCache, request_key
 from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_limit
 
@@ -105,6 +105,12 @@ def _shared_cache(path: Path | None) -> ResponseCache | None:
         if path not in _caches:
             _caches[path] = ResponseCache(path)
         return _caches[path]
+
+
+def model_identity(settings: LLMSettings) -> dict:
+    """What identifies a served model in a cache key: its name and the checksum of the local server's weights
+    (STSGEN_LLM_MODEL_SHA256, set with the server), never the endpoint's URL."""
+    return {"model": settings.model, "sha256": env().llm.model_sha256}
 
 
 def api_key(settings: LLMSettings) -> str:

@@ -28,12 +28,11 @@ from tasks.core.artifacts import Progress, publish_links, publish_markdown, publ
 from tasks.core.config import CorpusSettings, LLMSettings, stsgen_home
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info
-from tasks.core.env_settings import env
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.shards import finished_shard
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
-from tasks.llm.client import check_endpoint
+from tasks.llm.client import check_endpoint, model_identity
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
 from tasks.retrieve.generated_contexts import (
@@ -129,8 +128,8 @@ class RetrievalJob:
 
     def key(self) -> str:
         # A writer is identified by its model and checksum, not its URL (as the label stage's rater).
-        writer = {"source": self.source, "model": self.llm.model, "sha256": env().llm.model_sha256,
-                  "prompt": writer_template().sha256, "parser": PARSER_VERSION} if self.source.generates else None
+        writer = {"source": self.source, **model_identity(self.llm), "prompt": writer_template().sha256,
+                  "parser": PARSER_VERSION} if self.source.generates else None
         return stage_key(STAGE, queries=self.inputs[0]["sha256"], corpus=self.corpus_key, model=self.trained.key,
                          selection=self.selection, k=self.window_k, **({"writer": writer} if writer else {}))
 
@@ -221,7 +220,7 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
                             "reused": trained.reused},
         "index": str(job.index_dir), "counts": counts, "timings": timings,
         "context_writer": None if generation is None else {
-            "model": job.llm.model, "sha256": env().llm.model_sha256, "prompt": writer_template().name,
+            **model_identity(job.llm), "prompt": writer_template().name,
             "prompt_sha256": writer_template().sha256, **generation},
     }
 
