@@ -47,6 +47,8 @@ _PER_KIND = [
     ("latency_s", pa.float64()),
     ("cached", pa.bool_()),
     ("rules_passed", pa.list_(pa.string())),
+    ("candidate", pa.int32()),  # which of the request's n choices was kept (best of N)
+    ("candidates", pa.int32()),  # choices the endpoint returned
     ("judge_p_pass", pa.float64()),  # the verifier's P(pass) (null: judge off)
 ]
 TRIPLES_SCHEMA = pa.schema(
@@ -72,6 +74,7 @@ REJECTED_SCHEMA = pa.schema(
         ("kind", pa.string()),
         ("attempt", pa.int32()),
         ("seed", pa.int64()),
+        ("candidate", pa.int32()),  # which choice of the request (best of N); null for rows that are not choices
         ("anchor", pa.string()),
         ("base_text", pa.string()),
         ("text", pa.string()),
@@ -110,7 +113,7 @@ def triples_table(
             if g:
                 meta.update({k: g[k] for k in ("attempts", "seed", "temperature", "top_p", "prompt_tokens",
                                                 "completion_tokens", "latency_s", "cached", "rules_passed",
-                                                "judge_p_pass")})
+                                                "judge_p_pass", "candidate", "candidates")})
                 meta.update(base=bases[kind], prompt=prompts[kind], example_ids=example_ids[kind])
             row.update({f"{kind}_{name}": value for name, value in meta.items()})
         rows.append(row)

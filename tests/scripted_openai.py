@@ -1,6 +1,9 @@
 """A small OpenAI-compatible HTTP server with scripted faults, for tests and benchmarks (real HTTP on 127.0.0.1).
 
 - GET  /v1/models              → the configured model ids
+- GET  /props                  → llama-server's properties when `props` is set (then stage 1 sends grammars), else 404
+- `n` > 1 in a chat request    → n choices, the responder asked once per choice (body["choice"] = 1, 2, … after the
+  first)
 - POST /v1/chat/completions    → the next scripted action, else a deterministic answer from `responder`
 - POST /v1/completions         → a one-token text completion without prompt log-probs (as llama.cpp's llama-server)
 - Batch API: POST /v1/files (multipart upload), GET /v1/files/{id}[/content], POST /v1/batches,
@@ -35,6 +38,8 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
+from tasks.generate.facts import facts
+
 VOCAB = (
     "river market council winter engine garden signal harbor teacher museum valley station report league "
     "forest bridge captain orchard village theory painter doctor ocean mountain library festival farmer "
@@ -50,7 +55,7 @@ def prompt_kind(system: str) -> str:
     s = system.lower()
     if "omitting" in s:
         return "intermediate"
-    if "distinct or even contradictory" in s or "contradiction" in s:
+    if "distinct or even contradictory" in s or "contradiction" in s or "something different" in s:
         return "negative"
     return "positive"
 
@@ -68,7 +73,11 @@ def default_responder(messages: list[dict], body: dict) -> str:
         return "no" if "mean the same thing?" in user else "yes"
     kind = prompt_kind(system)
     n_words = {"positive": 10, "intermediate": 5, "negative": 8}[kind]
-    return pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), words=n_words)
+    choice = [body["choice"]] if body.get("choice") else []  # the 2nd, 3rd … of `n` choices differ
+    text = pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), *choice, words=n_words)
+    if kind == "positive":  # a positive keeps the anchor's numbers, names and dates (stage 1's fact rules)
+        text = " ".join([text[:-1], *sorted(facts(user))]) + "."
+    return text
 
 
 class _Server(ThreadingHTTPServer):
@@ -79,8 +88,10 @@ class _Server(ThreadingHTTPServer):
 class ScriptedOpenAI:
     def __init__(self, models=("scripted-model",), responder: Callable[[list[dict], dict], str] | None = None,
                  latency_s: float = 0.0, batch_polls: int = 2, port: int = 0,
-                 logprobs: Callable[[list[dict], dict], list[tuple[str, float]]] | None = None):
+                 logprobs: Callable[[list[dict], dict], list[tuple[str, float]]] | None = None,
+                 props: dict | None = None):
         self.models = list(models)
+        self.props = props  # GET /props answer (as llama-server's); None: 404, like other servers
         self.responder = responder or default_responder
         self.logprobs = logprobs  # (messages, body) → the first answer token's top alternatives, when asked for
         self.latency_s = latency_s
@@ -139,7 +150,9 @@ class ScriptedOpenAI:
         if body.get("model") not in self.models:
             return 404, {"error": {"message": f"The model `{body.get('model')}` does not exist",
                                    "type": "invalid_request_error", "code": "model_not_found"}}
-        text = self.responder(body.get("messages", []), body)
+        texts = [self.responder(body.get("messages", []), {**body, "choice": i} if i else body)
+                 for i in range(max(1, int(body.get("n") or 1)))]
+        text = texts[0]
         prompt_tokens = sum(len(m.get("content", "").split()) for m in body.get("messages", []))
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
         if body.get("logprobs") and self.logprobs is not None:
@@ -150,9 +163,10 @@ class ScriptedOpenAI:
         return 200, {
             "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
             "model": body.get("model"),
-            "choices": [choice],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
-                      "total_tokens": prompt_tokens + len(text.split())},
+            "choices": [choice] + [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": "stop"}
+                                   for i, t in enumerate(texts[1:], start=1)],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": sum(len(t.split()) for t in texts),
+                      "total_tokens": prompt_tokens + sum(len(t.split()) for t in texts)},
         }
 
     # ---- Batch API -------------------------------------------------------------------------------------------
@@ -298,6 +312,8 @@ class ScriptedOpenAI:
                     data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "tests"}
                                                        for m in server.models]}
                     self._send(200, json.dumps(data).encode())
+                elif path == "/props" and server.props is not None:
+                    self._send(200, json.dumps(server.props).encode())
                 elif path.endswith("/batches"):
                     self._control("GET", path)
                     query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)

@@ -120,6 +120,13 @@ class LLMSettings(Settings):
         "server, by_source otherwise.",
     )
 
+    constrained_answers: Literal["auto", "grammar", "off"] = Field(
+        "auto",
+        description="How the judge's yes/no and the rater's digit are enforced: 'grammar' sends a GBNF grammar "
+        "(llama.cpp servers), 'off' parses the free answer, 'auto' sends the grammar where GET /props shows a "
+        "llama-server. Log-probs are read either way.",
+    )
+
     @model_validator(mode="after")
     def _batch_api_goes_kind_by_kind(self):
         if self.batch_api and self.request_order == "by_source":
@@ -146,6 +153,9 @@ class SamplingSettings(Settings):
     temperature_step: float = Field(0.2, ge=0, le=1)
     top_p: float = Field(0.95, gt=0, le=1)
     max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
+    candidates: int = Field(4, ge=1, le=16, description="Best of N: choices asked for in one request (`n`); the rule-"
+                            "passing one that drifted least is kept (tasks/generate/candidates.py). llama-server "
+                            "allows n up to its --parallel slots (4 by default); an endpoint that ignores n gives one.")
 
 
 class ValidationSettings(Settings):
@@ -156,6 +166,8 @@ class ValidationSettings(Settings):
     max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base.")
     near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Similarity ratio at or above = near-copy.")
     intermediate_must_be_shorter: bool = True
+    facts: bool = Field(True, description="Positives keep every number, name and date of the anchor (fact_dropped), "
+                        "positives and intermediates add none (fact_added); tasks/generate/facts.py.")
 
     @model_validator(mode="after")
     def _bounds(self) -> "ValidationSettings":

@@ -19,6 +19,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.candidates import Chooser
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner
@@ -62,6 +63,9 @@ class Generation:
     cached: bool
     rules_passed: list[str]
     judge_p_pass: float | None = None  # the verifier's P(pass); None when the judge is off
+    candidate: int = 0  # which of the request's `n` choices was kept
+    candidates: int = 1  # how many choices the endpoint returned
+    anchor_cosine: float | None = None  # the encoder cosine the choice ranked by (None: nothing to rank)
 
 
 def request_seed(run_seed: int, source_id: str, kind: str, attempt: int) -> int:
@@ -70,39 +74,58 @@ def request_seed(run_seed: int, source_id: str, kind: str, attempt: int) -> int:
 
 
 def attempt_params(sampling: SamplingSettings, seed: int, attempt: int) -> dict:
-    return {
+    params = {
         "temperature": round(min(2.0, sampling.temperature + attempt * sampling.temperature_step), 4),
         "top_p": sampling.top_p,
         "max_tokens": sampling.max_tokens,
         "seed": seed,
     }
+    return params | {"n": sampling.candidates} if sampling.candidates > 1 else params
 
 
-def _rejection(slot: Slot, attempt: int, seed: int, text: str | None, reason: str, detail: str) -> dict:
+def _rejection(slot: Slot, attempt: int, seed: int, text: str | None, reason: str, detail: str,
+               candidate: int | None = None) -> dict:
     return {
         "stage": "generation", "source_id": slot.source_id, "kind": slot.kind, "attempt": attempt, "seed": seed,
-        "anchor": slot.anchor, "base_text": slot.base_text, "text": text, "reason": reason, "detail": detail,
+        "candidate": candidate, "anchor": slot.anchor, "base_text": slot.base_text, "text": text, "reason": reason,
+        "detail": detail,
     }
 
 
-def _judge(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult, tokens: list,
-           validation: ValidationSettings) -> tuple[Generation | None, dict | None]:
-    """One attempt's verdict, shared by the direct and the batched loop: the accepted Generation, or its quarantine
-    row. `tokens` ([prompt, completion, latency] of the slot so far) is updated in place."""
+def _screen(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult, tokens: list,
+            validation: ValidationSettings, chooser: Chooser) -> tuple[list[Generation], list[dict]]:
+    """One attempt's candidates (the `n` choices of its request) after the rules, shared by the direct and the
+    batched loop: the rule-passing ones ranked best first (tasks/generate/candidates.py), and a quarantine row for
+    each that failed (or for the failed call). `tokens` ([prompt, completion, latency] of the slot so far) is
+    updated in place."""
     if not result.ok:
-        return None, _rejection(slot, attempt, seed, None, "llm_error", result.error or "")
+        return [], [_rejection(slot, attempt, seed, None, "llm_error", result.error or "")]
     tokens[0] += result.prompt_tokens
     tokens[1] += result.completion_tokens
     tokens[2] += result.latency_s
-    text = (result.text or "").strip()
-    verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor, siblings=slot.siblings,
-                       settings=validation)
-    if verdict.ok:
-        return Generation(
-            slot.source_id, slot.kind, text, attempt + 1, seed, params["temperature"], params["top_p"],
-            tokens[0], tokens[1], round(tokens[2], 4), result.cached, list(verdict.passed),
-        ), None
-    return None, _rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail)
+    texts = [(t or "").strip() for t in (result.texts or [result.text])]
+    passing, rows = [], []
+    for index, text in enumerate(texts):
+        verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor, siblings=slot.siblings,
+                           settings=validation)
+        if verdict.ok:
+            passing.append((index, text, verdict))
+        else:
+            rows.append(_rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail, index))
+    order, cosines = chooser.rank(slot.kind, slot.anchor, [text for _, text, _ in passing])
+    ranked = [Generation(slot.source_id, slot.kind, passing[j][1], attempt + 1, seed, params["temperature"],
+                         params["top_p"], tokens[0], tokens[1], round(tokens[2], 4), result.cached,
+                         list(passing[j][2].passed), candidate=passing[j][0], candidates=len(texts),
+                         anchor_cosine=cosines[j])
+              for j in order]
+    return ranked, rows
+
+
+def _not_chosen(slot: Slot, attempt: int, others: list[Generation], kept: Generation) -> list[dict]:
+    """Quarantine rows of the rule-passing candidates that ranked below the one kept (nothing generated is lost)."""
+    return [_rejection(slot, attempt, g.seed, g.text, "not_chosen",
+                       f"ranked below candidate {kept.candidate} (cosine to the anchor {g.anchor_cosine} vs "
+                       f"{kept.anchor_cosine})", g.candidate) for g in others]
 
 
 def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict
@@ -111,29 +134,38 @@ def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: Ju
     if verdict.reason is None:
         generation.judge_p_pass = verdict.p_pass
         return generation, None
-    return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail)
+    return None, _rejection(slot, attempt, generation.seed, generation.text, verdict.reason, verdict.detail,
+                            generation.candidate)
 
 
 async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplate, system: str,
                         sampling: SamplingSettings, validation: ValidationSettings, max_attempts: int, run_seed: int,
-                        judge: Judge | None = None) -> tuple[Generation | None, list[dict]]:
-    """One slot: up to `max_attempts` generations (each judged when `judge` is given) until one is accepted.
-    Returns (the accepted generation or None, its quarantine rows)."""
-    rejected = []
+                        chooser: Chooser, judge: Judge | None = None) -> tuple[Generation | None, list[dict]]:
+    """One slot: up to `max_attempts` requests of `sampling.candidates` choices each until one is accepted: the
+    best-ranked rule-passing choice, judged when `judge` is given. Returns (the accepted generation or None, its
+    quarantine rows)."""
+    rejected: list[dict] = []
     messages = template.messages(system, slot.base_text)
     tokens = [0, 0, 0.0]
     for attempt in range(max_attempts):
         seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
         params = attempt_params(sampling, seed, attempt)
-        generation, row = _judge(slot, attempt, seed, params, await call(messages, params), tokens, validation)
-        if generation is not None and judge is not None:
-            verdict = await judge_one(judge_call, judge.template, slot.anchor, generation.text, judge.settings)
-            generation, row = _apply_verdict(slot, attempt, generation, verdict)
-        if generation is not None:
-            return generation, rejected
-        rejected.append(row)
+        ranked, rows = _screen(slot, attempt, seed, params, await call(messages, params), tokens, validation, chooser)
+        rejected.extend(rows)
+        if rows and rows[0]["reason"] in FAILED_CALL_REASONS:
+            return None, rejected  # the client already retried transport errors: another attempt would fail too
+        if not ranked:
+            continue
+        best, row = ranked[0], None
+        if judge is not None:
+            verdict = await judge_one(judge_call, judge.template, slot.anchor, best.text, judge.settings)
+            best, row = _apply_verdict(slot, attempt, best, verdict)
+        if row is not None:
+            rejected.append(row)
+        rejected.extend(_not_chosen(slot, attempt, ranked[1:], ranked[0]))
+        if best is not None:
+            return best, rejected
         if row["reason"] in FAILED_CALL_REASONS:
-            # The client already retried transport errors; another attempt would hit the same failure.
             return None, rejected
     return None, rejected
 
@@ -159,6 +191,7 @@ async def generate_slots(
     validation: ValidationSettings,
     max_attempts: int,
     run_seed: int,
+    chooser: Chooser = Chooser(),
     judge: Judge | None = None,
     judge_client: LLMClient | None = None,
 ) -> tuple[list[Generation], list[dict]]:
@@ -167,7 +200,8 @@ async def generate_slots(
     async with _calls(client, judge_client) as (call, judge_call):
         outcomes = await asyncio.gather(*(
             generate_slot(call, judge_call, s, template=template, system=system, sampling=sampling,
-                          validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge)
+                          validation=validation, max_attempts=max_attempts, run_seed=run_seed, chooser=chooser,
+                          judge=judge)
             for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
@@ -175,14 +209,14 @@ async def generate_slots(
 
 
 def kind_counts(kinds, accepted: dict[str, dict], rows: list[dict]) -> dict[str, dict[str, int]]:
-    """Per kind: slots (sources that had a base to derive it from), accepted, attempts (every generation received:
-    accepted or quarantined; failed calls are not attempts)."""
+    """Per kind: slots (sources that had a base to derive it from), accepted, attempts (every generation that was
+    a slot's best: accepted or quarantined; failed calls and candidates ranked below the best are not attempts)."""
     counts = {k: {"slots": 0, "accepted": len(accepted[k]), "attempts": len(accepted[k])} for k in kinds}
     tried: dict[str, set] = {k: set(accepted[k]) for k in kinds}
     for row in rows:
         if row.get("stage") == "generation" and row.get("kind") in counts and row["reason"] != "base_rejected":
             tried[row["kind"]].add(row["source_id"])
-            counts[row["kind"]]["attempts"] += row["reason"] != "llm_error"
+            counts[row["kind"]]["attempts"] += row["reason"] not in ("llm_error", "not_chosen")
     for k in kinds:
         counts[k]["slots"] = len(tried[k])
     return counts
@@ -218,6 +252,7 @@ async def generate_chains(
     max_attempts: int,
     run_seed: int,
     judges: dict[str, Judge],
+    chooser: Chooser = Chooser(),
     judge_client: LLMClient | None = None,
 ) -> tuple[list[Generation], list[dict]]:
     """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
@@ -236,7 +271,7 @@ async def generate_chains(
                 continue
             generation, rejected = await generate_slot(
                 call, judge_call, slot, template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
-                max_attempts=max_attempts, run_seed=run_seed, judge=judges.get(kind))
+                max_attempts=max_attempts, run_seed=run_seed, chooser=chooser, judge=judges.get(kind))
             rows.extend(rejected)
             if generation is not None:
                 accepted[kind] = generation
@@ -257,6 +292,7 @@ def generate_slots_batched(
     validation: ValidationSettings,
     max_attempts: int,
     run_seed: int,
+    chooser: Chooser = Chooser(),
     judge: Judge | None = None,
     judge_runner: BatchRunner | None = None,
 ) -> tuple[list[Generation], list[dict]]:
@@ -274,21 +310,29 @@ def generate_slots_batched(
         seeds = {i: request_seed(run_seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
         params = {i: attempt_params(sampling, seeds[i], attempt) for i in open_slots}
         results = runner.run([(messages[i], params[i]) for i in open_slots])
-        outcomes = {i: _judge(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation)
+        screened = {i: _screen(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation, chooser)
                     for i, result in zip(open_slots, results)}
+        best: dict[int, Generation | None] = {i: ranked[0] if ranked else None for i, (ranked, _) in screened.items()}
+        verdict_rows: dict[int, dict | None] = {i: None for i in open_slots}
         if judge is not None:
-            passing = [i for i in open_slots if outcomes[i][0] is not None]
-            verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, outcomes[i][0].text)
+            passing = [i for i in open_slots if best[i] is not None]
+            verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, best[i].text)
                                                              for i in passing], judge.settings)
             for i, verdict in zip(passing, verdicts):
-                outcomes[i] = _apply_verdict(slots[i], attempt, outcomes[i][0], verdict)
+                best[i], verdict_rows[i] = _apply_verdict(slots[i], attempt, best[i], verdict)
         still_open = []
         for i in open_slots:
-            accepted[i], row = outcomes[i]
-            if row is not None:
-                rejected[i].append(row)
-                if row["reason"] not in FAILED_CALL_REASONS:  # a failed call ends the slot
-                    still_open.append(i)
+            ranked, rows = screened[i]
+            rejected[i].extend(rows)
+            if verdict_rows[i] is not None:
+                rejected[i].append(verdict_rows[i])
+            if ranked:
+                rejected[i].extend(_not_chosen(slots[i], attempt, ranked[1:], ranked[0]))
+            accepted[i] = best[i]
+            failed = (rows and rows[0]["reason"] in FAILED_CALL_REASONS) or \
+                (verdict_rows[i] is not None and verdict_rows[i]["reason"] in FAILED_CALL_REASONS)
+            if best[i] is None and not failed:  # a failed call ends the slot
+                still_open.append(i)
         open_slots = still_open
     return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
 
@@ -309,6 +353,7 @@ def generate_batch(
     max_attempts: int,
     run_seed: int,
     judge: Judge | None = None,
+    chooser: Chooser = Chooser(),
 ) -> tuple[list[dict], list[dict], dict]:
     """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
     its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
@@ -322,13 +367,13 @@ def generate_batch(
         judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
         accepted, rejected = generate_slots_batched(
             slots, template=template, system=system, runner=runner, sampling=sampling, validation=validation,
-            max_attempts=max_attempts, run_seed=run_seed, judge=judge, judge_runner=judge_runner)
+            max_attempts=max_attempts, run_seed=run_seed, chooser=chooser, judge=judge, judge_runner=judge_runner)
         stats = {**asdict(client.stats), **asdict(runner.stats)}
     else:
         accepted, rejected = asyncio.run(
             generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
-                           validation=validation, max_attempts=max_attempts, run_seed=run_seed, judge=judge,
-                           judge_client=judge_client))
+                           validation=validation, max_attempts=max_attempts, run_seed=run_seed, chooser=chooser,
+                           judge=judge, judge_client=judge_client))
         stats = asdict(client.stats)
     return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
 
@@ -345,6 +390,7 @@ def generate_source_batch(
     max_attempts: int,
     run_seed: int,
     judges: dict[str, Judge],
+    chooser: Chooser = Chooser(),
 ) -> tuple[list[dict], list[dict], dict]:
     """Every kind of a batch of sources, each source's kinds chained (`generate_chains`, whose parameters it takes:
     a thin task around the async function). Like `generate_batch`: no Prefect result cache (the LLM response cache
@@ -354,6 +400,6 @@ def generate_source_batch(
     judge_client = LLMClient(judge_llm) if judge_llm else client
     accepted, rejected = asyncio.run(generate_chains(
         sources, kinds, templates=templates, systems=systems, client=client, sampling=sampling,
-        validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges,
+        validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges, chooser=chooser,
         judge_client=judge_client))
     return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

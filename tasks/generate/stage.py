@@ -25,6 +25,7 @@ from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import read_manifest
+from tasks.generate.candidates import NEGATIVE_CHOICE, Chooser
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
     Judge,
@@ -80,6 +81,11 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
     return max(batch_size, 4 * max_concurrency)
 
 
+def chooser_of(cfg: GenerateConfig) -> Chooser:
+    """The run's best-of-N rule: STS negatives the farthest from the anchor, NLI contradictions the first."""
+    return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
+
+
 def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
                        accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
     """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
@@ -89,7 +95,8 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templa
     for start in range(0, len(sources), step):
         batch = sources[start : start + step]
         gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, cfg.llm, cfg.sampling,
-                                                      cfg.validation, cfg.max_attempts, cfg.seed, judges)
+                                                      cfg.validation, cfg.max_attempts, cfg.seed, judges,
+                                                      chooser_of(cfg))
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
         quarantine.extend(rejected)
@@ -117,7 +124,8 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
             gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
-                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind))
+                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind),
+                                                   chooser_of(cfg))
             accepted[kind].update({g["source_id"]: g for g in gens})
             quarantine.extend(rejected)
             stats_total = merge_stats(stats_total, stats)

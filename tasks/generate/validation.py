@@ -8,7 +8,10 @@ Rules, in order (the first failure is the reason recorded):
 - `length`: outside [min_words, max_words] or longer than max_length_ratio × its base;
 - `not_shorter`: an intermediate sentence that is not shorter than its base (it must omit details);
 - `copy`: equal to, or a near-copy of (similarity ≥ threshold after normalization), the anchor or its base;
-- `duplicate`: equal (normalized) to another generation of the same triple.
+- `duplicate`: equal (normalized) to another generation of the same triple;
+- `fact_dropped`: a positive that lacks a number, name or date of the anchor (tasks/generate/facts.py);
+- `fact_added`: a positive or an intermediate with a number, name or date the anchor does not have.
+The two fact rules run when `facts` is on (default); negatives are exempt (changing a fact is their job).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from tasks.core.config import ValidationSettings
+from tasks.generate.facts import check_facts
 
-RULES = ("empty", "multiline", "refusal_or_meta", "leftover_label", "length", "not_shorter", "copy", "duplicate")
+RULES = ("empty", "multiline", "refusal_or_meta", "leftover_label", "length", "not_shorter", "copy", "duplicate",
+         "fact_dropped", "fact_added")
 
 _META = re.compile(
     r"^\s*(sure\b|certainly\b|of course\b|okay\b|ok[,.!]|here(?:'s| is| are)\b|i'?m sorry|i am sorry|"
@@ -76,6 +81,8 @@ def validate(
         ("not_shorter", lambda: _not_shorter(text, base, kind, settings)),
         ("copy", lambda: _copy(text, base, anchor, settings)),
         ("duplicate", lambda: _duplicate(text, siblings)),
+        ("fact_dropped", lambda: _facts(text, anchor, kind, settings, "dropped")),
+        ("fact_added", lambda: _facts(text, anchor, kind, settings, "added")),
     )
     passed = []
     for name, check in checks:
@@ -122,3 +129,13 @@ def _copy(text: str, base: str, anchor: str, s: ValidationSettings) -> str | Non
 def _duplicate(text: str, siblings: tuple[str, ...]) -> str | None:
     norm = normalize(text)
     return "same as another generation of this triple" if any(norm == normalize(s) for s in siblings if s) else None
+
+
+_FACT_KINDS = {"dropped": ("positive",), "added": ("positive", "intermediate")}
+
+
+def _facts(text: str, anchor: str, kind: str, s: ValidationSettings, which: str) -> str | None:
+    if not s.facts or kind not in _FACT_KINDS[which]:
+        return None
+    found = getattr(check_facts(anchor, text), which)
+    return f"{which} {', '.join(found)} (anchor: {anchor[:60]!r})" if found else None

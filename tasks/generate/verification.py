@@ -32,7 +32,7 @@ from jinja2 import meta
 
 from tasks.core.config import ConfigError, VerifierSettings
 from tasks.core.embedding_metrics import cosine_scores
-from tasks.llm.client import CallResult
+from tasks.llm.client import ALLOWED_ANSWERS, CallResult
 
 JUDGE_VERSION = "v1"
 PLACEHOLDERS = ("anchor", "candidate")
@@ -100,7 +100,8 @@ def load_judge_template(kind: str, template_dir: str | None = None) -> JudgeTemp
 
 def judge_params(settings: VerifierSettings, attempt: int) -> dict:
     # Attempt 0 is greedy; a re-ask after a garbled answer samples (else the cache would return the same answer).
-    params = {"temperature": 0.0 if attempt == 0 else 0.7, "max_tokens": 3, "seed": settings.seed + attempt}
+    params = {"temperature": 0.0 if attempt == 0 else 0.7, "max_tokens": 3, "seed": settings.seed + attempt,
+              ALLOWED_ANSWERS: ["yes", "no"]}  # a grammar where the endpoint takes one (tasks.llm.client)
     if settings.top_logprobs:
         params |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
     return params

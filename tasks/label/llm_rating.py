@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from tasks.core.config import LLMSettings, Settings
-from tasks.llm.client import CallResult, LLMClient
+from tasks.llm.client import ALLOWED_ANSWERS, CallResult, LLMClient
 from tasks.llm.prompting import load_template
 
 RATING_PATTERN = "rating"
@@ -69,7 +69,8 @@ def expected_rating(top_logprobs: list[list] | None, text: str | None) -> tuple[
 
 
 def rating_params(settings: RatingSettings) -> dict:
-    params = {"temperature": 0.0, "max_tokens": 2, "seed": settings.seed}
+    params = {"temperature": 0.0, "max_tokens": 2, "seed": settings.seed,
+              ALLOWED_ANSWERS: [str(d) for d in range(6)]}  # a grammar where the endpoint takes one
     if settings.top_logprobs:
         params |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
     return params

@@ -29,7 +29,7 @@ import openai
 from tasks.core.config import ConfigError, LLMSettings, stsgen_home
 from tasks.core.store import atomic_write_bytes
 from tasks.llm.cache import request_key
-from tasks.llm.client import CallResult, LLMClient, api_key, redact
+from tasks.llm.client import CallResult, LLMClient, api_key, redact, request_params
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}
@@ -119,8 +119,10 @@ def line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | Non
     try:
         choice = body["choices"][0]
         usage = body.get("usage") or {}
+        choices = body["choices"]
         return {
             "text": choice["message"].get("content") or "",
+            "texts": [c["message"].get("content") or "" for c in choices] if len(choices) > 1 else None,
             "finish_reason": choice.get("finish_reason"),
             "prompt_tokens": int(usage.get("prompt_tokens") or 0),
             "completion_tokens": int(usage.get("completion_tokens") or 0),
@@ -173,6 +175,8 @@ class BatchRunner:
 
     def run(self, requests: list[Request]) -> list[CallResult]:
         model = self.settings.model
+        # The Batch API takes no grammar: allowed answers are parsed from the free answer.
+        requests = [(m, request_params(p, grammar=False)) for m, p in requests]
         keys = [request_key(model, m, p) for m, p in requests]
         results: dict[str, CallResult] = {}
         pending: dict[str, Request] = {}

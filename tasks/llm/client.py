@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import threading
 import time
@@ -30,6 +31,9 @@ from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_lim
 # Status codes worth another try; anything else in 4xx is the caller's fault and is not retried.
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529}
 MAX_RETRY_AFTER_S = 300.0
+# A request parameter of stsgen's own, not the API's: the only answers a call may give (the judge's yes/no, the
+# rater's digits). The client enforces it the way the endpoint can (`request_params`) and never sends it as such.
+ALLOWED_ANSWERS = "allowed_answers"
 
 
 @dataclass
@@ -50,6 +54,8 @@ class CallResult:
     top_logprobs: list[list] | None = None
     # Log-probs of the prompt's tokens (`prompt_logprobs` calls: stage-3 scoring through a served LM).
     prompt_logprobs: list[float | None] | None = None
+    # Every choice's text when the request asked for `n` > 1 (best-of-N generation); `text` is the first.
+    texts: list[str] | None = None
 
 
 @dataclass
@@ -111,6 +117,47 @@ def model_identity(settings: LLMSettings) -> dict:
     """What identifies a served model in a cache key: its name and the checksum of the local server's weights
     (STSGEN_LLM_MODEL_SHA256, set with the server), never the endpoint's URL."""
     return {"model": settings.model, "sha256": env().llm.model_sha256}
+
+
+def answer_grammar(answers: list[str]) -> str:
+    """A GBNF grammar (llama.cpp's) whose only sentences are the allowed answers, lower-case or capitalised (the
+    model's own first choice is often "Yes": both spellings count the same when P(answer) is read)."""
+    spellings = sorted({v for a in answers for v in (a, a[:1].upper() + a[1:])})
+    return "root ::= " + " | ".join(json.dumps(v) for v in spellings)
+
+
+def request_params(params: dict[str, Any], grammar: bool) -> dict[str, Any]:
+    """stsgen's request parameters as the endpoint takes them: `allowed_answers` becomes a grammar (`extra_body`)
+    where the endpoint takes one, and is left out elsewhere (the caller parses the free answer, as before)."""
+    answers = params.get(ALLOWED_ANSWERS)
+    sent = {k: v for k, v in params.items() if k != ALLOWED_ANSWERS}
+    if answers and grammar:
+        sent["extra_body"] = {**sent.get("extra_body", {}), "grammar": answer_grammar(list(answers))}
+    return sent
+
+
+_grammar_support: dict[str, bool] = {}
+
+
+def takes_grammar(settings: LLMSettings) -> bool:
+    """Whether calls to this endpoint carry a grammar for `allowed_answers`: `constrained_answers` 'grammar' / 'off'
+    say so; 'auto' asks the server once per process — llama.cpp's llama-server answers GET /props with its
+    generation settings (llama-cpp-python's server, vLLM and hosted APIs do not, and get the free answer)."""
+    if settings.constrained_answers != "auto":
+        return settings.constrained_answers == "grammar"
+    root = settings.base_url.rstrip("/").removesuffix("/v1")
+    with _shared_lock:
+        if root in _grammar_support:
+            return _grammar_support[root]
+    import httpx
+
+    try:
+        body = httpx.get(f"{root}/props", timeout=5.0).json()
+        found = isinstance(body, dict) and "default_generation_settings" in body
+    except (httpx.HTTPError, ValueError):
+        found = False
+    with _shared_lock:
+        return _grammar_support.setdefault(root, found)
 
 
 def api_key(settings: LLMSettings) -> str:
@@ -180,6 +227,14 @@ class LLMClient:
         self.cache = _shared_cache(settings.resolved_cache_path())
         self.stats = ClientStats()
         self._stats_lock = threading.Lock()
+        self._grammar: bool | None = None  # takes_grammar(settings), asked at the first call that needs it
+
+    def sent_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """`params` as this endpoint takes them (`request_params`); the endpoint is asked only when they hold
+        `allowed_answers`."""
+        if ALLOWED_ANSWERS in params and self._grammar is None:
+            self._grammar = takes_grammar(self.settings)
+        return request_params(params, bool(self._grammar))
 
     def _client(self) -> openai.AsyncOpenAI:
         # One AsyncOpenAI per event loop: its httpx pool is bound to the loop that created it.
@@ -205,13 +260,16 @@ class LLMClient:
         params: dict[str, Any],
         client: openai.AsyncOpenAI | None = None,
     ) -> CallResult:
-        """One chat completion with retries; never raises for per-call failures."""
+        """One chat completion with retries; never raises for per-call failures. With `n` > 1, `texts` holds every
+        choice the endpoint returned (one that ignores `n` returns one)."""
+        params = self.sent_params(params)
 
         async def send(api: openai.AsyncOpenAI) -> dict[str, Any]:
             response = await api.chat.completions.create(model=self.settings.model, messages=messages, **params)
             choice = response.choices[0]
+            texts = [c.message.content or "" for c in response.choices] if params.get("n", 1) > 1 else None
             return dict(text=choice.message.content or "", top_logprobs=first_token_top_logprobs(choice),
-                        finish_reason=choice.finish_reason, **_usage(response))
+                        finish_reason=choice.finish_reason, texts=texts, **_usage(response))
 
         return await self._call(request_key(self.settings.model, messages, params),
                                 estimate_tokens(messages, int(params.get("max_tokens", 256))), send, client)

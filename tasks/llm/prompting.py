@@ -22,6 +22,9 @@ KINDS_BY_PATTERN: dict[str, tuple[str, ...]] = {
 # What each generation is derived from, as in seed 004: s+ from the anchor, s- (and s^m) from s+.
 BASE_OF_KIND: dict[str, str] = {"positive": "anchor", "intermediate": "positive", "negative": "positive"}
 DEFAULT_VERSION = "v1"
+# Kinds whose current template is newer: the STS negative asks for a sentence about something different, as the STS
+# pattern's low-score pairs are (v1 asked for a contradiction and got minimal edits; docs/benchmarks.md, issue 24).
+CURRENT_VERSION: dict[tuple[str, str], str] = {("sts", "negative"): "v2"}
 
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
 
@@ -51,7 +54,8 @@ class PromptTemplate:
         return [{"role": "system", "content": system}, {"role": "user", "content": base_text}]
 
 
-def load_template(pattern: str, kind: str, version: str = DEFAULT_VERSION) -> PromptTemplate:
+def load_template(pattern: str, kind: str, version: str | None = None) -> PromptTemplate:
+    version = version or CURRENT_VERSION.get((pattern, kind), DEFAULT_VERSION)
     name = f"{pattern}-{kind}.{version}.j2"
     try:
         source = resources.files("prompts").joinpath("templates", name).read_text(encoding="utf-8")

@@ -10,13 +10,16 @@ from functools import partial
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
+from flows.generate_sts_triples import generate_sts_triples as generate_flow
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
-from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
+from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
 from tests.conftest import latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
+# One choice per request: these tests count requests, attempts and quarantine rows of the one-candidate path; best of
+# N has its own tests (test_best_of_n.py).
+generate_with_judge = partial(generate_flow, sampling=SamplingSettings(candidates=1))
 generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
 
 
@@ -39,7 +42,7 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     rows = triples.to_pylist()
     assert all(r["positive"] and r["intermediate"] and r["negative"] for r in rows)
     assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
-    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v1"
+    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v2"
     assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
     # 8 sentences x 3 kinds, one generation and one judge request each (every verdict passes: P(pass) 1, from the
     # answer text).

@@ -51,7 +51,31 @@ def test_intermediate_must_omit_details():
     longer = "Every single year, two large bodies of water nearby mostly decide what the weather in western Alaska is."
     assert check(longer, kind="intermediate", base=POSITIVE).reason == "not_shorter"
     assert check("Nearby seas shape the weather of Alaska.", kind="intermediate", base=POSITIVE).ok
-    assert check(longer, kind="intermediate", base=POSITIVE, intermediate_must_be_shorter=False).ok
+    # "two" is a number the anchor does not have: with the fact rules on, the longer one is refused for that.
+    assert check(longer, kind="intermediate", base=POSITIVE, intermediate_must_be_shorter=False).reason == "fact_added"
+    assert check(longer, kind="intermediate", base=POSITIVE, intermediate_must_be_shorter=False, facts=False).ok
+
+
+def test_positive_must_keep_the_anchors_names_numbers_and_dates():
+    dropped = check("The sea and the gulf largely shape the weather of western Alaska.")
+    assert dropped.reason == "fact_dropped" and "bering" in dropped.detail  # "gulf" is there, lower-cased
+    added = check("Since 1990 the Bering Sea and the Gulf of Alaska largely shape the weather of western Alaska.")
+    assert added.reason == "fact_added" and "1990" in added.detail
+    # an intermediate may drop facts, not add them; a negative may do both (changing a fact is its job)
+    assert check("The Gulf of Alaska shapes its weather.", kind="intermediate", base=POSITIVE).ok
+    assert check("In 1990 Texas had a mild winter.", kind="negative", base=POSITIVE).ok
+    assert check("The sea and the gulf largely shape the weather of western Alaska.", facts=False).ok
+
+
+def test_facts_are_numbers_names_and_dates_however_written():
+    from tasks.generate.facts import check_facts, facts
+
+    assert facts("Malaysian police arrested 12 men in Kuala Lumpur on Monday.") == \
+        {"malaysian", "twelve", "kuala", "lumpur", "monday"}
+    assert facts("Adventures may be dangerous.") == set()  # a capitalised opener and the modal "may" are no facts
+    assert facts("It opened in May 2006.") == {"may", "2006"}
+    # "7" and "seven", en dash and hyphen, a possessive: the same facts
+    assert check_facts("The Baku–Tbilisi pipeline took seven years.", "Baku-Tbilisi's pipeline took 7 years.").errors == 0
 
 
 def test_length_ratio_against_the_base():

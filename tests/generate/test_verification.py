@@ -11,10 +11,15 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
+from functools import partial
+
+from flows.generate_sts_triples import generate_sts_triples as generate_flow
+from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes
 from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
+
+# One choice per request: these tests count the judge's verdicts per generation (best of N: test_best_of_n.py).
+generate_sts_triples = partial(generate_flow, sampling=SamplingSettings(candidates=1))
 
 QUESTION_KIND = {"a paraphrase of": "positive", "also said by": "intermediate", "mean the same thing": "negative"}
 

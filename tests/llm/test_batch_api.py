@@ -15,7 +15,7 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
 from tasks.contracts import VOLATILE_COLUMNS
-from tasks.core.config import LLMSettings, VerifierSettings
+from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
 from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
@@ -24,7 +24,8 @@ from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
-generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
+generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False),
+                               sampling=SamplingSettings(candidates=1))  # request counts of the one-choice path
 
 CANARY = "sk-canary-batch-4d1e9b"
 SYSTEM = "Your task is to generate a new sentence that is semantically similar."
@@ -207,10 +208,11 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
 RUNNER = """
 import sys
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings, VerifierSettings
+from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
 base_url, cache, out, corpus = sys.argv[1:5]
 no_judge = VerifierSettings(judge=False)
-generate_sts_triples(n=5, corpus=corpus, output_dir=out, verifier=no_judge, llm=LLMSettings(
+generate_sts_triples(n=5, corpus=corpus, output_dir=out, verifier=no_judge, sampling=SamplingSettings(candidates=1),
+                     llm=LLMSettings(
     base_url=base_url, model="scripted-model", cache_path=cache, batch_api=True, batch_poll_s=0.05))
 """
 

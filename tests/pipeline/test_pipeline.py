@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.core.config import CorpusSettings, LLMSettings, VerifierSettings
+from tasks.core.config import CorpusSettings, LLMSettings, SamplingSettings, VerifierSettings
 from tasks.evaluate.pattern_report import match_error_rates
 from tasks.label.labeling import LabelSettings
 from tasks.retrieve.retrieval import SelectionSettings
@@ -28,8 +28,9 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     return dict(
         n=5, corpus=str(topic_corpus),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
-        # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below.
-        verifier=VerifierSettings(judge=False),
+        # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below, best
+        # of N in tests/generate/test_best_of_n.py.
+        verifier=VerifierSettings(judge=False), sampling=SamplingSettings(candidates=1),
         context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
         selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
         # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.

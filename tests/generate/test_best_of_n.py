@@ -1,0 +1,136 @@
+"""Best of N, the fact rules' retry and constrained answers, over real HTTP (the scripted OpenAI-compatible server):
+one request with `n` choices, the kept choice and the others in the quarantine with their reasons; a grammar sent to
+a llama-server-like endpoint and not to others."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import ValidationError
+
+from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings, settings_problem
+from tasks.generate.candidates import Chooser, rank
+from tasks.generate.generation import Judge, Slot, generate_slots
+from tasks.generate.verification import load_judge_template
+from tasks.label.llm_rating import RatingSettings, rate_pairs
+from tasks.llm.client import LLMClient
+from tasks.llm.prompting import load_template
+from tests.scripted_openai import ScriptedOpenAI, is_judge_request
+
+ANCHOR = "Malaysian police arrested 12 men in Kuala Lumpur on Monday."
+KEEPS_CLOSE = "On Monday, Malaysian police detained 12 men in Kuala Lumpur."
+KEEPS_FAR = "Twelve men in Kuala Lumpur were taken by Malaysian officers on a Monday, reports say, after weeks."
+DROPS = "Police arrested some men in the capital on Monday."
+
+
+def llm(server, tmp_path, **kw) -> LLMSettings:
+    return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"),
+                       backoff_base_s=0.01, **kw)
+
+
+def run_positive(server, tmp_path, candidates: int, max_attempts: int = 3, judge: Judge | None = None):
+    template = load_template("sts", "positive")
+    system = template.system_message([{"sentence1": "a", "sentence2": "b"}])
+    slot = Slot("s1", "positive", ANCHOR, ANCHOR, ())
+    return asyncio.run(generate_slots(
+        [slot], template=template, system=system, client=LLMClient(llm(server, tmp_path)),
+        sampling=SamplingSettings(candidates=candidates), validation=ValidationSettings(), max_attempts=max_attempts,
+        run_seed=13, chooser=Chooser(), judge=judge))
+
+
+def chat_bodies(server) -> list[dict]:
+    return [r["body"] for r in server.chat_requests()]
+
+
+def test_best_of_n_keeps_the_choice_that_kept_the_facts_and_drifted_least(tmp_path):
+    def responder(messages, body):
+        return {0: DROPS, 1: KEEPS_FAR, 2: KEEPS_CLOSE}[body.get("choice", 0)]
+
+    with ScriptedOpenAI(responder=responder) as server:
+        accepted, rejected = run_positive(server, tmp_path, candidates=3)
+        bodies = chat_bodies(server)
+    assert len(bodies) == 1 and bodies[0]["n"] == 3  # one request, three choices
+    assert [g.text for g in accepted] == [KEEPS_CLOSE] and accepted[0].candidate == 2 and accepted[0].candidates == 3
+    by_candidate = {row["candidate"]: row for row in rejected}
+    assert by_candidate[0]["reason"] == "fact_dropped" and "kuala" in by_candidate[0]["detail"]
+    assert by_candidate[1]["reason"] == "not_chosen" and by_candidate[1]["text"] == KEEPS_FAR
+    assert len(rejected) == 2  # every choice accounted for: kept, or quarantined with its reason
+
+
+def test_a_dropped_fact_is_quarantined_and_retried(tmp_path):
+    def responder(messages, body):
+        return DROPS if body["temperature"] < 0.8 else KEEPS_CLOSE  # attempt 0 drops the names, attempt 1 keeps them
+
+    with ScriptedOpenAI(responder=responder) as server:
+        accepted, rejected = run_positive(server, tmp_path, candidates=1)
+        assert len(server.chat_requests()) == 2 and "n" not in chat_bodies(server)[0]  # n = 1 is not sent
+    assert [g.text for g in accepted] == [KEEPS_CLOSE] and accepted[0].attempts == 2
+    assert [(r["attempt"], r["reason"]) for r in rejected] == [(0, "fact_dropped")]
+    assert "kuala" in rejected[0]["detail"] and "lumpur" in rejected[0]["detail"]
+
+
+def test_rank_orders_positives_by_fact_errors_then_cosine_and_sts_negatives_farthest_first():
+    vectors = {ANCHOR: [1.0, 0.0], KEEPS_CLOSE: [0.9, 0.1], KEEPS_FAR: [0.5, 0.5], DROPS: [1.0, 0.0]}
+
+    def encode(texts):
+        return [vectors[t] for t in texts]
+
+    order, _ = rank("positive", ANCHOR, [DROPS, KEEPS_FAR, KEEPS_CLOSE], encode)
+    assert order == [2, 1, 0]  # DROPS is the most similar but drops facts: last
+    assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, "farthest")[0] == [1, 0]
+    assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, "first")[0] == [0, 1]
+
+
+def test_candidates_must_be_positive():
+    with pytest.raises(ValidationError) as err:
+        SamplingSettings(candidates=0)
+    assert "candidates = 0" in settings_problem(err.value) and "greater than or equal to 1" in str(err.value)
+
+
+@pytest.mark.parametrize("llama_server", [True, False])
+def test_constrained_answers_sent_where_the_endpoint_takes_a_grammar(tmp_path, llama_server):
+    """The judge's yes/no and the rater's digit go out as a grammar to a llama-server (GET /props answers), as a
+    plain request elsewhere; `allowed_answers` itself is never sent."""
+    props = {"default_generation_settings": {"n_ctx": 4096}} if llama_server else None
+
+    def responder(messages, body):
+        if is_judge_request(messages):
+            return "yes"
+        return "4" if body["max_tokens"] == 2 else KEEPS_CLOSE  # the rater answers in one or two tokens
+
+    with ScriptedOpenAI(responder=responder, props=props) as server:
+        settings = VerifierSettings()
+        judge = Judge(load_judge_template("positive"), settings)
+        accepted, _ = run_positive(server, tmp_path, candidates=1, judge=judge)
+        rate_pairs([(ANCHOR, KEEPS_CLOSE)], llm(server, tmp_path), RatingSettings())
+        bodies = chat_bodies(server)
+    assert accepted and accepted[0].judge_p_pass == 1.0
+    judge_body = next(b for b in bodies if is_judge_request(b["messages"]))
+    rating_body = bodies[-1]
+    assert all("allowed_answers" not in b for b in bodies)
+    if llama_server:
+        assert judge_body["grammar"] == 'root ::= "No" | "Yes" | "no" | "yes"'
+        assert rating_body["grammar"].startswith('root ::= "0" | "1"') and '"5"' in rating_body["grammar"]
+    else:
+        assert "grammar" not in judge_body and "grammar" not in rating_body
+
+
+def test_judge_endpoint_down_fails_the_slot_clearly_and_keeps_the_generation(tmp_path):
+    with ScriptedOpenAI() as generator:
+        down = LLMSettings(base_url="http://127.0.0.1:9/v1", model="scripted-model", cache_path="off",
+                           max_retries=0, timeout_s=2)
+        judge = Judge(load_judge_template("positive"), VerifierSettings(llm=down))
+        template = load_template("sts", "positive")
+        system = template.system_message([{"sentence1": "a", "sentence2": "b"}])
+        accepted, rejected = asyncio.run(generate_slots(
+            [Slot("s1", "positive", ANCHOR, ANCHOR, ())], template=template, system=system,
+            client=LLMClient(llm(generator, tmp_path)), sampling=SamplingSettings(candidates=2),
+            validation=ValidationSettings(), max_attempts=3, run_seed=13, chooser=Chooser(), judge=judge,
+            judge_client=LLMClient(down)))
+        assert len(generator.chat_requests()) == 1  # a failed judge call ends the slot: no new generation
+    assert accepted == []
+    reasons = [r["reason"] for r in rejected]
+    assert reasons[0] == "judge_llm_error" and "connection" in rejected[0]["detail"]
+    assert rejected[0]["text"]  # the judged generation is kept with the reason, the other choice as not_chosen
+    assert sorted(reasons) == ["judge_llm_error", "not_chosen"]
