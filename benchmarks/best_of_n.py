@@ -17,10 +17,9 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from scipy.stats import wasserstein_distance
 
-from tasks.core.config import LLMSettings, PatternSettings, ValidationSettings
+from tasks.core.config import LLMSettings, PatternSettings
 from tasks.core.sts_data import read_stsb
 from tasks.evaluate.pattern_report import RELATIONS, match_error_rates
 from tasks.generate.candidates import choose

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import partial
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
-from functools import partial
 
 from flows.generate_sts_triples import generate_sts_triples as generate_flow
 from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
