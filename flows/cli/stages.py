@@ -41,6 +41,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                        help="stage 1 through the OpenAI Batch API (half price, results within 24 h; needs --base-url "
                        "of an endpoint serving /files and /batches); an interrupted run re-attaches to its batch")
         p.add_argument("--max-attempts", type=int, default=3)
+        p.add_argument("--candidates", type=int, default=None,
+                       help="best of N: choices per request (default 4; 1 = one sample per request)")
         add_verifier_arguments(p)
         add_output_arguments(p)
         if name != "generate":
@@ -111,12 +113,20 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_train)
 
 
+def sampling_settings(args: argparse.Namespace):
+    """SamplingSettings with the flags given (None: the settings' own defaults, written once there)."""
+    from tasks.core.config import SamplingSettings
+
+    return SamplingSettings(**({"candidates": args.candidates} if args.candidates is not None else {}))
+
+
 def _generate(args: argparse.Namespace) -> int:
     from flows.generate_sts_triples import generate_sts_triples
 
     return with_llm(args, lambda llm: generate_sts_triples(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, output_dir=args.output_dir, run=args.run))
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling_settings(args),
+        output_dir=args.output_dir, run=args.run))
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -128,7 +138,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     sizes["context_source"] = ContextSourceSettings(source=args.contexts_source, seed=args.seed)
     return with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts,
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling_settings(args),
         label=with_device(label, args.device),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, run=args.run, **sizes))
 

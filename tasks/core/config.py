@@ -230,6 +230,9 @@ class VerifierSettings(Settings):
         "None = off. A triple that fails is quarantined as ordering.")
     ordering_model: str = Field("all-minilm-l6-v2", description="Encoder of the ordering check (a name or a "
                                 "sentence-transformers folder).")
+    model: str | None = Field(None, description="A combined-verifier model file (JSON, benchmarks/verifier_combined.py):"
+                              " after the judge accepts, P(bad) from the judge's P(pass), the encoder cosine, the fact "
+                              "counts and the length; at or above the model's threshold → verifier_rejected. None: off.")
 
 
 class GenerateConfig(Settings):

@@ -20,6 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.candidates import Chooser
+from tasks.generate.combined_verifier import VerifierModel, stage_signals
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner
@@ -33,10 +34,12 @@ FAILED_CALL_REASONS = ("llm_error", "judge_llm_error")
 
 @dataclass(frozen=True)
 class Judge:
-    """The verifier of one prompt kind: its question and settings (the endpoint is the caller's business)."""
+    """The verifier of one prompt kind: its question and settings (the endpoint is the caller's business), and the
+    combined verifier's model when `verifier.model` names one (tasks/generate/combined_verifier.py)."""
 
     template: JudgeTemplate
     settings: VerifierSettings
+    combined: VerifierModel | None = None
 
 
 @dataclass(frozen=True)
@@ -128,9 +131,17 @@ def _not_chosen(slot: Slot, attempt: int, others: list[Generation], kept: Genera
                        f"{kept.anchor_cosine})", g.candidate) for g in others]
 
 
-def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict
-                   ) -> tuple[Generation | None, dict | None]:
-    """A rule-passing generation after the judge: accepted with its P(pass), or quarantined with the judge's reason."""
+def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: JudgeVerdict,
+                   combined: VerifierModel | None = None) -> tuple[Generation | None, dict | None]:
+    """A rule-passing generation after the judge (and the combined verifier, when given): accepted with its
+    P(pass), or quarantined with the reason."""
+    if verdict.reason is None and combined is not None:
+        p_bad = combined.p_bad(slot.kind, stage_signals(slot.anchor, generation.text, verdict.p_pass,
+                                                        generation.anchor_cosine))
+        if p_bad is not None and p_bad >= combined.kinds[slot.kind].threshold:
+            return None, _rejection(slot, attempt, generation.seed, generation.text, "verifier_rejected",
+                                    f"combined verifier P(bad) = {p_bad:.3f} (judge P(pass) {verdict.p_pass:.3f})",
+                                    generation.candidate)
     if verdict.reason is None:
         generation.judge_p_pass = verdict.p_pass
         return generation, None
@@ -159,7 +170,7 @@ async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplat
         best, row = ranked[0], None
         if judge is not None:
             verdict = await judge_one(judge_call, judge.template, slot.anchor, best.text, judge.settings)
-            best, row = _apply_verdict(slot, attempt, best, verdict)
+            best, row = _apply_verdict(slot, attempt, best, verdict, judge.combined)
         if row is not None:
             rejected.append(row)
         rejected.extend(_not_chosen(slot, attempt, ranked[1:], ranked[0]))
@@ -319,7 +330,7 @@ def generate_slots_batched(
             verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, best[i].text)
                                                              for i in passing], judge.settings)
             for i, verdict in zip(passing, verdicts):
-                best[i], verdict_rows[i] = _apply_verdict(slots[i], attempt, best[i], verdict)
+                best[i], verdict_rows[i] = _apply_verdict(slots[i], attempt, best[i], verdict, judge.combined)
         still_open = []
         for i in open_slots:
             ranked, rows = screened[i]

@@ -24,8 +24,9 @@ from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, Verif
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
 from tasks.core.stage import StageFolder, run_logger, stage_key
-from tasks.core.store import read_manifest
+from tasks.core.store import read_manifest, sha256_path
 from tasks.generate.candidates import NEGATIVE_CHOICE, Chooser
+from tasks.generate.combined_verifier import load_verifier_model
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
     Judge,
@@ -151,7 +152,9 @@ class GenerationJob:
 
     @functools.cached_property
     def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
-        return self.corpus.inputs + self.patterns.inputs()
+        model = self.cfg.verifier.model
+        return self.corpus.inputs + self.patterns.inputs() + (
+            [{"path": model, "sha256": sha256_path(Path(model)), "role": "verifier-model"}] if model else [])
 
     @property
     def judge_llm(self) -> LLMSettings | None:
@@ -169,7 +172,8 @@ def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
     t0 = time.perf_counter()
     kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
     templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
-    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier) for k in kinds} \
+    combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, combined) for k in kinds} \
         if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)

@@ -36,7 +36,8 @@ from tasks.llm.client import ALLOWED_ANSWERS, CallResult
 
 JUDGE_VERSION = "v1"
 PLACEHOLDERS = ("anchor", "candidate")
-REASONS = ("judge_rejected", "judge_unparsed", "judge_llm_error")  # the verifier's quarantine reasons
+# The verifier's quarantine reasons (verifier_rejected: the combined verifier, tasks/generate/combined_verifier.py).
+REASONS = ("judge_rejected", "judge_unparsed", "judge_llm_error", "verifier_rejected")
 _YES, _NO = re.compile(r"^\W*yes\b", re.IGNORECASE), re.compile(r"^\W*no\b", re.IGNORECASE)
 _PASSES = re.compile(r"\{#\s*passes:\s*(yes|no)\b", re.IGNORECASE)
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)

@@ -5,6 +5,7 @@ a llama-server-like endpoint and not to others."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from pydantic import ValidationError
@@ -134,3 +135,67 @@ def test_judge_endpoint_down_fails_the_slot_clearly_and_keeps_the_generation(tmp
     assert reasons[0] == "judge_llm_error" and "connection" in rejected[0]["detail"]
     assert rejected[0]["text"]  # the judged generation is kept with the reason, the other choice as not_chosen
     assert sorted(reasons) == ["judge_llm_error", "not_chosen"]
+
+
+def write_model(path, features=("judge", "cosine", "dropped", "added", "length"), coef=None, threshold=0.5):
+    import json
+
+    n = len(features)
+    part = {"mean": [0.0] * n, "scale": [1.0] * n, "coef": coef or [0.0] * n, "intercept": 0.0, "threshold": threshold}
+    path.write_text(json.dumps({"version": 1, "features": list(features), "kinds": {"positive": part}}))
+    return path
+
+
+def test_combined_verifier_decides_from_its_signals(tmp_path):
+    from tasks.generate.combined_verifier import load_verifier_model, stage_signals
+
+    # P(bad) rises with dropped facts and falls with the judge's P(pass): logit = 3·dropped − 4·(judge − 0.5)
+    model = load_verifier_model(write_model(tmp_path / "m.json", coef=[-4.0, 0.0, 3.0, 0.0, 0.0]))
+    model = model.model_copy(update={"kinds": {"positive": model.kinds["positive"].model_copy(
+        update={"intercept": 2.0, "mean": [0.0] * 5})}})
+    keeps = stage_signals(ANCHOR, KEEPS_CLOSE, judge_p_pass=0.9, cosine=0.95)
+    drops = stage_signals(ANCHOR, DROPS, judge_p_pass=0.9, cosine=0.95)
+    assert keeps["dropped"] == 0 and drops["dropped"] == 4  # malaysian, twelve, kuala, lumpur
+    assert model.p_bad("positive", keeps) < 0.5 < model.p_bad("positive", drops)
+    assert model.p_bad("negative", keeps) is None  # no part for that kind: not judged by the model
+    # a missing signal sits at the training mean: only the judge's term and the intercept speak
+    assert model.p_bad("positive", {"judge": 0.9}) == pytest.approx(1 / (1 + math.exp(-(2.0 - 3.6))))
+
+
+def test_combined_verifier_rejects_in_the_slot_and_the_next_attempt_is_tried(tmp_path):
+    from tasks.generate.combined_verifier import load_verifier_model
+
+    # A model that calls every generation longer than 1.2 × the anchor bad (the anchor has 10 words).
+    model = load_verifier_model(write_model(tmp_path / "m.json", features=("length",), coef=[50.0]))
+    model = model.model_copy(update={"kinds": {"positive": model.kinds["positive"].model_copy(
+        update={"mean": [1.2]})}})
+    long_one = KEEPS_CLOSE[:-1] + ", and the arrests were confirmed by the police later that day."
+
+    def responder(messages, body):
+        if is_judge_request(messages):
+            return "yes"
+        return long_one if body["temperature"] < 0.8 else KEEPS_CLOSE
+
+    with ScriptedOpenAI(responder=responder) as server:
+        judge = Judge(load_judge_template("positive"), VerifierSettings(), model)
+        accepted, rejected = run_positive(server, tmp_path, candidates=1, judge=judge)
+    assert [g.text for g in accepted] == [KEEPS_CLOSE]
+    assert [r["reason"] for r in rejected] == ["verifier_rejected"] and "P(bad)" in rejected[0]["detail"]
+
+
+def test_a_verifier_model_that_does_not_fit_the_stage_fails_clearly(tmp_path, prefect_harness, tiny_corpus):
+    from flows.generate_sts_triples import generate_sts_triples
+    from tasks.core.config import ConfigError
+
+    bad = write_model(tmp_path / "needs-rating.json", features=("judge", "rating"))
+    out = tmp_path / "out"
+    with ScriptedOpenAI() as server:
+        with pytest.raises(ConfigError, match=r"signal\(s\) rating that stage 1 does not compute"):
+            generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(server, tmp_path), output_dir=str(out),
+                                 verifier=VerifierSettings(model=str(bad)))
+        (tmp_path / "garbled.json").write_text("{not json")
+        with pytest.raises(ConfigError, match="garbled.json is not a combined-verifier model file"):
+            generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(server, tmp_path), output_dir=str(out),
+                                 verifier=VerifierSettings(model=str(tmp_path / "garbled.json")))
+        assert server.chat_requests() == []  # refused before any request
+    assert not any(out.rglob("*.parquet"))  # nothing written
