@@ -117,6 +117,49 @@ def rows_and_data(args, heldout_fraction: float, seed: int) -> list[tuple[str, B
     return [(name, backbone, losses, data) for kind in args.backbones.split(",") for name, backbone, losses in ROWS[kind]]
 
 
+SICK_TRIAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "sick2014" / "SICK_trial.txt"
+
+
+def compare(args, base: TrainSettings) -> None:
+    """Data variants side by side (issue 24): the stage-1 triples of each run folder given, InfoNCE + HT, one row per
+    training seed; the same sources are assumed (runs of the same corpus, n and seed). STS-B dev for every row (the
+    choice), then STS-B test and SICK trial printed once, at the end, for the rows already chosen on."""
+    dev = read_stsb("dev")
+    dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
+    runs = {Path(r).name: pq.read_table(Path(r) / "generate-sts-triples" / "triples.parquet").to_pandas()
+            for r in args.compare.split(",")}
+    common = set.intersection(*(set(t["source_id"]) for t in runs.values()))
+    print(f"sources with a complete triple in every run: {len(common)} (each variant trains on its own complete ones)")
+    empty = pd.DataFrame(columns=["s1", "s2", "label"])
+    results, models = [], {}
+    print("\n| data | seed | triples | STS-B dev | best step | train s |\n|---|---|---|---|---|---|")
+    for name, triples in runs.items():
+        for seed in [int(x) for x in args.seeds.split(",")]:
+            data = split_data(triples, empty, base.heldout_fraction, base.seed)  # same split whatever the seed
+            model, _ = load_sentence_transformer(BackboneSettings(kind="encoder"))
+            settings = base.model_copy(update={"backbone": BackboneSettings(kind="encoder"), "losses": LossSettings(),
+                                               "seed": seed})
+            t = time.perf_counter()
+            with tempfile.TemporaryDirectory() as work:
+                state = train(model, data, dev, settings, Path(work))
+            seconds = time.perf_counter() - t
+            score = evaluate_sources(lambda s: model.encode(s, batch_size=64), ["stsb-dev"])["stsb-dev"]["spearman"]
+            results.append((name, seed, score))
+            models[(name, seed)] = model
+            print(f"| {name} | {seed} | {len(data.triples)} | {score:.2f} | {state.best_step} | {seconds:.0f} |",
+                  flush=True)
+    print("\nmean STS-B dev per data variant (the choice): " + ", ".join(
+        f"{n} {np.mean([s for m, _, s in results if m == n]):.2f} ± {np.std([s for m, _, s in results if m == n]):.2f}"
+        for n in runs))
+    held_out = ["stsb-test"] + ([str(SICK_TRIAL)] if SICK_TRIAL.is_file() else [])
+    print("\nreported once, after the choice (STS-B test, SICK trial):\n| data | seed | STS-B test | SICK trial |"
+          "\n|---|---|---|---|")
+    for (name, seed), model in models.items():
+        r = evaluate_sources(lambda s: model.encode(s, batch_size=64), held_out)
+        sick = f"{r[held_out[1]]['spearman']:.2f}" if len(held_out) > 1 else "—"
+        print(f"| {name} | {seed} | {r['stsb-test']['spearman']:.2f} | {sick} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
@@ -129,12 +172,17 @@ def main() -> None:
     ap.add_argument("--negatives", default=None, help="a pipeline run's output folder: rows per InfoNCE negatives")
     ap.add_argument("--mining-corpus", default="default")
     ap.add_argument("--mined", type=int, default=2, help="mined negatives per triple")
+    ap.add_argument("--compare", default=None, help="comma-separated run folders: stage-1 data variants, one row "
+                    "per --seeds training seed (InfoNCE + HT)")
+    ap.add_argument("--seeds", default="13,14,15")
     ap.add_argument("--rows", default=None, help="comma-separated row numbers (from 1) to run; default all")
     ap.add_argument("--save-best", default=None, help="export the row best on STS-B dev to this folder (for "
                     "`stsgen eval` on other sets)")
     args = ap.parse_args()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
                          dev_pairs=args.dev_pairs)
+    if args.compare:
+        return compare(args, base)
     rows = rows_and_data(args, base.heldout_fraction, base.seed)
     if args.rows:
         rows = [rows[int(i) - 1] for i in args.rows.split(",")]

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from tasks.core.config import LLMSettings, VerifierSettings
+from tasks.generate.combined_verifier import STAGE_SIGNALS
 from tasks.generate.facts import check_facts
 from tasks.generate.verification import judge_one, load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
@@ -114,20 +115,23 @@ def cv(args) -> None:
         judge = (part["judge"] < 0.5).to_numpy()
         p, r, g = _pr(bad, judge)
         print(f"| {kind} | {len(part)} | {bad.sum()} | today's judge (P(pass) < 0.5) | {p:.2f} | {r:.2f} | {g:.2f} |")
-        for features in [[s] for s in SIGNALS] + [list(SIGNALS)]:
+        combos = [([s], s) for s in SIGNALS] + [
+            (list(SIGNALS), "combined: all signals (3 more requests per generation)"),
+            (list(STAGE_SIGNALS), "combined: stage-1 signals (no extra request)")]
+        for features, name in combos:
             x = part[features].to_numpy(dtype=float)
             prob = cross_val_predict(_pipeline(), x, bad, cv=folds, method="predict_proba")[:, 1]
             p, r, g = _pr(bad, prob >= 0.5)
-            name = "combined (all, logistic regression)" if len(features) > 1 else features[0]
             print(f"| {kind} | {len(part)} | {bad.sum()} | {name} | {p:.2f} | {r:.2f} | {g:.2f} |")
-        model = _pipeline().fit(part[list(SIGNALS)].to_numpy(dtype=float), bad)
+        # The model stage 1 can run: fit on all rows of this kind, on the signals it has.
+        model = _pipeline().fit(part[list(STAGE_SIGNALS)].to_numpy(dtype=float), bad)
         scaler, lr = model[0], model[1]
         fitted[kind] = {"mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
                         "coef": lr.coef_[0].tolist(), "intercept": float(lr.intercept_[0]), "threshold": 0.5,
                         "rows": int(len(part)), "bad": int(bad.sum())}
     if args.model_out:
         args.model_out.parent.mkdir(parents=True, exist_ok=True)
-        args.model_out.write_text(json.dumps({"version": 1, "predicts": "P(bad)", "features": list(SIGNALS),
+        args.model_out.write_text(json.dumps({"version": 1, "predicts": "P(bad)", "features": list(STAGE_SIGNALS),
                                               "kinds": fitted}, indent=1) + "\n")
         print(f"model (fit on all rows) → {args.model_out}")
 

@@ -123,9 +123,10 @@ def sampling_settings(args: argparse.Namespace):
 def _generate(args: argparse.Namespace) -> int:
     from flows.generate_sts_triples import generate_sts_triples
 
+    sampling = sampling_settings(args)  # a refused flag fails before the local server starts
     return with_llm(args, lambda llm: generate_sts_triples(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling_settings(args),
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling,
         output_dir=args.output_dir, run=args.run))
 
 
@@ -136,9 +137,10 @@ def _pipeline(args: argparse.Namespace) -> int:
     sizes = preset_settings(args.preset, args.device)
     label = label_settings(args, defaults=sizes.pop("label"), seed=args.seed)
     sizes["context_source"] = ContextSourceSettings(source=args.contexts_source, seed=args.seed)
+    sampling = sampling_settings(args)  # a refused flag fails before the local server starts
     return with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
-        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling_settings(args),
+        llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling,
         label=with_device(label, args.device),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, run=args.run, **sizes))
 

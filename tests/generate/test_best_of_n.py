@@ -199,3 +199,14 @@ def test_a_verifier_model_that_does_not_fit_the_stage_fails_clearly(tmp_path, pr
                                  verifier=VerifierSettings(model=str(tmp_path / "garbled.json")))
         assert server.chat_requests() == []  # refused before any request
     assert not any(out.rglob("*.parquet"))  # nothing written
+
+
+def test_cli_refuses_zero_candidates_before_any_work(tmp_path, capsys):
+    from flows.cli import main
+
+    out = tmp_path / "out"
+    assert main(["generate", "--n", "2", "--candidates", "0", "--base-url", "http://127.0.0.1:9/v1",
+                 "--output-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "candidates = 0" in err and "greater than or equal to 1" in err and "Traceback" not in err
+    assert not out.exists()  # nothing written, no endpoint contacted (port 9 would refuse)
