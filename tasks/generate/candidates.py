@@ -2,9 +2,14 @@
 
 - positive: fewest fact errors (anchor facts dropped + facts added, tasks/generate/facts.py), then the highest
   encoder cosine to the anchor — the candidate that drifted least (near-copies are already out by the rules);
-- intermediate: fewest facts added (dropping is its job), then the highest cosine to the anchor;
+- intermediate: fewest facts added (dropping is its job), then the cosine nearest the pattern's (the mean encoder
+  cosine of the pattern source's pairs in that band: STS12 train pairs scored 1–4), or without a target the
+  highest cosine to the anchor;
 - negative: with `negative_choice` 'farthest' (the STS pattern, whose low-score pairs are about different things)
-  the lowest cosine to the anchor; 'first' keeps the first (the NLI pattern, whose contradictions stay on topic).
+  the cosine nearest the pattern's (pairs scored below 1), or without a target the lowest; 'first' keeps the first
+  (the NLI pattern, whose contradictions stay on topic).
+Choosing by the pattern's cosine is what makes a kind "follow its pattern" (issue 24): the highest cosine made
+intermediates closer to their anchor than STS-B's 1–4 pairs are (docs/benchmarks.md).
 
 Pure: `encode(list[str]) → (N, D)` unit-norm embeddings is passed in (the stage gives all-MiniLM-L6-v2).
 """
@@ -20,23 +25,32 @@ import numpy as np
 from tasks.generate.facts import check_facts
 
 NegativeChoice = Literal["farthest", "first"]
+CHOICE_VERSION = 2  # in stage 1's cache key: a change of the choice rule changes the outputs (2: pattern targets)
 NEGATIVE_CHOICE: dict[str, NegativeChoice] = {"sts": "farthest", "nli": "first"}
 
 
 def rank(kind: str, anchor: str, candidates: list[str], encode: Callable[[list[str]], np.ndarray],
-         negative_choice: NegativeChoice = "farthest") -> tuple[list[int], list[float]]:
-    """(candidate indices, best first; each candidate's cosine to the anchor). `candidates` must not be empty."""
+         negative_choice: NegativeChoice = "farthest", target: float | None = None) -> tuple[list[int], list[float]]:
+    """(candidate indices, best first; each candidate's cosine to the anchor). `target`: the pattern's cosine for
+    this kind (intermediate, STS negative), None: the extreme. `candidates` must not be empty."""
     if not candidates:
         raise ValueError("rank() needs at least one candidate")
     vectors = np.asarray(encode([anchor, *candidates]), dtype=np.float64)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     cosines = [round(float(c), 4) for c in vectors[1:] @ vectors[0]]
+    closeness = (lambda i: abs(cosines[i] - target)) if target is not None else None
     if kind == "negative":
-        key = (lambda i: (cosines[i], i)) if negative_choice == "farthest" else (lambda i: i)
+        if negative_choice == "first":
+            key = lambda i: i  # noqa: E731
+        else:
+            key = (lambda i: (closeness(i), i)) if closeness else (lambda i: (cosines[i], i))
     else:
         checks = [check_facts(anchor, c) for c in candidates]
         errors = [c.errors if kind == "positive" else len(c.added) for c in checks]
-        key = lambda i: (errors[i], -cosines[i], i)  # noqa: E731 — fewest fact errors, then most similar
+        if kind == "intermediate" and closeness:
+            key = lambda i: (errors[i], closeness(i), i)  # noqa: E731
+        else:
+            key = lambda i: (errors[i], -cosines[i], i)  # noqa: E731 — fewest fact errors, then most similar
     return sorted(range(len(candidates)), key=key), cosines
 
 
@@ -63,10 +77,27 @@ class Chooser:
 
     negative_choice: NegativeChoice = "farthest"
     encoder: str = "all-minilm-l6-v2"
+    targets: tuple[tuple[str, float], ...] = ()  # (kind, the pattern's mean cosine): see `pattern_targets`
 
     def rank(self, kind: str, anchor: str, candidates: list[str]) -> tuple[list[int], list[float | None]]:
         if len(candidates) < 2:
             return list(range(len(candidates))), [None] * len(candidates)
         model = _encoder(self.encoder)
         return rank(kind, anchor, candidates,
-                    lambda texts: model.encode(texts, batch_size=32, convert_to_numpy=True), self.negative_choice)
+                    lambda texts: model.encode(texts, batch_size=32, convert_to_numpy=True), self.negative_choice,
+                    dict(self.targets).get(kind))
+
+
+def pattern_targets(pairs_by_kind: dict[str, list[tuple[str, str]]], encoder: str = "all-minilm-l6-v2"
+                    ) -> tuple[tuple[str, float], ...]:
+    """(kind, mean encoder cosine of the pattern source's pairs in that kind's band) for the kinds given: what the
+    best-of-N choice aims at."""
+    model = _encoder(encoder)
+    out = []
+    for kind, pairs in pairs_by_kind.items():
+        if not pairs:
+            continue
+        first = model.encode([a for a, _ in pairs], batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+        second = model.encode([b for _, b in pairs], batch_size=64, convert_to_numpy=True, normalize_embeddings=True)
+        out.append((kind, round(float(np.mean(np.sum(first * second, axis=1))), 4)))
+    return tuple(out)

@@ -25,7 +25,7 @@ from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import read_manifest, sha256_path
-from tasks.generate.candidates import NEGATIVE_CHOICE, Chooser
+from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
 from tasks.generate.combined_verifier import load_verifier_model
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
@@ -36,7 +36,7 @@ from tasks.generate.generation import (
     kind_counts,
     next_slot,
 )
-from tasks.generate.patterns import PatternSource, load_pattern_source, sample_examples
+from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
@@ -82,12 +82,17 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
     return max(batch_size, 4 * max_concurrency)
 
 
-def chooser_of(cfg: GenerateConfig) -> Chooser:
-    """The run's best-of-N rule: STS negatives the farthest from the anchor, NLI contradictions the first."""
-    return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
+def chooser_of(cfg: GenerateConfig, patterns: PatternSource) -> Chooser:
+    """The run's best-of-N rule: for the STS pattern, intermediates and negatives nearest the pattern source's own
+    cosine in their band (computed once, only when there are choices to rank); NLI contradictions the first."""
+    if cfg.sampling.candidates < 2 or cfg.pattern.kind != "sts":
+        return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
+    bands = {k: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", k)]
+             for k in ("intermediate", "negative")}
+    return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands))
 
 
-def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges, chooser,
                        accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
     """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
     `quarantine`, returns the LLM stats."""
@@ -97,7 +102,7 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templa
         batch = sources[start : start + step]
         gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, cfg.llm, cfg.sampling,
                                                       cfg.validation, cfg.max_attempts, cfg.seed, judges,
-                                                      chooser_of(cfg))
+                                                      chooser)
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
         quarantine.extend(rejected)
@@ -106,7 +111,7 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templa
     return stats_total
 
 
-def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges,
+def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges, chooser,
                      accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
     """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
     batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
@@ -126,7 +131,7 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
             batch = slots[start : start + step]
             gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
                                                    cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind),
-                                                   chooser_of(cfg))
+                                                   chooser)
             accepted[kind].update({g["source_id"]: g for g in gens})
             quarantine.extend(rejected)
             stats_total = merge_stats(stats_total, stats)
@@ -162,7 +167,7 @@ class GenerationJob:
 
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
-        return stage_key(STAGE, params=self.cfg, inputs=[i["sha256"] for i in self.inputs],
+        return stage_key(STAGE, params=self.cfg, inputs=[i["sha256"] for i in self.inputs], choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
                          | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()})
 
@@ -197,7 +202,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     request_order = cfg.llm.resolved_request_order()
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
-    stats = generate(sources, kinds, cfg, templates, systems, judges, accepted, quarantine, progress)
+    chooser = chooser_of(cfg, job.patterns)
+    stats = generate(sources, kinds, cfg, templates, systems, judges, chooser, accepted, quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 
@@ -225,6 +231,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
         "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
         "examples": {k: [vars(e) for e in job.examples[k]] for k in kinds},
         "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
+        "best_of_n": {"candidates": cfg.sampling.candidates, "negative_choice": chooser.negative_choice,
+                      "encoder": chooser.encoder, "pattern_cosine_targets": dict(chooser.targets)},
         "verifier": {"judge_model": judge_llm.model if judge_llm else None,
                      "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
                                        for k, j in judges.items()},

@@ -81,6 +81,12 @@ def test_rank_orders_positives_by_fact_errors_then_cosine_and_sts_negatives_fart
     assert order == [2, 1, 0]  # DROPS is the most similar but drops facts: last
     assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, "farthest")[0] == [1, 0]
     assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, "first")[0] == [0, 1]
+    # with the pattern's cosine as target (STS): the nearest to it, not the extreme
+    far = "An unrelated sentence about rivers."
+    vectors[far] = [0.0, 1.0]  # cosine 0; KEEPS_FAR ≈ 0.71, KEEPS_CLOSE ≈ 0.99
+    assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR, far], encode, "farthest", target=0.6)[0] == [1, 0, 2]
+    assert rank("intermediate", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, target=0.6)[0] == [1, 0]
+    assert rank("intermediate", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode)[0] == [0, 1]
 
 
 def test_candidates_must_be_positive():
