@@ -215,12 +215,24 @@ class VerifierSettings(Settings):
     encoder ordering check per triple. Rejections are quarantined with their reason and retried like any other."""
 
     judge: bool = Field(True, description="Ask an LLM judge one yes/no question per generation.")
+    judged_kinds: tuple[Literal["positive", "intermediate", "negative"], ...] = Field(
+        ("positive", "intermediate", "negative"), min_length=1,
+        description="The kinds the judge is asked about (one request per judged generation).")
     llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
     template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
                                      "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}; a {# passes: no #} "
                                      "comment when 'no' is the passing answer); None = the built-in "
                                      "prompts/templates/judge-<kind>.v1.j2.")
-    threshold: float = Field(0.5, ge=0, le=1, description="P(pass) at or above which the judge accepts.")
+    threshold: float | None = Field(None, ge=0, le=1, description="P(pass) at or above which the judge accepts, "
+                                    "every kind; None: the per-kind `thresholds`.")
+    thresholds: dict[Literal["positive", "intermediate", "negative"], float] = Field(
+        {"positive": 0.63, "intermediate": 0.67, "negative": 0.5},
+        description="P(pass) per kind at or above which the judge accepts: fit on 210 hand-labeled generations "
+        "(where a one-signal logistic regression with balanced classes puts P(bad) = 0.5; docs/benchmarks.md, issue "
+        "24). The 1.5B judge's P(pass) of a dropped detail sits well above 0.5, so 0.5 let nearly all through.")
+
+    def threshold_for(self, kind: str) -> float:
+        return self.threshold if self.threshold is not None else self.thresholds.get(kind, 0.5)
     top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "
                               "(0: the answered word only).")
     attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")

@@ -178,8 +178,8 @@ def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
     kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
     templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
     combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
-    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, combined) for k in kinds} \
-        if cfg.verifier.judge else {}
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, combined) for k in kinds
+              if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus = load_corpus_task(cfg.corpus)
@@ -236,7 +236,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
         "verifier": {"judge_model": judge_llm.model if judge_llm else None,
                      "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
                                        for k, j in judges.items()},
-                     "threshold": cfg.verifier.threshold if judges else None,
+                     "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
                 "model_sha256": env().llm.model_sha256,

@@ -1,10 +1,11 @@
 """Stage 1 verifier: an LLM judge asked one yes/no question per generated sentence, after the rule checks.
 
-- positive: is it a paraphrase of the anchor (passes on yes)?
+- positive: is everything the anchor says also said by it (passes on yes; v1 asked "is it a paraphrase?", which
+  the 1.5B judge answered yes to almost every dropped detail)?
 - intermediate: is everything it says also said by the anchor (passes on yes)?
 - negative: do anchor and sentence mean the same thing (passes on no: a paraphrase is not a negative)?
 
-The question is a versioned template (prompts/templates/judge-<kind>.v1.j2, or `<template_dir>/judge-<kind>.j2`) with
+The question is a versioned template (prompts/templates/judge-<kind>.v<N>.j2, or `<template_dir>/judge-<kind>.j2`) with
 the placeholders {{ anchor }} and {{ candidate }}, and a `{# passes: yes|no #}` comment naming the answer that passes
 (default yes): a small judge answers "same meaning?" far better than "different meaning?", so the negative's question
 is asked that way round (docs/benchmarks.md, verifier). The judge answers at temperature 0 with one token; its
@@ -35,6 +36,9 @@ from tasks.core.embedding_metrics import cosine_scores
 from tasks.llm.client import ALLOWED_ANSWERS, CallResult
 
 JUDGE_VERSION = "v1"
+# Kinds whose built-in question is newer: the positive's v2 asks whether everything the anchor says is also said by
+# the positive (recall of bad positives 0.03 → 0.66 on 70 labeled ones; docs/benchmarks.md, issue 24).
+JUDGE_VERSIONS = {"positive": "v2"}
 PLACEHOLDERS = ("anchor", "candidate")
 # The verifier's quarantine reasons (verifier_rejected: the combined verifier, tasks/generate/combined_verifier.py).
 REASONS = ("judge_rejected", "judge_unparsed", "judge_llm_error", "verifier_rejected")
@@ -85,7 +89,7 @@ def load_judge_template(kind: str, template_dir: str | None = None) -> JudgeTemp
                               "judge-intermediate.j2 and judge-negative.j2 there (see prompts/templates/judge-*.v1.j2).")
         source, name = path.read_text(encoding="utf-8"), str(path)
     else:
-        name = f"judge-{kind}.{JUDGE_VERSION}"
+        name = f"judge-{kind}.{JUDGE_VERSIONS.get(kind, JUDGE_VERSION)}"
         source = resources.files("prompts").joinpath("templates", f"{name}.j2").read_text(encoding="utf-8")
     try:
         used = meta.find_undeclared_variables(_env.parse(source))
@@ -122,7 +126,8 @@ def p_yes(top_logprobs: list | None, text: str | None) -> tuple[float | None, st
     return (None if answer is None else float(answer == "yes")), answer
 
 
-def verdict_of(results: list[CallResult], settings: VerifierSettings, passes: str = "yes") -> JudgeVerdict | None:
+def verdict_of(results: list[CallResult], settings: VerifierSettings, passes: str = "yes",
+               kind: str = "") -> JudgeVerdict | None:
     """The verdict after the calls made so far, or None when the last answer was garbled and attempts remain."""
     last = results[-1]
     if not last.ok:
@@ -134,7 +139,7 @@ def verdict_of(results: list[CallResult], settings: VerifierSettings, passes: st
         return JudgeVerdict(None, (last.text or "")[:80], "judge_unparsed",
                             f"{len(results)} answers without yes/no, last {last.text!r}", len(results))
     prob = prob if passes == "yes" else 1.0 - prob
-    ok = prob >= settings.threshold
+    ok = prob >= settings.threshold_for(kind)
     return JudgeVerdict(prob, answer, None if ok else "judge_rejected",
                         f"answered {answer}, P(pass) = {prob:.3f}", len(results))
 
@@ -145,7 +150,7 @@ async def judge_one(call, template: JudgeTemplate, anchor: str, candidate: str,
     messages, results = template.messages(anchor, candidate), []
     while True:
         results.append(await call(messages, judge_params(settings, len(results))))
-        verdict = verdict_of(results, settings, template.passes)
+        verdict = verdict_of(results, settings, template.passes, template.kind)
         if verdict is not None:
             return verdict
 
@@ -162,7 +167,7 @@ def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: 
         still = []
         for i, result in zip(open_items, answers):
             results[i].append(result)
-            verdicts[i] = verdict_of(results[i], settings, items[i][0].passes)
+            verdicts[i] = verdict_of(results[i], settings, items[i][0].passes, items[i][0].kind)
             if verdicts[i] is None:
                 still.append(i)
         open_items = still

@@ -20,7 +20,8 @@ from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_re
 # One choice per request: these tests count the judge's verdicts per generation (best of N: test_best_of_n.py).
 generate_sts_triples = partial(generate_flow, sampling=SamplingSettings(candidates=1))
 
-QUESTION_KIND = {"a paraphrase of": "positive", "also said by": "intermediate", "mean the same thing": "negative"}
+QUESTION_KIND = {"sentence A says also said by sentence B": "positive",
+                 "sentence B says also said by sentence A": "intermediate", "mean the same thing": "negative"}
 
 
 def judged(messages) -> tuple[str, str, str]:
@@ -164,7 +165,7 @@ def test_bad_judge_template_and_unreachable_judge_fail_before_any_work(prefect_h
         generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
                              verifier=VerifierSettings(llm=unreachable), output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists() and scripted.chat_requests() == []
-    assert load_judge_template("positive").name == "judge-positive.v1"
+    assert load_judge_template("positive").name == "judge-positive.v2"
 
 
 def test_ordering_gap_and_the_ordering_check(prefect_harness, scripted, tiny_corpus, tiny_encoder_dir, tmp_path):
