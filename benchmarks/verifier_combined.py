@@ -101,6 +101,11 @@ def _pipeline():
     return make_pipeline(StandardScaler(), LogisticRegression(class_weight="balanced", C=1.0, max_iter=1000))
 
 
+# What the stage's judge asks per kind today: the positive's v2 question is `a_in_b` (everything the anchor says is
+# also said by the positive); the signals file's `judge` column holds the v1 questions.
+STAGE_JUDGE = {"positive": "a_in_b", "intermediate": "judge", "negative": "judge"}
+
+
 def cv(args) -> None:
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
 
@@ -110,21 +115,23 @@ def cv(args) -> None:
     fitted = {}
     for kind in KINDS:
         part = data[data["kind"] == kind].fillna({s: 0.5 for s in SIGNALS})
+        part = part.assign(stage_judge=part[STAGE_JUDGE[kind]])
         bad = (part["human"] == "bad").to_numpy()
         folds = StratifiedKFold(n_splits=5, shuffle=True, random_state=0)
         judge = (part["judge"] < 0.5).to_numpy()
         p, r, g = _pr(bad, judge)
-        print(f"| {kind} | {len(part)} | {bad.sum()} | today's judge (P(pass) < 0.5) | {p:.2f} | {r:.2f} | {g:.2f} |")
+        print(f"| {kind} | {len(part)} | {bad.sum()} | judge before (v1 question, P(pass) < 0.5) | {p:.2f} | {r:.2f} | {g:.2f} |")
         combos = [([s], s) for s in SIGNALS] + [
             (list(SIGNALS), "combined: all signals (3 more requests per generation)"),
-            (list(STAGE_SIGNALS), "combined: stage-1 signals (no extra request)")]
+            (["stage_judge", *STAGE_SIGNALS[1:]], "combined: stage-1 signals (today's judge question, no extra "
+                                                   "request)")]
         for features, name in combos:
             x = part[features].to_numpy(dtype=float)
             prob = cross_val_predict(_pipeline(), x, bad, cv=folds, method="predict_proba")[:, 1]
             p, r, g = _pr(bad, prob >= 0.5)
             print(f"| {kind} | {len(part)} | {bad.sum()} | {name} | {p:.2f} | {r:.2f} | {g:.2f} |")
         # The model stage 1 can run: fit on all rows of this kind, on the signals it has.
-        model = _pipeline().fit(part[list(STAGE_SIGNALS)].to_numpy(dtype=float), bad)
+        model = _pipeline().fit(part[["stage_judge", *STAGE_SIGNALS[1:]]].to_numpy(dtype=float), bad)
         scaler, lr = model[0], model[1]
         fitted[kind] = {"mean": scaler.mean_.tolist(), "scale": scaler.scale_.tolist(),
                         "coef": lr.coef_[0].tolist(), "intercept": float(lr.intercept_[0]), "threshold": 0.5,

@@ -216,3 +216,32 @@ def test_cli_refuses_zero_candidates_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "candidates = 0" in err and "greater than or equal to 1" in err and "Traceback" not in err
     assert not out.exists()  # nothing written, no endpoint contacted (port 9 would refuse)
+
+
+def test_the_flow_with_best_of_n_keeps_every_choice_and_records_the_targets(prefect_harness, tiny_corpus, tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    from flows.generate_sts_triples import generate_sts_triples
+
+    with ScriptedOpenAI() as server:
+        paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+                                     output_dir=str(tmp_path / "out"))
+        bodies = chat_bodies(server)
+    triples = pq.read_table(paths["triples"]).to_pylist()
+    rejected = pq.read_table(paths["rejected"]).to_pylist()
+    manifest = json.loads(open(paths["manifest"]).read())
+    generation_bodies = [b for b in bodies if not is_judge_request(b["messages"])]
+    assert generation_bodies and all(b["n"] == 4 for b in generation_bodies)
+    assert len(triples) == 3 and all(t[f"{k}_candidates"] == 4 for t in triples for k in ("positive", "negative"))
+    # every choice is accounted for: per request 4 = 1 kept + rule rejections + not_chosen
+    per_request = {}
+    for row in rejected:
+        per_request.setdefault((row["source_id"], row["kind"], row["attempt"]), []).append(row["candidate"])
+    for t in triples:
+        for kind in ("positive", "intermediate", "negative"):
+            others = per_request[(t["source_id"], kind, t[f"{kind}_attempts"] - 1)]
+            assert sorted(others + [t[f"{kind}_candidate"]]) == [0, 1, 2, 3]
+    targets = manifest["best_of_n"]["pattern_cosine_targets"]
+    assert set(targets) == {"intermediate", "negative"} and targets["negative"] < targets["intermediate"] < 1
