@@ -33,7 +33,7 @@ def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-judge", action="store_true", help="skip the LLM judge of each generation")
     p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge (default: the generator's)")
     p.add_argument("--judge-model", help="judge model at --judge-base-url")
-    p.add_argument("--judge-threshold", type=float, default=None, help="P(pass) the judge must give (default 0.5)")
+    p.add_argument("--judge-threshold", type=float, default=None, help="P(pass) the judge must give, every kind (default: per kind, 0.63 for positives, 0.5 for the others)")
     p.add_argument("--judge-templates", help="folder with judge-positive.j2, judge-intermediate.j2, judge-negative.j2")
     p.add_argument("--ordering-margin", type=float, default=None,
                    help="also require cos(a,s+) − cos(a,s−) ≥ this (encoder check; default off)")
