@@ -245,3 +245,23 @@ def test_the_flow_with_best_of_n_keeps_every_choice_and_records_the_targets(pref
             assert sorted(others + [t[f"{kind}_candidate"]]) == [0, 1, 2, 3]
     targets = manifest["best_of_n"]["pattern_cosine_targets"]
     assert set(targets) == {"intermediate", "negative"} and targets["negative"] < targets["intermediate"] < 1
+
+
+def test_a_rerun_with_best_of_n_sends_nothing_and_writes_the_same_triples(prefect_harness, tiny_corpus, tmp_path):
+    """Resume with n choices: every answer (all its choices) comes from the response cache, the same choices are
+    kept, the outputs are the same."""
+    import pyarrow.parquet as pq
+
+    from flows.generate_sts_triples import generate_sts_triples
+    from tasks.contracts import VOLATILE_COLUMNS
+
+    with ScriptedOpenAI() as server:
+        first = generate_sts_triples(n=4, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+                                     output_dir=str(tmp_path / "a"))
+        sent = len(server.chat_requests())
+        again = generate_sts_triples(n=4, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+                                     output_dir=str(tmp_path / "b"))
+        assert len(server.chat_requests()) == sent  # nothing sent again
+    a, b = (pq.read_table(p["triples"]).drop(list(VOLATILE_COLUMNS)) for p in (first, again))
+    assert a.num_rows == 4 and a.equals(b)
+    assert pq.read_table(first["rejected"]).equals(pq.read_table(again["rejected"]))

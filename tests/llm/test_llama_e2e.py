@@ -33,7 +33,8 @@ def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
     before = {p.pid for p in llama_servers()}
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "flows.cli", "generate", "--n", "4", "--local-model", "smollm2-135m-instruct",
-           "--output-dir", str(out), "--max-attempts", "2"]
+           "--output-dir", str(out), "--max-attempts", "2",
+           "--candidates", "1"]  # one choice: n > 1 is tested over HTTP (test_best_of_n.py)
     proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect")),
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -50,7 +51,8 @@ def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
     assert stats["requests_sent"] >= 4 and stats["failures"] == 0 and stats["completion_tokens"] > 0
     # Every source sentence is accounted for: a complete triple or quarantine rows with a known reason.
     reasons = set(rejected.column("reason").to_pylist())
-    assert reasons <= set(RULES) | set(JUDGE_REASONS) | {"base_rejected"}
+    assert reasons <= set(RULES) | set(JUDGE_REASONS) | {"base_rejected", "not_chosen"}
+    assert set(triples.column("positive_candidates").to_pylist()) <= {1}
     anchors = set(triples.column("anchor").to_pylist()) | set(rejected.column("anchor").to_pylist())
     assert len(anchors) == 4
     # The server was stopped with the run.
