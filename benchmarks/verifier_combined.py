@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.verifier import _pr as verifier_pr
 from tasks.core.config import LLMSettings, VerifierSettings
 from tasks.generate.combined_verifier import STAGE_SIGNALS
 from tasks.generate.facts import check_facts
@@ -86,11 +87,9 @@ def signals(args) -> None:
 
 
 def _pr(bad: np.ndarray, rejected: np.ndarray) -> tuple[float, float, float]:
-    tp = (bad & rejected).sum()
-    precision = tp / rejected.sum() if rejected.sum() else float("nan")
-    recall = tp / bad.sum() if bad.sum() else float("nan")
-    kept = (~rejected).sum()
-    return precision, recall, ((~bad & ~rejected).sum() / kept) if kept else float("nan")
+    """(precision, recall, good among accepted): benchmarks.verifier's measure of a verifier."""
+    r = verifier_pr(bad, rejected)
+    return r["precision"], r["recall"], r["good_among_accepted"]
 
 
 def _pipeline():
