@@ -51,19 +51,22 @@ def generate_sts_triples(
     verifier: VerifierSettings | None = None,
     max_attempts: int = 3,
     batch_size: int = 32,
+    avoid_used_sources: bool = False,
     output_dir: str = "data/outputs",
     run: str | None = None,
 ) -> dict[str, str]:
     """Generate STS triples; returns the output file paths.
 
     `corpus`: 'default' or a path (file, folder, zip); `pattern_source`: 'default' (STS12 train rows of STS-B) or a
-    SemEval TSV / SICK file. LLM endpoint and model come from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
+    SemEval TSV / SICK file; `avoid_used_sources`: sample no sentence an earlier run under output_dir used (the
+    nightly deployment's default: scheduled runs grow one dataset). LLM endpoint and model come from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
     started = time.perf_counter()
     cfg = GenerateConfig(
         n=n, seed=seed, corpus=CorpusSettings(source=corpus),
         pattern=PatternSettings(kind=pattern, source=pattern_source),
         llm=llm or LLMSettings(), sampling=sampling or SamplingSettings(), validation=validation or ValidationSettings(),
         verifier=verifier or VerifierSettings(), max_attempts=max_attempts, batch_size=batch_size, output_dir=output_dir,
+        avoid_used_sources=avoid_used_sources,
     )
     job = prepare_generation(cfg)  # every input checked before anything is spent on the LLM
     return run_stage(STAGE, cfg.output_dir, job.key(), OUTPUT_FILES, partial(generate_triples, job),

@@ -60,6 +60,7 @@ def sts_pipeline(
     validation: ValidationSettings | None = None,
     verifier: VerifierSettings | None = None,
     max_attempts: int = 3,
+    avoid_used_sources: bool = False,
     context_corpora: list[CorpusSettings] | None = None,
     context_source: ContextSourceSettings | None = None,
     window_k: int = 1,
@@ -83,7 +84,7 @@ def sts_pipeline(
     t0, started = time.perf_counter(), time.time()
     generated = generate_sts_triples(n=n, pattern=pattern, corpus=corpus, pattern_source=pattern_source, seed=seed,
                                      llm=llm, sampling=sampling, validation=validation, verifier=verifier,
-                                     max_attempts=max_attempts,
+                                     max_attempts=max_attempts, avoid_used_sources=avoid_used_sources,
                                      output_dir=output_dir)
     made = (read_manifest(Path(generated["manifest"]).parent) or {}).get("counts", {})
     if not made.get("triples"):

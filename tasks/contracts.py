@@ -6,7 +6,8 @@
   identified by `sentence_id` (a content hash, the join key of stages 2 and 3);
 - stage 2 → `contexts.parquet` (CONTEXT_COLUMNS, `read_contexts`) and the trained coherence model folder
   (`load_trained`), both read by stage 3;
-- stage 3 → `pairs.parquet` / `rejected.parquet` (PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA), read by stage 4.
+- stage 3 → `pairs.parquet` / `rejected.parquet` (PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA), read by stage 4;
+- build-dataset → a version folder (`dataset_tables`: its triples.parquet and pairs.parquet), read by stage 4.
 
 The schemas are fixed here (and documented in the README), so every run writes the same columns in the same types,
 whatever the pattern: for NLI the intermediate columns are null. Stage packages import this module, never each other.
@@ -130,6 +131,22 @@ def read_triples(path: Path) -> pd.DataFrame:
                             ("source_id", "anchor", "positive", "negative")).to_pandas()
 
 
+def used_source_ids(run_folder: Path) -> frozenset[str]:
+    """The source ids stage 1 sampled in the other runs under `run_folder`'s output directory (every source it
+    tried is in its triples or its quarantine), for a run that must not sample them again."""
+    from tasks.core.runs import list_runs
+
+    ids: set[str] = set()
+    for run in list_runs(run_folder.parent):
+        folder = Path(run["path"]) / "generate-sts-triples"
+        if folder.parent.resolve() == run_folder.resolve() or "generate-sts-triples" not in run["stages"]:
+            continue
+        for name in ("triples.parquet", "rejected.parquet"):
+            if (folder / name).is_file():
+                ids.update(pq.read_table(folder / name, columns=["source_id"]).column(0).drop_null().to_pylist())
+    return frozenset(ids)
+
+
 def sentence_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
@@ -226,3 +243,14 @@ REJECTED_PAIRS_SCHEMA = pa.schema([
     ("gold", pa.float64()), ("n_contexts_s1", pa.int32()), ("n_contexts_s2", pa.int32()), ("reason", pa.string()),
     ("detail", pa.string()),
 ])
+
+
+def dataset_tables(folder: Path) -> tuple[str, str | None]:
+    """(triples.parquet, pairs.parquet or None) of a dataset version written by build-dataset, checked against its
+    manifest; ConfigError naming the folder otherwise."""
+    manifest = read_manifest(folder)
+    if manifest is None or manifest.get("stage") != "build-dataset" or not verify_outputs(folder, manifest):
+        raise ConfigError(f"{folder} is not a dataset version (no build-dataset manifest.json, or its files changed): "
+                          "pass a folder written by `stsgen build-dataset` (e.g. data/datasets/latest).")
+    pairs = folder / "pairs.parquet"
+    return str(folder / "triples.parquet"), str(pairs) if pairs.is_file() else None

@@ -78,6 +78,9 @@ def with_llm(args: argparse.Namespace, job) -> int:
     llm_kwargs = dict(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", False))
     if args.rpm:
         llm_kwargs["requests_per_minute"] = args.rpm
+    for flag in ("price_prompt", "price_completion"):  # None: STSGEN_LLM_PRICE_*_PER_MILLION, or no price
+        if getattr(args, flag, None) is not None:
+            llm_kwargs[f"{flag}_per_million"] = getattr(args, flag)
     if args.base_url:
         model = args.model or env().llm.model  # STSGEN_LLM_MODEL, default qwen2.5-coder-1.5b-instruct
         with progress_bar(console):

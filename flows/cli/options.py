@@ -20,6 +20,10 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     add_engine_argument(p)
     p.add_argument("--concurrency", type=int, default=4)
     p.add_argument("--rpm", type=float)
+    p.add_argument("--price-prompt", type=float, default=None, metavar="PER_MILLION",
+                   help="what the endpoint charges per million prompt tokens (manifests price the tokens used)")
+    p.add_argument("--price-completion", type=float, default=None, metavar="PER_MILLION",
+                   help="… per million completion tokens")
 
 
 def add_engine_argument(p: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
-"""Commands on what runs wrote: `runs list | prune` (the run folders under an output directory) and `export` (stage
-tables as Hugging Face datasets with dataset cards)."""
+"""Commands on what runs wrote: `runs list | prune` (the run folders under an output directory), `export` (stage
+tables as Hugging Face datasets with dataset cards) and `build-dataset` (one deduplicated, decontaminated dataset
+version from many runs)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,23 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--push-to-hub", metavar="REPO", help="also upload (needs a hub token and network; "
                    "REPO-triples / REPO-pairs when both are exported)")
     p.set_defaults(func=_export)
+
+    p = sub.add_parser("build-dataset", help="one dataset version from finished runs: deduplicated, decontaminated "
+                       "against the evaluation sets (flow build-dataset)")
+    p.add_argument("--runs-dir", default="data/outputs", help="the output directory the runs wrote to (every "
+                   "finished run is used unless --run names some)")
+    p.add_argument("--run", action="append", dest="runs", metavar="RUN", help="a run (name under --runs-dir, or a "
+                   "folder) to use; repeatable")
+    p.add_argument("--output-dir", default="data/datasets", help="where versions are written (ds-<key>/, latest)")
+    p.add_argument("--eval-set", action="append", default=[], metavar="SOURCE", help="another evaluation set to "
+                   "decontaminate against, besides STS-B dev and test: a SICK file, a SemEval STS folder, an STS-B "
+                   ".tsv/.csv, a Parquet or a text file; repeatable")
+    p.add_argument("--near-duplicate-jaccard", type=float, default=None)
+    p.add_argument("--paraphrase-cosine", type=float, default=None)
+    p.add_argument("--eval-containment", type=float, default=None)
+    p.add_argument("--eval-cosine", type=float, default=None)
+    p.add_argument("--allow-mixed", action="store_true", help="allow runs of different patterns (STS and NLI)")
+    p.set_defaults(func=_build_dataset)
 
 
 def _runs(args: argparse.Namespace) -> int:
@@ -48,3 +66,18 @@ def _export(args: argparse.Namespace) -> int:
             print(f"{name}: pushed to the hub as {repo}")
     return 0
 
+
+
+def _build_dataset(args: argparse.Namespace) -> int:
+    from flows.build_dataset import build_dataset
+    from tasks.dataset.settings import DatasetSettings
+
+    given = {name: getattr(args, name) for name in ("near_duplicate_jaccard", "paraphrase_cosine",
+                                                     "eval_containment", "eval_cosine")
+             if getattr(args, name) is not None}
+    settings = DatasetSettings(**given, allow_mixed=args.allow_mixed,
+                               eval_sets=DatasetSettings().eval_sets + args.eval_set)
+    paths = build_dataset(runs_dir=args.runs_dir, runs=args.runs, settings=settings, output_dir=args.output_dir)
+    print(f"dataset version: {paths['dataset']}")
+    print(f"  card {paths['README.md']}; train on it: ./stsgen train --dataset {paths['dataset']}")
+    return 0

@@ -43,6 +43,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--max-attempts", type=int, default=3)
         p.add_argument("--candidates", type=int, default=None,
                        help="best of N: choices per request (default 4; 1 = one sample per request)")
+        p.add_argument("--avoid-used-sources", action="store_true",
+                       help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
         add_verifier_arguments(p)
         add_output_arguments(p)
         if name != "generate":
@@ -84,6 +86,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("train", help="run train-surrogate once (stage 4)")
     p.add_argument("--triples", default="data/outputs/latest/generate-sts-triples/triples.parquet")
     p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
+    p.add_argument("--dataset", default=None, help="a dataset version from build-dataset (its triples and pairs) "
+                   "instead of --triples / --pairs")
     p.add_argument("--backbone", choices=("encoder", "bellm"), default="encoder")
     p.add_argument("--model", default=None, help="backbone source (default: all-MiniLM-L6-v2 / SmolLM2-135M)")
     p.add_argument("--bidirectional-layers", type=int, default=1)
@@ -127,7 +131,7 @@ def _generate(args: argparse.Namespace) -> int:
     return with_llm(args, lambda llm: generate_sts_triples(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling,
-        output_dir=args.output_dir, run=args.run))
+        avoid_used_sources=args.avoid_used_sources, output_dir=args.output_dir, run=args.run))
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -141,7 +145,7 @@ def _pipeline(args: argparse.Namespace) -> int:
     return with_llm(args, lambda llm: sts_pipeline(
         n=args.n, pattern=args.pattern, corpus=args.corpus, pattern_source=args.pattern_source, seed=args.seed,
         llm=llm, verifier=verifier_settings(args), max_attempts=args.max_attempts, sampling=sampling,
-        label=with_device(label, args.device),
+        avoid_used_sources=args.avoid_used_sources, label=with_device(label, args.device),
         workers=args.workers, dask_address=args.dask_address, output_dir=args.output_dir, run=args.run, **sizes))
 
 
@@ -211,7 +215,8 @@ def _train(args: argparse.Namespace) -> int:
         steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed,
         **({"device": args.device} if args.device else {}))
     with progress_bar(Console(stderr=True)):
-        paths = train_surrogate(triples=args.triples, pairs=args.pairs, train_settings=settings,
+        paths = train_surrogate(triples=None if args.dataset else args.triples, pairs=args.pairs,
+                                dataset=args.dataset, train_settings=settings,
                                 mining_corpus=args.mining_corpus,
                                 eval_sets=args.eval_set, output_dir=args.output_dir, run=args.run)
     print_outputs(paths)

@@ -74,7 +74,7 @@ class LLMSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({
         "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "backoff_base_s",
         "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url", "batch_api", "batch_poll_s",
-        "prefect_limit", "request_order"})
+        "prefect_limit", "request_order", "price_prompt_per_million", "price_completion_per_million"})
 
     base_url: str = Field(
         default_factory=lambda: _llm_env().base_url,
@@ -118,6 +118,17 @@ class LLMSettings(Settings):
         "busy; 'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a "
         "single-slot server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded "
         "server, by_source otherwise.",
+    )
+
+    # Prices are the user's (no price list is built in): manifests turn the tokens a stage used into money with them.
+    price_prompt_per_million: float | None = Field(
+        default_factory=lambda: _llm_env().price_prompt_per_million, ge=0,
+        description="Price per million prompt tokens at this endpoint (any currency; a Batch API user gives its "
+        "batch price). Env: STSGEN_LLM_PRICE_PROMPT_PER_MILLION.",
+    )
+    price_completion_per_million: float | None = Field(
+        default_factory=lambda: _llm_env().price_completion_per_million, ge=0,
+        description="Price per million completion tokens. Env: STSGEN_LLM_PRICE_COMPLETION_PER_MILLION.",
     )
 
     constrained_answers: Literal["auto", "grammar", "off"] = Field(
@@ -251,7 +262,8 @@ class VerifierSettings(Settings):
 class GenerateConfig(Settings):
     """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
 
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size"})
+    # avoid_used_sources enters the key as the set of sources it avoided (none: the key of a run without it).
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size", "avoid_used_sources"})
 
     n: int = Field(20, ge=1, description="Number of source sentences.")
     seed: int = 13
@@ -263,4 +275,7 @@ class GenerateConfig(Settings):
     verifier: VerifierSettings = VerifierSettings()
     max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
     batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
+    avoid_used_sources: bool = Field(
+        False, description="Sample no source sentence an earlier run under the same output directory already used "
+        "(its triples or its quarantine): scheduled runs grow one dataset instead of repeating sources.")
     output_dir: str = "data/outputs"

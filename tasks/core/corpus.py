@@ -282,17 +282,22 @@ def _display_path(path: Path, settings: CorpusSettings) -> str:
     return f"gensim:test/test_data/{path.name}" if settings.source == "default" else str(path)
 
 
-def sample_sources(corpus: Corpus, n: int, seed: int) -> tuple[pd.DataFrame, int]:
-    """Seeded sample of n distinct usable sentences. Uses a permutation prefix, so the sample for n is a prefix of
-    the sample for any larger n (a bigger run reuses a smaller run's cached generations).
+def sample_sources(corpus: Corpus, n: int, seed: int, exclude: frozenset[str] = frozenset()
+                   ) -> tuple[pd.DataFrame, int]:
+    """Seeded sample of n distinct usable sentences, none whose source id is in `exclude` (the sources earlier runs
+    of the same dataset used). Uses a permutation prefix, so the sample for n is a prefix of the sample for any
+    larger n (a bigger run reuses a smaller run's cached generations).
 
     Returns (sample, number of duplicate texts skipped)."""
     usable = corpus.usable.drop_duplicates("text").reset_index(drop=True)
     duplicates = int(corpus.usable.shape[0] - usable.shape[0])
+    if exclude:
+        usable = usable[~usable["text"].map(sentence_id).isin(exclude)].reset_index(drop=True)
     if n > len(usable):
         raise ConfigError(
-            f"Asked for n={n} source sentences but the corpus has only {len(usable)} usable distinct sentences; "
-            "lower n or use a larger corpus."
+            f"Asked for n={n} source sentences but the corpus has only {len(usable)} usable distinct sentences"
+            + (f" that earlier runs of this dataset have not used ({len(exclude)} used)" if exclude else "")
+            + "; lower n or use a larger corpus."
         )
     import numpy as np
 

@@ -54,6 +54,9 @@ class LLMEnv(BaseModel):
         None, description="Engine of the embedded server (set by the CLI and the stack; picks the request order).")
     model_sha256: str | None = Field(None, pattern=r"^[0-9a-f]{64}$", description="sha256 of the embedded "
                                      "server's GGUF (set by the CLI and the stack; recorded in manifests).")
+    price_prompt_per_million: float | None = Field(None, ge=0, description="What the endpoint charges per million "
+                                                   "prompt tokens (manifests and the quality table price the tokens).")
+    price_completion_per_million: float | None = Field(None, ge=0, description="… per million completion tokens.")
 
     @field_validator("base_url")
     @classmethod

@@ -22,12 +22,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import yaml
 
 from tasks.core.config import ConfigError
 from tasks.core.runs import run_version
 from tasks.core.store import read_manifest, sha256_path
+
+if TYPE_CHECKING:
+    import datasets
 
 
 @dataclass(frozen=True)
@@ -70,21 +75,27 @@ def stage_table(output_dir: Path, export: TableExport) -> tuple[Path, dict]:
     return path, manifest
 
 
-def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict,
-         version: str | None = None) -> str:
-    """README.md of the exported dataset: YAML metadata the hub reads, then the provenance."""
+def hub_metadata(rows: int, features: dict[str, str]) -> str:
+    """The YAML block at the top of a dataset card (what the hub reads)."""
     meta = {
         "license": "other",
         "task_categories": ["sentence-similarity"],
         "tags": ["stsgen", "synthetic", "sentence-transformers"],
-        "size_categories": ["n<1K" if rows < 1000 else "1K<n<10K" if rows < 10_000 else "10K<n<100K"],
+        "size_categories": ["n<1K" if rows < 1000 else "1K<n<10K" if rows < 10_000 else
+                            "10K<n<100K" if rows < 100_000 else "100K<n<1M"],
         "dataset_info": {"features": [{"name": n, "dtype": d} for n, d in features.items()],
                          "splits": [{"name": "train", "num_examples": rows}]},
     }
+    return "\n".join(["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---"])
+
+
+def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict,
+         version: str | None = None) -> str:
+    """README.md of the exported dataset: YAML metadata the hub reads, then the provenance."""
     llm = manifest.get("llm") or {}
     prompts = manifest.get("prompts") or {}
     lines = [
-        "---", yaml.safe_dump(meta, sort_keys=False).strip(), "---", "",
+        hub_metadata(rows, features), "",
         f"# stsgen {export.table}: {export.task}", "",
         f"{rows} rows from the `{export.stage}` stage of stsgen, columns "
         + ", ".join(f"`{c}`" for c in export.columns.values()) + " (load with `datasets.load_from_disk`).", "",
@@ -107,36 +118,42 @@ def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, fe
     return "\n".join(lines)
 
 
-def export_dataset(output_dir: Path, name: str) -> Path:
-    """`<output_dir>/<stage>/hf/<table>/`: the sentence-transformers columns as a `save_to_disk` dataset + README.md.
-    Returns the folder. A table missing a column, with empty values or scores outside [-1, 1] is refused, nothing
-    written."""
+def save_st_copy(table: pa.Table, export: TableExport, folder: Path, source: Path | str) -> datasets.Dataset:
+    """`table`'s sentence-transformers columns, renamed, saved to `folder` with `save_to_disk`. A table missing a
+    column, with empty values or scores outside [-1, 1] is refused (naming `source`), nothing written."""
     import datasets
-    import pyarrow.parquet as pq
 
-    export = EXPORTS[name]
-    path, manifest = stage_table(output_dir, export)
-    table = pq.read_table(path)
     missing = [c for c in export.columns if c not in table.column_names]
     if missing:
-        raise ConfigError(f"{path}: no column {', '.join(missing)} (a {export.table} table of this stsgen version "
+        raise ConfigError(f"{source}: no column {', '.join(missing)} (a {export.table} table of this stsgen version "
                           f"has {', '.join(export.columns)}): re-run the stage")
     table = table.select(list(export.columns)).rename_columns(list(export.columns.values()))
     for column in table.column_names:
         if table.column(column).null_count:
-            raise ConfigError(f"{path}: column {column} has {table.column(column).null_count} empty rows; a "
+            raise ConfigError(f"{source}: column {column} has {table.column(column).null_count} empty rows; a "
                               "sentence-transformers dataset needs every value")
     if "score" in table.column_names:
         scores = table.column("score").to_numpy()
         if len(scores) and (scores.min() < -1 or scores.max() > 1):
-            raise ConfigError(f"{path}: labels outside [-1, 1] ({scores.min():.3f}…{scores.max():.3f}); CoSENT and "
+            raise ConfigError(f"{source}: labels outside [-1, 1] ({scores.min():.3f}…{scores.max():.3f}); CoSENT and "
                               "cosine-similarity losses compare scores with cosines: re-run label-pairs")
     dataset = datasets.Dataset(table)
-    folder = path.parent / "hf" / export.table
     dataset.save_to_disk(str(folder))
+    return dataset
+
+
+def export_dataset(output_dir: Path, name: str) -> Path:
+    """`<output_dir>/<stage>/hf/<table>/`: the sentence-transformers columns as a `save_to_disk` dataset + README.md.
+    Returns the folder."""
+    import pyarrow.parquet as pq
+
+    export = EXPORTS[name]
+    path, manifest = stage_table(output_dir, export)
+    folder = path.parent / "hf" / export.table
+    dataset = save_st_copy(pq.read_table(path), export, folder, path)
     features = {n: str(f.dtype) for n, f in dataset.features.items()}
     (folder / "README.md").write_text(card(export, manifest, dataset.num_rows, sha256_path(path), features,
-                                                       run_version(output_dir)))
+                                           run_version(output_dir)))
     return folder
 
 

@@ -59,12 +59,13 @@ def new_run_name() -> str:
     return f"{stamp}-{name or os.getpid()}"
 
 
-def _point_latest(root: Path, name: str) -> None:
+def point_latest(root: Path, name: str) -> None:
+    """`<root>/latest` → `name`, replaced atomically: readers see the old target or the new one."""
     tmp = root / f".{LATEST}.{os.getpid()}"
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     tmp.symlink_to(name, target_is_directory=True)
-    os.replace(tmp, root / LATEST)  # atomic: readers see the old run or the new one
+    os.replace(tmp, root / LATEST)
 
 
 @contextlib.contextmanager
@@ -99,7 +100,7 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
         if run is not None:
             folder.mkdir(parents=True, exist_ok=True)
             write_json(folder / RUN_FILE, record | {"status": "finished", "ended": time.time()})
-            _point_latest(root, folder.name)
+            point_latest(root, folder.name)
     finally:
         del _held[key]
         _versioned.discard(key)

@@ -9,6 +9,7 @@ from pathlib import Path
 from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.hf_dataset import export_run
 from tasks.core.store import read_manifest
+from tasks.llm.cost import cost_line
 
 
 def _pct(x: float | None) -> str:
@@ -33,6 +34,8 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
         requests = stats.get("requests_sent", 0)
         add("generate", "LLM requests per complete triple (generation + judge)",
             f"{requests / triples:.2f}" if triples else "n/a")
+        if gen.get("cost"):
+            add("generate", "LLM tokens (cached answers included) and money at the given prices", cost_line(gen["cost"]))
         for kind, reasons in sorted(counts.get("rejected_by_kind", {}).items()):
             verifier = {r: n for r, n in reasons.items() if r.startswith(("judge_", "ordering"))}
             if verifier:
@@ -53,6 +56,8 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
             add("label", f"{column}: hierarchy / a+ > a- / gold Spearman ×100",
                 f"{_pct(h.get('rate'))} / {_pct(h.get('pos_over_neg_rate'))} / "
                 + ("n/a" if g is None else f"{g['spearman']:.1f}"))
+        if (label.get("cost") or {}).get("prompt_tokens"):
+            add("label", "LLM rating tokens and money at the given prices", cost_line(label["cost"]))
         labeler = label.get("labeler") or {}
         add("label", "labeler", labeler.get("method", "n/a") + (
             f" ({labeler['rating_weight']}·rating/5 + {1 - labeler['rating_weight']:.2f}·context label)"

@@ -18,13 +18,13 @@ import pandas as pd
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.contracts import rejected_table, triples_table
+from tasks.contracts import rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.env_settings import env
 from tasks.core.stage import StageFolder, run_logger, stage_key
-from tasks.core.store import read_manifest, sha256_path
+from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
 from tasks.generate.combined_verifier import load_verifier_model
 from tasks.generate.generation import (
@@ -40,6 +40,7 @@ from tasks.generate.patterns import PatternSource, in_band, load_pattern_source,
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
+from tasks.llm.cost import cost_line, llm_cost, prices_of
 from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
 
 STAGE = "generate-sts-triples"
@@ -55,7 +56,7 @@ def load_corpus_task(settings: CorpusSettings) -> Corpus:
     return load_corpus(settings)
 
 
-def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -> str:
+def _summary_markdown(counts: dict, stats: dict, cost: dict, seconds: float, folder: Path) -> str:
     lines = [f"# generate-sts-triples — {counts['triples']} triples from {counts['sources']} source sentences", "",
              "| kind | slots | accepted | acceptance | attempts/accepted |", "|---|---|---|---|---|"]
     for kind, c in counts["per_kind"].items():
@@ -65,7 +66,7 @@ def _summary_markdown(counts: dict, stats: dict, seconds: float, folder: Path) -
     rps = stats["requests_sent"] / seconds if seconds else 0.0
     lines += ["", f"- HTTP requests: {stats['requests_sent']} ({rps:.2f}/s over {seconds:.1f} s of generation), "
               f"retries {stats['retries']}, failed calls {stats['failures']}, cache hits {stats['cache_hits']}",
-              f"- tokens: {stats['prompt_tokens']} prompt + {stats['completion_tokens']} completion",
+              f"- tokens: {cost_line(cost)}",
               *([f"- Batch API: {stats['batches_created']} batches created ({stats.get('batches_reattached', 0)} "
                  f"re-attached), {stats.get('batch_lines', 0)} requests, {stats.get('batch_lines_failed', 0)} failed"]
                 if stats.get("batches_created") or stats.get("batches_reattached") else []),
@@ -154,6 +155,7 @@ class GenerationJob:
     sample: pd.DataFrame
     duplicate_texts: int
     prepare_s: float
+    avoided: frozenset[str] = frozenset()  # source ids earlier runs of the dataset used (avoid_used_sources)
 
     @functools.cached_property
     def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
@@ -167,9 +169,10 @@ class GenerationJob:
 
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
+        avoided = {"avoided": fingerprint(sorted(self.avoided))} if self.avoided else {}
         return stage_key(STAGE, params=self.cfg, inputs=[i["sha256"] for i in self.inputs], choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
-                         | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()})
+                         | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}, **avoided)
 
 
 def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
@@ -183,9 +186,10 @@ def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus = load_corpus_task(cfg.corpus)
-    sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed)
+    avoided = used_source_ids(Path(cfg.output_dir)) if cfg.avoid_used_sources else frozenset()
+    sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed, exclude=avoided)
     return GenerationJob(cfg, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,
-                         round(time.perf_counter() - t0, 3))
+                         round(time.perf_counter() - t0, 3), avoided)
 
 
 def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
@@ -221,7 +225,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
         quarantine.extend(failed)
     counts = _counts(job, triples.num_rows, quarantine, counts_per_kind)
     stats = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in stats.items()}
-    for name in ("requests_sent", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens"):
+    for name in ("requests_sent", "retries", "failures", "cache_hits", "prompt_tokens", "completion_tokens",
+                 "cached_prompt_tokens", "cached_completion_tokens"):
         stats.setdefault(name, 0)
     out.write_parquet("triples.parquet", triples)
     out.preview = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
@@ -244,7 +249,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                 # llama-cpp-python; None for an endpoint stsgen did not start.
                 "server_engine": env().llm.server_engine, "request_order": request_order,
                 "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
-        "llm_stats": stats, "counts": counts, "timings": {"prepare_s": job.prepare_s, "generation_s": generation_s},
+        "llm_stats": stats, "cost": llm_cost(stats, triples.num_rows, "triple", prices_of(cfg.llm)),
+        "counts": counts, "timings": {"prepare_s": job.prepare_s, "generation_s": generation_s},
     }
 
 
@@ -258,12 +264,12 @@ def _counts(job: GenerationJob, triples: int, quarantine: list[dict], per_kind: 
             "rejected_rows": len(quarantine), "rejected_by_reason": reasons,
             "rejected_by_kind": {k: dict(v) for k, v in by_kind.items()}, "per_kind": per_kind,
             "corpus": job.corpus.stats, "duplicate_corpus_texts_skipped": job.duplicate_texts,
-            "pattern_bad_rows": len(job.patterns.bad_rows)}
+            "pattern_bad_rows": len(job.patterns.bad_rows), "sources_avoided": len(job.avoided)}
 
 
 def publish_generation(out: StageFolder, manifest: dict) -> None:
     counts = manifest["counts"]
-    publish_markdown("generate-summary", _summary_markdown(counts, manifest["llm_stats"],
+    publish_markdown("generate-summary", _summary_markdown(counts, manifest["llm_stats"], manifest["cost"],
                                                            manifest["timings"]["generation_s"], out.folder),
                      "Stage 1 summary")
     publish_table("generate-samples", out.preview, "Sample triples")

@@ -55,6 +55,7 @@ from tasks.label.labeling import (
 from tasks.label.llm_rating import rate_pairs_task
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, context_sets, finish_rows, pair_units, read_pairs, triple_units
 from tasks.llm.client import check_endpoint, model_identity
+from tasks.llm.cost import llm_cost, prices_of
 
 STAGE = "label-pairs"
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
@@ -238,6 +239,7 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
                           "prompt_form": load_scorer(settings, str(job.lm_path), job.lm_sha).prompt_form}
                if served else None},
         "labeler": labeler_description(settings), "rating": rating_info,
+        "cost": llm_cost(rating_info or {}, labeled.num_rows, "pair", prices_of(job.llm) if job.llm else (None, None)),
         "quality": {"hierarchy": hierarchy, "gold": gold, "columns": label_columns_quality(frame)},
         "calibration": job.calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,
         "timings": timings,

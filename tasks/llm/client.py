@@ -66,6 +66,9 @@ class ClientStats:
     failures: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Tokens of the answers taken from the response cache: paid by an earlier run, part of what the data cost.
+    cached_prompt_tokens: int = 0
+    cached_completion_tokens: int = 0
     rate_limit_wait_s: float = 0.0
     errors_by_kind: dict[str, int] = field(default_factory=dict)
 
@@ -299,7 +302,8 @@ class LLMClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self._add(cache_hits=1)
+                self._add(cache_hits=1, cached_prompt_tokens=int(hit.get("prompt_tokens") or 0),
+                          cached_completion_tokens=int(hit.get("completion_tokens") or 0))
                 return CallResult(ok=True, cached=True, key=key, **hit)
 
         own_client = client is None

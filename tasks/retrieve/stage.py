@@ -33,6 +33,7 @@ from tasks.core.shards import finished_shard
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.llm.client import check_endpoint, model_identity
+from tasks.llm.cost import llm_cost, prices_of
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load
 from tasks.retrieve.contexts import context_windows
 from tasks.retrieve.generated_contexts import (
@@ -219,6 +220,9 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],
                             "reused": trained.reused},
         "index": str(job.index_dir), "counts": counts, "timings": timings,
+        # Tokens only when the LLM writes contexts (source generated / both); priced per sentence given contexts.
+        "cost": llm_cost(generation or {}, len(counts_by_id), "sentence",
+                         prices_of(job.llm) if job.llm else (None, None)),
         "context_writer": None if generation is None else {
             **model_identity(job.llm), "prompt": writer_template().name,
             "prompt_sha256": writer_template().sha256, **generation},

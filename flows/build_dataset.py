@@ -1,0 +1,38 @@
+"""Flow `build-dataset`: one dataset grown across runs (tasks/dataset/build.py).
+
+finished runs under `runs_dir` (or the `runs` named) → their triples and pairs, unioned oldest first → exact,
+near-duplicate (MinHash) and paraphrase (encoder) anchors out, the first kept → sentences of the evaluation sets out
+→ `<output_dir>/ds-<key>/`: triples.parquet, pairs.parquet, removed.parquet, hf/, README.md (the card), manifest.json;
+`<output_dir>/latest` → it. The same runs and settings give the same version (found, not rebuilt).
+"""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from tasks.core.artifacts import publish_links, publish_markdown, publish_table
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.dataset.build import build_version, prepare_build, removed_sample, summary_markdown
+from tasks.dataset.settings import DatasetSettings
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
+
+
+@flow(name="build-dataset")
+def build_dataset(
+    runs_dir: str = "data/outputs",
+    runs: list[str] | None = None,
+    settings: DatasetSettings | None = None,
+    output_dir: str = "data/datasets",
+) -> dict[str, str]:
+    """Build (or find) the dataset version of the finished runs under `runs_dir`, or of the run folders in `runs`.
+    Returns its folder and files."""
+    job = prepare_build(runs_dir, runs, settings or DatasetSettings())  # bad input fails here, nothing written
+    folder, manifest, reused = build_version(job, output_dir)
+    publish_markdown("build-dataset-summary", summary_markdown(folder, manifest, reused), "Dataset version")
+    publish_table("build-dataset-removed", removed_sample(folder), "First rows removed (removed.parquet has all)")
+    paths = {"dataset": folder, **{name: folder / name for name in ("triples.parquet", "pairs.parquet",
+                                                                     "removed.parquet", "README.md", "manifest.json")
+                                   if (folder / name).is_file()}}
+    publish_links("build-dataset", paths, "Dataset files")
+    return {name: str(path) for name, path in paths.items()}

@@ -1,0 +1,32 @@
+"""Flow `train-on-dataset`: the weekly job — build (or find) the dataset version of every finished run, then train
+and evaluate a surrogate on it. Wires flows/build_dataset.py and flows/train_surrogate.py; nothing of its own."""
+
+from __future__ import annotations
+
+from prefect import flow
+
+from flows.build_dataset import build_dataset
+from flows.train_surrogate import train_surrogate
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.dataset.settings import DatasetSettings
+from tasks.train.training import TrainSettings
+
+ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
+
+
+@flow(name="train-on-dataset")
+def train_on_dataset(
+    runs_dir: str = "data/outputs",
+    dataset_settings: DatasetSettings | None = None,
+    datasets_dir: str = "data/datasets",
+    train_settings: TrainSettings | None = None,
+    eval_sets: list[str] | None = None,
+    output_dir: str = "data/trained",
+    run: str | None = "auto",
+) -> dict[str, dict[str, str]]:
+    """The dataset version of the finished runs under `runs_dir` (`datasets_dir`/ds-…), and a surrogate trained on
+    it (`output_dir`/<run>/train-surrogate/). Returns both stages' paths."""
+    built = build_dataset(runs_dir=runs_dir, settings=dataset_settings, output_dir=datasets_dir)
+    trained = train_surrogate(dataset=built["dataset"], train_settings=train_settings, eval_sets=eval_sets,
+                              output_dir=output_dir, run=run)
+    return {"build-dataset": built, "train-surrogate": trained}

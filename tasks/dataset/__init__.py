@@ -1,0 +1,7 @@
+"""`build-dataset`: one dataset grown across runs — the accepted triples and labeled pairs of finished runs, unioned,
+deduplicated, decontaminated against the evaluation sets, written as a content-addressed version (flows/build_dataset.py).
+
+settings.py (DatasetSettings) · sources.py (which runs, read and checked) · dedup.py (exact, MinHash, embedding
+duplicates; keep the first) · decontamination.py (evaluation sentences; n-gram containment, embedding matches) ·
+embeddings.py (encoder vectors cached by sentence content) · build.py (the selection and the version folder).
+"""

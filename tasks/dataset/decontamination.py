@@ -1,0 +1,102 @@
+"""Decontamination at the sentence level: no sentence of an evaluation set the project reports on may enter the data.
+
+NeMo Curator's TaskDecontamination matches 13-gram overlaps between whole documents and benchmark texts; STS
+sentences are 5–20 words, so here a dataset sentence is contaminated by an evaluation sentence when it holds most of
+that sentence's word n-grams (containment ≥ `eval_containment`: the evaluation sentence copied inside a longer one
+counts, one shared phrase does not), or — anchors — when the training backbone embeds the two within
+`eval_cosine` (a paraphrase of a test sentence teaches the test set too).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tasks.contracts import load_query_sentences
+from tasks.core.config import ConfigError
+from tasks.core.store import sha256_path
+from tasks.core.sts_data import read_sts_source, stsb_version
+
+TOKEN_PATTERN = r"(?u)\b\w+\b"  # every word, one-letter ones included ("a man is …")
+
+
+@dataclass
+class EvalSentences:
+    """Distinct evaluation sentences, each with the id of its first occurrence (`<set>:<row>:<s1|s2>`)."""
+
+    ids: list[str]
+    texts: list[str]
+    sources: list[dict]  # {"source", "sentences", "sha256" or "version"}
+
+
+def _eval_frame(source: str) -> tuple[pd.DataFrame, str]:
+    """(frame with s1, s2 — or sentence — columns, label) of one evaluation set."""
+    path = Path(source)
+    if source in ("stsb-dev", "stsb-test") or path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
+        return read_sts_source(source), source if source.startswith("stsb-") else path.name
+    if not path.is_file():
+        raise ConfigError(f"Evaluation set {source}: no such file or folder (give stsb-dev, stsb-test, a SICK file, a "
+                          "SemEval STS folder, a .tsv/.csv in STS-B layout, a Parquet or a text file).")
+    try:
+        with path.open(encoding="utf-8") as handle:
+            first = handle.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Evaluation set {path} cannot be read as UTF-8 text ({type(exc).__name__}): convert it, or "
+                          "pass Parquet.") from None
+    if "sentence_A" in first:
+        return read_sts_source(source), path.name
+    return load_query_sentences(path)[["sentence"]], path.name
+
+
+def load_eval_sentences(sources: list[str]) -> EvalSentences:
+    """Every evaluation set read (a bad one fails here, before the build writes anything), sentences deduplicated."""
+    ids: list[str] = []
+    texts: list[str] = []
+    described = []
+    for source in sources:
+        frame, label = _eval_frame(source)
+        columns = [c for c in ("s1", "s2", "sentence") if c in frame.columns]
+        stacked = pd.concat([pd.DataFrame({"text": frame[c].astype(str).str.strip(),
+                                           "id": [f"{label}:{r}:{c}" for r in range(len(frame))]})
+                             for c in columns], ignore_index=True)
+        ids += stacked["id"].tolist()
+        texts += stacked["text"].tolist()
+        described.append({"source": source, "sentences": len(stacked),
+                          **({"version": stsb_version()} if source.startswith("stsb-") else
+                             {"sha256": sha256_path(Path(source))} if Path(source).is_file() else {})})
+    distinct = pd.DataFrame({"id": ids, "text": texts}).drop_duplicates("text")
+    distinct = distinct[distinct["text"] != ""]
+    return EvalSentences(distinct["id"].tolist(), distinct["text"].tolist(), described)
+
+
+def ngram_containment(texts: list[str], evals: EvalSentences, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per text: (index of the evaluation sentence with the largest share of its word n-grams found in the text,
+    that share). Sparse products (scikit-learn's vectorizer) — no loop over sentences. Evaluation sentences shorter
+    than n words have no n-gram and never match here (the embedding check covers them for anchors)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    vectorizer = CountVectorizer(ngram_range=(n, n), token_pattern=TOKEN_PATTERN, lowercase=True, binary=True)
+    try:
+        grams_eval = vectorizer.fit_transform(evals.texts)
+    except ValueError:  # no evaluation sentence has n words
+        return np.zeros(len(texts), dtype=int), np.zeros(len(texts))
+    grams_text = vectorizer.transform(texts)
+    per_eval = np.asarray(grams_eval.sum(axis=1)).ravel()
+    shared = (grams_text @ grams_eval.T).tocsr().astype(np.float64)
+    shared = shared.multiply(1.0 / np.maximum(per_eval, 1)).tocsr()  # share of each evaluation sentence's n-grams
+    best = np.asarray(shared.argmax(axis=1)).ravel()
+    return best, shared.max(axis=1).toarray().ravel()
+
+
+def cosine_matches(vectors: np.ndarray, eval_vectors: np.ndarray, block: int = 4096) -> tuple[np.ndarray, np.ndarray]:
+    """Per vector: (index of the most similar evaluation vector, cosine); unit vectors, by blocks."""
+    best = np.zeros(len(vectors), dtype=int)
+    score = np.full(len(vectors), -1.0)
+    for start in range(0, len(vectors), block):
+        sims = vectors[start:start + block] @ eval_vectors.T
+        best[start:start + block] = sims.argmax(axis=1)
+        score[start:start + block] = sims.max(axis=1)
+    return best, score

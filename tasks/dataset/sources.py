@@ -1,0 +1,108 @@
+"""The runs a dataset is built from: found under an output directory (every finished run, oldest first) or named,
+each read and checked before anything is written — a run without a committed stage 1, or runs of different patterns
+mixed without `allow_mixed`, stop the build with one message naming the run and the fix."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tasks.core.config import ConfigError
+from tasks.core.runs import RUN_FILE, list_runs
+from tasks.core.store import MANIFEST, read_manifest, sha256_path, verify_outputs
+
+GENERATE, LABEL = "generate-sts-triples", "label-pairs"
+
+
+@dataclass
+class RunInput:
+    """One run's accepted triples (and labeled pairs, when stage 3 ran) with what identifies them."""
+
+    name: str
+    folder: Path
+    pattern: str
+    triples: pa.Table
+    pairs: pa.Table | None
+    triples_sha256: str
+    pairs_sha256: str | None
+    generate_manifest_sha256: str
+
+    def describe(self) -> dict:
+        return {"run": self.name, "pattern": self.pattern, "triples": self.triples.num_rows,
+                "pairs": None if self.pairs is None else self.pairs.num_rows, "triples_sha256": self.triples_sha256,
+                "pairs_sha256": self.pairs_sha256, "generate_manifest_sha256": self.generate_manifest_sha256}
+
+
+def finished_runs(runs_dir: Path) -> tuple[list[Path], list[dict]]:
+    """The runs under `runs_dir` that finished with a committed stage 1, oldest first, and the others with why they
+    were left out (in progress, failed, interrupted, no stage 1): a scheduled build takes what is done."""
+    if not runs_dir.is_dir():
+        raise ConfigError(f"{runs_dir} is not a folder of runs: pass the --output-dir the runs wrote to, or name the "
+                          "runs with --run.")
+    found, skipped = [], []
+    for run in list_runs(runs_dir):
+        if run["status"] != "finished":
+            skipped.append({"run": run["name"], "why": run["status"]})
+        elif GENERATE not in run["stages"]:
+            skipped.append({"run": run["name"], "why": f"no finished {GENERATE}"})
+        else:
+            found.append(Path(run["path"]))
+    return found, skipped
+
+
+def _committed_table(stage_folder: Path, name: str) -> tuple[pa.Table, str, str] | None:
+    """(table, its sha256, the manifest's sha256) of a committed stage output, or None when the stage never ran."""
+    manifest = read_manifest(stage_folder)
+    if manifest is None:
+        return None
+    if not verify_outputs(stage_folder, manifest) or not (stage_folder / name).is_file():
+        raise ConfigError(f"{stage_folder}: its files no longer match manifest.json (changed or removed since the run "
+                          "committed them): re-run that run, or leave it out.")
+    return pq.read_table(stage_folder / name), sha256_path(stage_folder / name), sha256_path(stage_folder / MANIFEST)
+
+
+def read_run(folder: Path) -> RunInput:
+    """A run folder's stage-1 triples and stage-3 pairs, checked; ConfigError naming the folder otherwise."""
+    if (folder / MANIFEST).is_file() and folder.name in (GENERATE, LABEL):
+        raise ConfigError(f"{folder} is a stage folder: pass its run folder {folder.parent}.")
+    stage1 = _committed_table(folder / GENERATE, "triples.parquet")
+    if stage1 is None:
+        raise ConfigError(f"{folder}: no finished {GENERATE} (no {GENERATE}/manifest.json) — the run is still going, "
+                          "was interrupted, or is not a run folder: let it finish (re-run it to resume), or leave it "
+                          "out of the build.")
+    triples, triples_sha, manifest_sha = stage1
+    pattern = ((read_manifest(folder / GENERATE) or {}).get("parameters") or {}).get("pattern", {}).get("kind", "?")
+    stage3 = _committed_table(folder / LABEL, "pairs.parquet")
+    return RunInput(folder.resolve().name, folder, pattern, triples, stage3[0] if stage3 else None, triples_sha,
+                    stage3[1] if stage3 else None, manifest_sha)
+
+
+def _started(folder: Path) -> float:
+    """When a run started (its .run.json), so "keep the first" means the earliest run whatever order they are named in."""
+    try:
+        return float(json.loads((folder / RUN_FILE).read_text())["started"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return folder.stat().st_mtime
+
+
+def read_runs(folders: list[Path], allow_mixed: bool) -> list[RunInput]:
+    """Every run read and checked (all before any work); one pattern unless `allow_mixed`."""
+    if not folders:
+        raise ConfigError("No finished run to build a dataset from: run generate-sts-triples (or the pipeline) first.")
+    names = [f.resolve().name for f in folders]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ConfigError(f"Run {', '.join(repeated)} is named twice: give each run once.")
+    runs = sorted((read_run(f) for f in folders), key=lambda r: (_started(r.folder), r.name))  # oldest first
+    patterns: dict[str, list[str]] = {}
+    for r in runs:
+        patterns.setdefault(r.pattern, []).append(r.name)
+    if len(patterns) > 1 and not allow_mixed:
+        listed = "; ".join(f"{p}: {', '.join(names)}" for p, names in sorted(patterns.items()))
+        raise ConfigError(f"The runs were made with different patterns ({listed}): an STS dataset and an NLI dataset "
+                          "train different things. Build them apart, or pass --allow-mixed to build one from both.")
+    return runs
