@@ -61,9 +61,14 @@ class BuildJob:
 
     def key(self) -> str:
         return fingerprint({"code": CODE_VERSION, "settings": key_fields(self.settings),
-                            "encoder": encoder_identity(self.settings.encoder)[1], "eval_sets": self.evals.sources,
+                            "encoder": encoder_identity(self.settings.encoder)[1] if self.uses_encoder else None,
+                            "eval_sets": self.evals.sources,
                             "runs": [{k: v for k, v in r.describe().items() if k.endswith("sha256") or k == "run"}
                                      for r in self.runs]})
+
+    @property
+    def uses_encoder(self) -> bool:
+        return self.settings.paraphrase_cosine is not None or self.settings.eval_cosine is not None
 
     @property
     def version(self) -> str:
@@ -124,12 +129,13 @@ def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSent
     info["minhash_s"] = round(time.perf_counter() - t, 3)
 
     t = time.perf_counter()
-    vectors, encoded = encode_cached(anchors + evals.texts, settings.encoder)
-    anchor_vectors, eval_vectors = vectors[:len(anchors)], vectors[len(anchors):]
+    uses_encoder = settings.paraphrase_cosine is not None or settings.eval_cosine is not None
+    vectors, encoded = encode_cached(anchors + evals.texts, settings.encoder) if uses_encoder else (None, 0)
     info["embed_s"], info["sentences_encoded"] = round(time.perf_counter() - t, 3), encoded
     t = time.perf_counter()
-    drop(keep_first(cosine_pairs(anchor_vectors, settings.paraphrase_cosine), alive), "paraphrase_anchor", "anchor",
-         ids, anchors)
+    if settings.paraphrase_cosine is not None:
+        drop(keep_first(cosine_pairs(vectors[:len(anchors)], settings.paraphrase_cosine), alive), "paraphrase_anchor",
+             "anchor", ids, anchors)
 
     # Evaluation sentences: every slot's text in one sparse product; a triple goes with its first matching slot.
     stacked = frame[list(SLOTS)].melt(ignore_index=False, var_name="column", value_name="text").dropna()
@@ -139,8 +145,8 @@ def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSent
     for row, hit in hits[~hits.index.duplicated()].iterrows():  # the flagged rows only
         drop({row: (int(hit["best"]), round(float(hit["share"]), 4))} if alive[row] else {}, "eval_overlap",
              hit["column"], evals.ids, evals.texts)
-    if len(evals.texts):
-        best, cosine = cosine_matches(anchor_vectors, eval_vectors)
+    if settings.eval_cosine is not None and len(evals.texts):
+        best, cosine = cosine_matches(vectors[:len(anchors)], vectors[len(anchors):])
         flagged = np.nonzero((cosine >= settings.eval_cosine) & alive)[0]
         drop({int(j): (int(best[j]), round(float(cosine[j]), 4)) for j in flagged}, "eval_paraphrase", "anchor",
              evals.ids, evals.texts)
@@ -189,6 +195,10 @@ def select(job: BuildJob) -> Selection:
     return Selection(triples.filter(pa.array(alive)), pairs, removed_table, counts, info)
 
 
+def _at_least(threshold: float | None) -> str:
+    return "(check off)" if threshold is None else f"≥ {threshold}"
+
+
 def card(job: BuildJob, selection: Selection) -> str:
     """README.md of a version: hub metadata, then every run it came from, its counts and what was removed and why."""
     features = {c: "string" for c in EXPORTS["triples"].columns.values()}
@@ -211,9 +221,9 @@ def card(job: BuildJob, selection: Selection) -> str:
           for reason, n in reasons.items()],
         "", "- duplicate_source: the same anchor (normalized) as an earlier row; near_duplicate_anchor: character "
         f"{s.shingle_chars}-gram Jaccard ≥ {s.near_duplicate_jaccard} (MinHash LSH, {s.num_perm} permutations); "
-        f"paraphrase_anchor: `{s.encoder}` cosine ≥ {s.paraphrase_cosine}. The earliest run's row is kept.",
+        f"paraphrase_anchor: `{s.encoder}` cosine {_at_least(s.paraphrase_cosine)}. The earliest run's row is kept.",
         f"- eval_overlap: a sentence holds ≥ {s.eval_containment:.0%} of an evaluation sentence's word "
-        f"{s.eval_ngram}-grams; eval_paraphrase: an anchor within cosine {s.eval_cosine} of one. Evaluation sets: "
+        f"{s.eval_ngram}-grams; eval_paraphrase: an anchor at cosine {_at_least(s.eval_cosine)} to one. Evaluation sets: "
         + ", ".join(f"{e['source'] if e['source'].startswith('stsb-') else Path(e['source']).name} "
                     f"({e['sentences']} sentences)" for e in job.evals.sources) + ".",
         "- triple_removed: a pair of a removed triple.", "",

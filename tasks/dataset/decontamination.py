@@ -35,11 +35,13 @@ class EvalSentences:
 def _eval_frame(source: str) -> tuple[pd.DataFrame, str]:
     """(frame with s1, s2 — or sentence — columns, label) of one evaluation set."""
     path = Path(source)
-    if source in ("stsb-dev", "stsb-test") or path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
-        return read_sts_source(source), source if source.startswith("stsb-") else path.name
-    if not path.is_file():
+    if source in ("stsb-dev", "stsb-test"):
+        return read_sts_source(source), source
+    if not path.exists():
         raise ConfigError(f"Evaluation set {source}: no such file or folder (give stsb-dev, stsb-test, a SICK file, a "
                           "SemEval STS folder, a .tsv/.csv in STS-B layout, a Parquet or a text file).")
+    if path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
+        return read_sts_source(source), path.name
     try:
         with path.open(encoding="utf-8") as handle:
             first = handle.readline()

