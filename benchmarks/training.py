@@ -126,8 +126,12 @@ def compare(args, base: TrainSettings) -> None:
     choice), then STS-B test and SICK trial printed once, at the end, for the rows already chosen on."""
     dev = read_stsb("dev")
     dev = dev.iloc[np.sort(np.random.default_rng(base.seed).permutation(len(dev))[: args.dev_pairs])]
-    runs = {Path(r).name: pq.read_table(Path(r) / "generate-sts-triples" / "triples.parquet").to_pandas()
-            for r in args.compare.split(",")}
+    def triples_of(folder: Path) -> pd.DataFrame:  # a run folder, or a dataset version from build-dataset
+        table = folder / "triples.parquet" if (folder / "triples.parquet").is_file() else \
+            folder / "generate-sts-triples" / "triples.parquet"
+        return pq.read_table(table).to_pandas()
+
+    runs = {Path(r).name: triples_of(Path(r)) for r in args.compare.split(",")}
     common = set.intersection(*(set(t["source_id"]) for t in runs.values()))
     print(f"sources with a complete triple in every run: {len(common)} (each variant trains on its own complete ones)")
     empty = pd.DataFrame(columns=["s1", "s2", "label"])
