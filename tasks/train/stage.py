@@ -170,7 +170,14 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
     backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
     t1 = time.perf_counter()
-    state = train_task(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch)  # best loaded
+    every = max(settings.steps // 50, 1)  # progress artifact updates: about 50 in a training
+
+    def on_step(step: int) -> None:
+        if step % every == 0 or step == settings.steps:
+            progress.advance(step - progress.done)
+
+    state = train_task(model, data, dev, settings, workdir, on_eval=on_eval, encode_batch=batch,
+                       on_step=on_step)  # best loaded
     train_s = time.perf_counter() - t1
     shipped_step = state.best_step
     reverted = None  # the checkpoint the full-dev guard turned down, with its scores (kept for the record)
@@ -195,6 +202,10 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     from tasks.train.model_export import export_model  # lazy: sentence-transformers takes ~2 s to import
 
     export_model(model, model_dir, _card_section(settings, job.inputs, comparison, shipped_step, reverted))
+    # The loss history for the UI (publish reads nothing back): every step's record, up to ~100 rows.
+    losses = [r for r in state.history if "loss" in r]
+    out.preview = [{k: round(v, 5) if isinstance(v, float) else v for k, v in r.items()}
+                   for r in losses[:: max(len(losses) // 100, 1)]]
     out.add(plot_curves(state.history, out.folder / "training_curves.png"))
     out.add(plot_rfd(state.history, out.folder / "rfd.png"))
     out.write_json("eval.json", {
@@ -232,6 +243,8 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
         f"`{out.folder / 'model'}`",
     ]), "Stage 4 summary")
     publish_image("train-curves", out.folder / "training_curves.png", "Loss and STS-B dev Spearman")
+    if out.preview:
+        publish_table("train-loss-history", out.preview, "Training loss per step (and each loss part)")
     publish_image("train-rfd", out.folder / "rfd.png",
                   "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": out.folder / "model", "eval.json": out.folder / "eval.json",

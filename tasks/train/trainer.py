@@ -169,7 +169,8 @@ def _trainer_class():
     return StateDictCheckpoints
 
 
-def _selection_callback(model, workdir: Path, on_eval: Callable[[TrainState, dict], None] | None):
+def _selection_callback(model, workdir: Path, on_eval: Callable[[TrainState, dict], None] | None,
+                        on_step: Callable[[int], None] | None = None):
     from transformers import TrainerCallback
 
     class BestOnDev(TrainerCallback):
@@ -197,6 +198,10 @@ def _selection_callback(model, workdir: Path, on_eval: Callable[[TrainState, dic
             self.state.step = state.global_step
             if on_eval:
                 on_eval(self.state, record)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if on_step:
+                on_step(state.global_step)
 
     return BestOnDev()
 
@@ -233,15 +238,17 @@ def history(log_history: list[dict]) -> list[dict]:
 
 def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings, workdir: Path,
           on_eval: Callable[[TrainState, dict], None] | None = None, encode_batch: int = 64,
-          callbacks: list | None = None) -> TrainState:
+          callbacks: list | None = None, on_step: Callable[[int], None] | None = None) -> TrainState:
     """Train `model` (a SentenceTransformer) for settings.steps optimizer steps, resuming from the newest checkpoint
     in workdir/checkpoints; the best-on-dev weights (step 0 included) end in workdir/best.pt and are loaded into
     `model` before returning. `workdir` must be keyed by everything the training depends on. `callbacks`: extra
-    transformers `TrainerCallback`s (logging, early stopping)."""
+    transformers `TrainerCallback`s (logging, early stopping). `on_eval(state, record)` after each evaluation,
+    `on_step(step)` after each optimizer step (progress); the loss history is in the returned state, not printed."""
     import json
 
     from sentence_transformers import SentenceTransformerTrainingArguments
     from sentence_transformers.base.sampler import BatchSamplers, MultiDatasetBatchSamplers
+    from transformers.trainer_callback import PrinterCallback
 
     workdir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(settings.device)
@@ -264,11 +271,14 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
         batch_sampler=BatchSamplers.NO_DUPLICATES, multi_dataset_batch_sampler=MultiDatasetBatchSamplers.ROUND_ROBIN,
         dataloader_num_workers=0,
     )
-    callback = _selection_callback(model, workdir, on_eval)
+    callback = _selection_callback(model, workdir, on_eval, on_step)
     trainer = _trainer_class()(
         model=model, args=args, train_dataset=datasets,
         loss=training_losses(model, settings.losses, datasets),
         evaluator=dev_evaluators(data, dev, encode_batch), callbacks=[callback, *(callbacks or [])])
+    # With tqdm off the trainer prints every log record ({'loss': …} per step); the caller's progress and one line
+    # per evaluation (on_step / on_eval) say it instead, and the records stay in the state's history.
+    trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
     return _finished(model, workdir, {"global_step": trainer.state.global_step,
                                       "log_history": trainer.state.log_history})

@@ -277,7 +277,7 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     assert not (tmp_path / "out").exists()
 
 
-def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tmp_path, run_logs_at_info):
+def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tmp_path, run_logs_at_info, capfd):
     import json
 
     import pyarrow as pa
@@ -300,6 +300,8 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
                                   train_settings=settings, output_dir=str(tmp_path / "out"), mining_corpus=str(corpus))
     paths = run()
+    printed = capfd.readouterr()
+    assert "'loss'" not in printed.out + printed.err  # no trainer log record on the console (the history has them)
     report = json.loads(Path(paths["eval"]).read_text())
     assert set(report["results"]) == {"stsb-dev", "stsb-test"}
     assert report["results"]["stsb-dev"]["pairs"] == 1500 and report["results"]["stsb-test"]["pairs"] == 1379
@@ -325,6 +327,9 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
 
     artifacts = latest_artifacts()
     assert artifacts["train-curves"].type == "image" and artifacts["train-rfd"].type == "image"
+    history = json.loads(artifacts["train-loss-history"].data)  # every step's loss and its parts, in the UI
+    assert [r["step"] for r in history] == [1, 2, 3, 4, 5, 6] and all(r["loss"] > 0 for r in history)
+    assert float(artifacts["train-progress"].data) == 100.0
     rows = json.loads(artifacts["train-results"].data)
     assert {r["set"] for r in rows} == {"stsb-dev", "stsb-test"}
     for row in rows:
