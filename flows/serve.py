@@ -1,39 +1,42 @@
 """One-process alternative to the worker stack: serve the deployments from this process (needs PREFECT_API_URL
-pointing at a Prefect server, e.g. `./stsgen ui` in another shell). Same names and schedule as prefect.yaml."""
+pointing at a Prefect server, e.g. `./stsgen ui` in another shell).
+
+prefect.yaml is the one list of deployments: this module reads it and serves the same names, entrypoints,
+parameters and schedules (a deployment added there is served here too)."""
 
 from __future__ import annotations
 
-from prefect import serve as prefect_serve
+import importlib
+from pathlib import Path
 
-from flows.build_dataset import build_dataset
-from flows.generate_sts_triples import generate_sts_triples
-from flows.label_pairs import label_pairs
-from flows.retrieve_contexts import retrieve_contexts
-from flows.sts_pipeline import sts_pipeline
-from flows.train_on_dataset import train_on_dataset
-from flows.train_surrogate import train_surrogate
+import yaml
+from prefect import serve as prefect_serve
+from prefect.client.schemas.schedules import CronSchedule
+
+PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
+
+
+def deployment_specs(path: Path = PREFECT_YAML) -> list[dict]:
+    """The deployments of prefect.yaml: name, entrypoint, description, parameters, cron schedules."""
+    return yaml.safe_load(path.read_text())["deployments"]
+
+
+def load_flow(entrypoint: str):
+    """`flows/x.py:fn` → the flow object (imported as a module of this checkout)."""
+    file, name = entrypoint.split(":")
+    return getattr(importlib.import_module(file.removesuffix(".py").replace("/", ".")), name)
+
+
+def runner_deployments(path: Path = PREFECT_YAML) -> list:
+    return [load_flow(spec["entrypoint"]).to_deployment(
+        name=spec["name"], description=spec.get("description"), parameters=spec.get("parameters") or {},
+        schedules=[CronSchedule(cron=s["cron"], timezone=s.get("timezone")) for s in spec.get("schedules") or []]
+        or None)
+        for spec in deployment_specs(path)]
 
 
 def serve() -> None:
-    prefect_serve(
-        generate_sts_triples.to_deployment(name="adhoc-served", parameters={"n": 20, "run": "auto"}),
-        generate_sts_triples.to_deployment(name="nightly-served", cron="0 2 * * *", parameters={
-            "n": 200, "run": "auto", "avoid_used_sources": True}),
-        retrieve_contexts.to_deployment(name="retrieve-adhoc-served", parameters={
-            "sentences": "data/outputs/latest/generate-sts-triples/triples.parquet", "run": "auto"}),
-        label_pairs.to_deployment(name="label-adhoc-served", parameters={
-            "triples": "data/outputs/latest/generate-sts-triples/triples.parquet",
-            "contexts": "data/outputs/latest/retrieve-contexts/contexts.parquet", "run": "auto"}),
-        train_surrogate.to_deployment(name="train-adhoc-served", parameters={
-            "triples": "data/outputs/latest/generate-sts-triples/triples.parquet", "run": "auto"}),
-        sts_pipeline.to_deployment(name="pipeline-adhoc-served", parameters={"n": 30, "run": "auto"}),
-        sts_pipeline.to_deployment(name="pipeline-nightly-served", cron="0 3 * * *", parameters={
-            "n": 200, "run": "auto", "avoid_used_sources": True}),
-        build_dataset.to_deployment(name="build-adhoc-served", parameters={
-            "runs_dir": "data/outputs", "output_dir": "data/datasets"}),
-        train_on_dataset.to_deployment(name="weekly-served", cron="0 4 * * 0", parameters={
-            "runs_dir": "data/outputs", "datasets_dir": "data/datasets", "output_dir": "data/trained"}),
-    )
+    prefect_serve(*runner_deployments())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""One list of deployments (prefect.yaml) that `stsgen serve` serves as well, whose parameters every flow takes, and
+a README whose commands and deployment names exist. No server: the flows are imported and inspected."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+
+from flows.cli import build_parser
+from flows.serve import deployment_specs, load_flow, runner_deployments
+from tests.conftest import PROJECT
+
+SHELL_COMMANDS = {"setup", "test", "help"}  # handled by the ./stsgen script itself, before the Python CLI
+
+
+def test_serve_serves_exactly_the_prefect_yaml_deployments():
+    specs = deployment_specs()
+    served = runner_deployments()
+    assert [(d.flow_name, d.name) for d in served] == [(load_flow(s["entrypoint"]).name, s["name"]) for s in specs]
+    for spec, deployment in zip(specs, served):
+        assert deployment.parameters == (spec.get("parameters") or {})
+        assert [s.schedule.cron for s in deployment.schedules] == [s["cron"] for s in spec.get("schedules") or []]
+
+
+def test_every_deployment_parameter_is_a_parameter_of_its_flow():
+    for spec in deployment_specs():
+        flow = load_flow(spec["entrypoint"])
+        accepted = set(inspect.signature(flow.fn).parameters)
+        unknown = set(spec.get("parameters") or {}) - accepted
+        assert not unknown, f"{spec['name']}: {flow.name} takes no {', '.join(sorted(unknown))}"
+
+
+def test_the_readme_names_only_deployments_and_commands_that_exist():
+    readme = (PROJECT / "README.md").read_text()
+    deployments = {f"{load_flow(s['entrypoint']).name}/{s['name']}" for s in deployment_specs()}
+    flows = {d.split("/")[0] for d in deployments}
+    named = {m for m in re.findall(r"`([a-z-]+/[a-z-]+)`", readme) if m.split("/")[0] in flows}
+    named |= set(re.findall(r"deployment run '([a-z-]+/[a-z-]+)'", readme))
+    assert named and not named - deployments, f"README names deployments prefect.yaml lacks: {named - deployments}"
+    short = {f"/{d.split('/')[1]}" for d in deployments}  # "`/nightly`" after its flow's full name
+    assert set(re.findall(r"`(/[a-z-]+)`", readme)) - {"/"} <= short
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    commands = set(re.findall(r"\./stsgen ([a-z][a-z-]*)", readme))
+    assert commands and not commands - set(sub.choices) - SHELL_COMMANDS, commands - set(sub.choices) - SHELL_COMMANDS
+
