@@ -4,7 +4,6 @@ printed when a run ends, and running a job against an LLM endpoint or the embedd
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 
@@ -88,11 +87,10 @@ def with_llm(args: argparse.Namespace, job) -> int:
     else:
         console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
         with local_server(args.local_model, engine=args.llm_engine, parallel=args.concurrency) as server:
-            # For the flows' manifests and request order (read back through env().llm; child processes inherit them).
-            os.environ["STSGEN_LLM_MODEL_SHA256"] = server.sha256
-            os.environ["STSGEN_LLM_SERVER_ENGINE"] = server.engine
+            # The server's identity travels in the settings: manifests, the rating's key, the request order.
             with progress_bar(console):
-                outputs = job(LLMSettings(base_url=server.base_url, model=server.model, **llm_kwargs))
+                outputs = job(LLMSettings(base_url=server.base_url, model=server.model, model_sha256=server.sha256,
+                                          server_engine=server.engine, **llm_kwargs))
         console.print("Local LLM server stopped.")
     print_outputs(outputs)
     return 0

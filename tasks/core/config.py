@@ -74,7 +74,9 @@ class LLMSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({
         "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "backoff_base_s",
         "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url", "batch_api", "batch_poll_s",
-        "prefect_limit", "request_order", "price_prompt_per_million", "price_completion_per_million"})
+        "prefect_limit", "request_order", "price_prompt_per_million", "price_completion_per_million",
+        # The served model's identity enters keys through `model_identity`, where a stage keys on it.
+        "model_sha256", "server_engine"})
 
     base_url: str = Field(
         default_factory=lambda: _llm_env().base_url,
@@ -120,6 +122,18 @@ class LLMSettings(Settings):
         "server, by_source otherwise.",
     )
 
+    # Who serves the model, when stsgen started the server (the CLI, the stack): carried here, not in os.environ.
+    model_sha256: str | None = Field(
+        default_factory=lambda: _llm_env().model_sha256, pattern=r"^[0-9a-f]{64}$",
+        description="sha256 of the served GGUF when stsgen started the server (recorded in manifests, part of the "
+        "stage-3 rating's key). Env: STSGEN_LLM_MODEL_SHA256 (set by the stack for its worker).",
+    )
+    server_engine: Literal["llama-server", "llama-cpp-python"] | None = Field(
+        default_factory=lambda: _llm_env().server_engine,
+        description="Engine of the server stsgen started (request_order 'auto' sends kind by kind to "
+        "llama-cpp-python's single slot). Env: STSGEN_LLM_SERVER_ENGINE.",
+    )
+
     # Prices are the user's (no price list is built in): manifests turn the tokens a stage used into money with them.
     price_prompt_per_million: float | None = Field(
         default_factory=lambda: _llm_env().price_prompt_per_million, ge=0,
@@ -148,7 +162,7 @@ class LLMSettings(Settings):
     def resolved_request_order(self) -> str:
         if self.request_order != "auto":
             return self.request_order
-        single_slot = _llm_env().server_engine == "llama-cpp-python"  # STSGEN_LLM_SERVER_ENGINE
+        single_slot = self.server_engine == "llama-cpp-python"
         return "by_kind" if self.batch_api or single_slot else "by_source"
 
     def resolved_cache_path(self) -> Path | None:

@@ -22,7 +22,6 @@ from tasks.contracts import rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
-from tasks.core.env_settings import env
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
@@ -244,10 +243,10 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                      "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": cfg.llm.model, "served_models": served,
-                "model_sha256": env().llm.model_sha256,
+                "model_sha256": cfg.llm.model_sha256,
                 # Set by whoever started the embedded server (the CLI, the local stack): llama-server or
                 # llama-cpp-python; None for an endpoint stsgen did not start.
-                "server_engine": env().llm.server_engine, "request_order": request_order,
+                "server_engine": cfg.llm.server_engine, "request_order": request_order,
                 "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
         "llm_stats": stats, "cost": llm_cost(stats, triples.num_rows, "triple", prices_of(cfg.llm)),
         "counts": counts, "timings": {"prepare_s": job.prepare_s, "generation_s": generation_s},

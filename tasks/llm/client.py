@@ -24,7 +24,7 @@ from typing import Any, AsyncIterator, Awaitable, Callable
 import openai
 
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.core.env_settings import env, secret_env
+from tasks.core.env_settings import secret_env
 from tasks.llm.cache import ResponseCache, request_key
 from tasks.llm.ratelimit import PrefectRateLimit, RateLimiter, check_prefect_limit
 
@@ -118,8 +118,8 @@ def _shared_cache(path: Path | None) -> ResponseCache | None:
 
 def model_identity(settings: LLMSettings) -> dict:
     """What identifies a served model in a cache key: its name and the checksum of the local server's weights
-    (STSGEN_LLM_MODEL_SHA256, set with the server), never the endpoint's URL."""
-    return {"model": settings.model, "sha256": env().llm.model_sha256}
+    (`model_sha256`, set by whoever started the server), never the endpoint's URL."""
+    return {"model": settings.model, "sha256": settings.model_sha256}
 
 
 def answer_grammar(answers: list[str]) -> str:

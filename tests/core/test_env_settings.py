@@ -30,7 +30,8 @@ def test_defaults_when_nothing_is_set(tmp_path):
     assert settings.max_input_bytes == 2 * 1024**3
     assert settings.llama_cmake_args == "" and settings.prefect_api_url is None
     assert settings.llm.model_dump() == {"base_url": "http://127.0.0.1:8765/v1", "model": "qwen2.5-coder-1.5b-instruct",
-                                         "prefect_limit": None, "server_engine": None, "model_sha256": None}
+                                         "prefect_limit": None, "server_engine": None, "model_sha256": None,
+                                         "price_prompt_per_million": None, "price_completion_per_million": None}
     llm = LLMSettings()
     assert (llm.base_url, llm.model, llm.prefect_limit) == ("http://127.0.0.1:8765/v1", "qwen2.5-coder-1.5b-instruct",
                                                              None)
@@ -47,6 +48,16 @@ def test_flat_and_nested_names_set_the_llm_endpoint(monkeypatch, separator):
     assert (llm.base_url, llm.model, llm.prefect_limit) == ("http://vllm.internal:8000/v1", "Qwen/Qwen2.5-7B-Instruct",
                                                              "llm-requests")
     assert LLMSettings(model="explicit").model == "explicit"  # a flag or parameter still wins
+
+
+def test_the_server_identity_travels_in_the_settings_not_the_environment():
+    """The CLI hands the embedded server's engine and checksum to the flows in LLMSettings (no os.environ writes)."""
+    from tasks.llm.client import model_identity
+
+    llm = LLMSettings(server_engine="llama-cpp-python", model_sha256="cd" * 32)
+    assert llm.resolved_request_order() == "by_kind" and LLMSettings().resolved_request_order() == "by_source"
+    assert model_identity(llm) == {"model": llm.model, "sha256": "cd" * 32}
+    assert "STSGEN_LLM_MODEL_SHA256" not in os.environ and "STSGEN_LLM_SERVER_ENGINE" not in os.environ
 
 
 def test_the_server_engine_from_the_environment_picks_the_request_order(monkeypatch):
