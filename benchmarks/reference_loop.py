@@ -17,10 +17,10 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
+from models.embedding_metrics import alignment, sts_spearman, uniformity
 from models.losses import hierarchical_triplet_parts
 from tasks.core.config import ConfigError
 from tasks.core.device import autocast, module_device, resolve_device, scaled_batch
-from tasks.core.embedding_metrics import alignment, sts_spearman, uniformity
 from tasks.train.training import TrainingData, TrainSettings, TrainState
 
 

@@ -16,7 +16,6 @@ whatever the pattern: for NLI the intermediate columns are null. Stage packages 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.core.config import ConfigError
-from tasks.core.store import read_input_table, read_manifest, verify_outputs
+from tasks.core.store import read_input_table, read_manifest, sentence_id, verify_outputs  # noqa: F401
 
 if TYPE_CHECKING:
     from models.coherence import CoherenceModel, Vocab
@@ -145,10 +144,6 @@ def used_source_ids(run_folder: Path) -> frozenset[str]:
             if (folder / name).is_file():
                 ids.update(pq.read_table(folder / name, columns=["source_id"]).column(0).drop_null().to_pylist())
     return frozenset(ids)
-
-
-def sentence_id(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 PAIR_COLUMNS = (("s1", "s2"), ("sentence1", "sentence2"))

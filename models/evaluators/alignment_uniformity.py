@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from sentence_transformers.base.evaluation.evaluator import BaseEvaluator
 
-from tasks.core.embedding_metrics import alignment, uniformity
+from models.embedding_metrics import alignment, uniformity
 
 
 class AlignmentUniformityEvaluator(BaseEvaluator):

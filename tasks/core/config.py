@@ -12,11 +12,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from tasks.core.errors import ConfigError  # noqa: F401  (re-exported: most modules import it from here)
 from tasks.core.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
-
-
-class ConfigError(ValueError):
-    """A configuration or input problem the user must fix; the message names the file/field and the fix."""
 
 
 def settings_problem(exc: ValidationError) -> str:

@@ -26,8 +26,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.contracts import sentence_id
 from tasks.core.config import ConfigError, CorpusSettings, stsgen_home
+from tasks.core.store import sentence_id
 
 SPLITTER_VERSION = "syntok-paragraphs-v1"
 # Markup leftovers and reference-list lines (wiki bibliographies: "''Title''", "* Author", "13: 1-6").

@@ -34,6 +34,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, Vali
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from tasks.core.errors import ConfigError
 from tasks.core.home import default_home
 
 PREFIX = "STSGEN_"
@@ -135,8 +136,6 @@ class _FlatLLMNames(PydanticBaseSettingsSource):
 
 
 def _config_error(message: str) -> Exception:
-    from tasks.core.config import ConfigError  # lazily: tasks.core.config imports this module lazily too
-
     return ConfigError(message)
 
 

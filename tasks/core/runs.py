@@ -33,7 +33,7 @@ from typing import Iterator
 
 from tasks.core.config import ConfigError
 from tasks.core.home import stsgen_home
-from tasks.core.store import MANIFEST, read_manifest, sha256_bytes, write_json  # store imports runs only lazily
+from tasks.core.store import MANIFEST, read_manifest, sha256_bytes, write_json
 
 RUN_FILE = ".run.json"
 LATEST = "latest"
@@ -183,8 +183,8 @@ def _index_entry(root: Path, stage: str, key: str) -> Path:
 
 
 def register_stage(stage_folder: Path, key: str) -> None:
-    """Record a committed stage folder of a versioned run under its content key (called when its manifest is
-    written)."""
+    """Record a committed stage folder of a versioned run under its content key (the stage outline calls it once
+    the manifest is written; a plain output_dir is not indexed)."""
     root = _run_root(stage_folder)
     if root is not None:
         write_json(_index_entry(root, stage_folder.name, key),

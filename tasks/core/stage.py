@@ -23,10 +23,11 @@ from prefect import get_run_logger
 from prefect.exceptions import MissingContextError
 
 from tasks.core.config import key_fields, key_value  # noqa: F401  (key_fields: re-exported beside stage_key)
+from tasks.core.runs import register_stage, reuse_from_other_run
 from tasks.core.store import (
     MANIFEST,
+    committed,
     fingerprint,
-    outputs_current,
     sha256_path,
     write_json,
     write_manifest,
@@ -84,6 +85,12 @@ class StageFolder:
         return path
 
 
+def outputs_current(folder: Path, key: str) -> bool:
+    """True when the stage can be skipped: `folder` holds committed outputs for `key`, or another run under the same
+    output_dir does and they were linked into `folder` (tasks.core.runs)."""
+    return committed(folder, key) or reuse_from_other_run(Path(folder), key, committed)
+
+
 def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str],
               compute: Callable[[StageFolder], dict[str, Any]],
               publish: Callable[[StageFolder, dict[str, Any]], None] | None = None,
@@ -101,6 +108,7 @@ def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str
     body = compute(out)  # its writers create the folder: a stage refused before its first write leaves nothing
     body["timings"] = {**body.get("timings", {}), "total_s": round(time.perf_counter() - started, 3)}
     write_manifest(out.folder, {"stage": stage, "cache_key": key, **body}, out.digests)
+    register_stage(out.folder, key)  # a versioned run's stage: later runs with the same key reuse it
     if publish is not None:
         publish(out, body)
     return out.paths

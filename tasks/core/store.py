@@ -35,6 +35,11 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def sentence_id(text: str) -> str:
+    """A sentence's id: a content hash (the join key of stages 2 and 3; re-exported by tasks.contracts)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
 def sha256_path(path: Path) -> str:
     """Content hash of a file, or of a folder (every file's relative path and sha256, in sorted order)."""
     path = Path(path)
@@ -168,10 +173,6 @@ def write_manifest(folder: Path, manifest: dict[str, Any], outputs: dict[str, st
     body.setdefault("command", " ".join(sys.argv[:1]))
     path = Path(folder) / MANIFEST
     write_json(path, body)
-    if body.get("cache_key"):  # a versioned run's stage: later runs with the same key reuse it (tasks.core.runs)
-        from tasks.core.runs import register_stage
-
-        register_stage(Path(folder), body["cache_key"])
     return path
 
 
@@ -189,14 +190,6 @@ def committed(folder: Path, key: str) -> bool:
     """True when `folder` holds a committed stage output for cache key `key` whose files all verify."""
     previous = read_manifest(folder)
     return bool(previous and previous.get("cache_key") == key and verify_outputs(folder, previous))
-
-
-def outputs_current(folder: Path, key: str) -> bool:
-    """True when the stage can be skipped: `folder` holds committed outputs for `key`, or another run under the same
-    output_dir does and they were linked into `folder` (tasks.core.runs)."""
-    from tasks.core.runs import reuse_from_other_run
-
-    return committed(folder, key) or reuse_from_other_run(Path(folder), key, committed)
 
 
 def verify_outputs(folder: Path, manifest: dict[str, Any] | None = None) -> bool:

@@ -9,7 +9,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from tasks.core.embedding_metrics import sts_spearman
+from models.embedding_metrics import sts_spearman
 from tasks.core.sts_data import read_sts_source
 
 Encode = Callable[[list[str]], np.ndarray]

@@ -27,9 +27,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.core.config import key_fields
+from tasks.core.config import ConfigError, key_fields
 from tasks.core.hf_dataset import EXPORTS, hub_metadata, save_st_copy
-from tasks.core.runs import lock_file, point_latest
+from tasks.core.runs import RunFolderBusy, lock_file, point_latest
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 from tasks.dataset.decontamination import EvalSentences, cosine_matches, load_eval_sentences, ngram_containment
 from tasks.dataset.dedup import cosine_pairs, exact_pairs, keep_first, minhash_pairs, normalized
@@ -105,8 +105,8 @@ def union_triples(runs: list[RunInput]) -> pa.Table:
 
 
 def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSentences) -> tuple[np.ndarray, list[dict], dict]:
-    """(kept mask, removed rows, timings and counts): exact, near-duplicate and paraphrase anchors (the first kept),
-    then sentences of the evaluation sets (any slot by n-grams, anchors also by embedding)."""
+    """(kept mask, removed rows, timings and counts): sentences of the evaluation sets (any slot by n-grams, anchors
+    also by embedding), then exact, near-duplicate and paraphrase anchors (the first kept)."""
     frame = triples.select(["run", "source_id", *SLOTS]).to_pandas()
     alive = np.ones(len(frame), dtype=bool)
     removed: list[dict] = []
@@ -120,37 +120,40 @@ def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSent
                             "column": column, "text": frame[column].iat[j], "reason": reason,
                             "matched_id": matched_ids[i], "matched_text": matched_texts[i], "score": score})
 
-    t = time.perf_counter()
-    keys = normalized(frame["anchor"])
     anchors = frame["anchor"].tolist()
-    drop(keep_first(exact_pairs(keys), alive), "duplicate_source", "anchor", ids, anchors)
-    drop(keep_first(minhash_pairs(keys.tolist(), settings.near_duplicate_jaccard, settings.shingle_chars,
-                                  settings.num_perm), alive), "near_duplicate_anchor", "anchor", ids, anchors)
-    info["minhash_s"] = round(time.perf_counter() - t, 3)
-
     t = time.perf_counter()
     uses_encoder = settings.paraphrase_cosine is not None or settings.eval_cosine is not None
     vectors, encoded = encode_cached(anchors + evals.texts, settings.encoder) if uses_encoder else (None, 0)
     info["embed_s"], info["sentences_encoded"] = round(time.perf_counter() - t, 3), encoded
-    t = time.perf_counter()
-    if settings.paraphrase_cosine is not None:
-        drop(keep_first(cosine_pairs(vectors[:len(anchors)], settings.paraphrase_cosine), alive), "paraphrase_anchor",
-             "anchor", ids, anchors)
 
-    # Evaluation sentences: every slot's text in one sparse product; a triple goes with its first matching slot.
+    # Evaluation sentences first, so a duplicate is never removed for a kept row that is then found contaminated.
+    # Every slot's text in one sparse product; a triple goes with its first matching slot.
+    t = time.perf_counter()
     stacked = frame[list(SLOTS)].melt(ignore_index=False, var_name="column", value_name="text").dropna()
     best, share = ngram_containment(stacked["text"].tolist(), evals, settings.eval_ngram)
     hits = stacked.assign(best=best, share=share)
     hits = hits[hits["share"] >= settings.eval_containment]
     for row, hit in hits[~hits.index.duplicated()].iterrows():  # the flagged rows only
-        drop({row: (int(hit["best"]), round(float(hit["share"]), 4))} if alive[row] else {}, "eval_overlap",
-             hit["column"], evals.ids, evals.texts)
+        drop({row: (int(hit["best"]), round(float(hit["share"]), 4))}, "eval_overlap", hit["column"], evals.ids,
+             evals.texts)
     if settings.eval_cosine is not None and len(evals.texts):
         best, cosine = cosine_matches(vectors[:len(anchors)], vectors[len(anchors):])
         flagged = np.nonzero((cosine >= settings.eval_cosine) & alive)[0]
         drop({int(j): (int(best[j]), round(float(cosine[j]), 4)) for j in flagged}, "eval_paraphrase", "anchor",
              evals.ids, evals.texts)
     info["eval_s"] = round(time.perf_counter() - t, 3)
+
+    # Duplicates among the rest, the earliest kept.
+    t = time.perf_counter()
+    keys = normalized(frame["anchor"])
+    drop(keep_first(exact_pairs(keys), alive), "duplicate_source", "anchor", ids, anchors)
+    drop(keep_first(minhash_pairs(keys.tolist(), settings.near_duplicate_jaccard, settings.shingle_chars,
+                                  settings.num_perm), alive), "near_duplicate_anchor", "anchor", ids, anchors)
+    info["minhash_s"] = round(time.perf_counter() - t, 3)
+    if settings.paraphrase_cosine is not None:
+        drop(keep_first(cosine_pairs(vectors[:len(anchors)], settings.paraphrase_cosine), alive), "paraphrase_anchor",
+             "anchor", ids, anchors)
+    info["dedup_s"] = round(time.perf_counter() - t, 3)
     return alive, removed, info
 
 
@@ -251,7 +254,11 @@ def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bo
     root = Path(output_dir)
     final = root / job.version
     root.mkdir(parents=True, exist_ok=True)
-    handle = lock_file(root)
+    try:
+        handle = lock_file(root)
+    except RunFolderBusy:
+        raise ConfigError(f"Another build-dataset is writing into {root}: wait for it to finish (its version is "
+                          "found, not rebuilt, when the runs are the same), or give another --output-dir.") from None
     try:
         _clean_partials(root)
         if committed_version(final):

@@ -42,6 +42,8 @@ def _eval_frame(source: str) -> tuple[pd.DataFrame, str]:
                           "SemEval STS folder, a .tsv/.csv in STS-B layout, a Parquet or a text file).")
     if path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
         return read_sts_source(source), path.name
+    if path.suffix.lower() == ".parquet":
+        return load_query_sentences(path)[["sentence"]], path.name
     try:
         with path.open(encoding="utf-8") as handle:
             first = handle.readline()
@@ -68,7 +70,7 @@ def load_eval_sentences(sources: list[str]) -> EvalSentences:
         texts += stacked["text"].tolist()
         described.append({"source": source, "sentences": len(stacked),
                           **({"version": stsb_version()} if source.startswith("stsb-") else
-                             {"sha256": sha256_path(Path(source))} if Path(source).is_file() else {})})
+                             {"sha256": sha256_path(Path(source))})})  # a file's or a folder's content
     distinct = pd.DataFrame({"id": ids, "text": texts}).drop_duplicates("text")
     distinct = distinct[distinct["text"] != ""]
     return EvalSentences(distinct["id"].tolist(), distinct["text"].tolist(), described)

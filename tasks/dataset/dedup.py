@@ -3,9 +3,9 @@ into removals where the earlier row always wins:
 
 - exact: the same normalized text (case, punctuation and spacing aside);
 - near-duplicate text: MinHash LSH (datasketch) over character shingles, candidates verified by exact Jaccard —
-  LSH finds the candidates without comparing all n² pairs, so a dataset can grow to millions of anchors;
-- paraphrases: cosine of the training backbone's embeddings (a block matrix product; a pair needs both above the
-  threshold, so it is exact, not approximate).
+  LSH finds the candidates without comparing all n² pairs;
+- paraphrases: cosine of the training backbone's embeddings, exact, by a block matrix product: n² work in blocks of
+  2,048 rows (seconds at 10⁴–10⁵ anchors; past ~10⁶ an approximate index such as FAISS would be the next step).
 """
 
 from __future__ import annotations

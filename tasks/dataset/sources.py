@@ -82,11 +82,12 @@ def read_run(folder: Path) -> RunInput:
 
 
 def _started(folder: Path) -> float:
-    """When a run started (its .run.json), so "keep the first" means the earliest run whatever order they are named in."""
+    """When a run started (its .run.json), so "keep the first" means the earliest run whatever order they are named
+    in; a folder without one goes after the runs that have it (then by name: the order never depends on mtimes)."""
     try:
         return float(json.loads((folder / RUN_FILE).read_text())["started"])
     except (OSError, ValueError, KeyError, TypeError):
-        return folder.stat().st_mtime
+        return float("inf")
 
 
 def read_runs(folders: list[Path], allow_mixed: bool) -> list[RunInput]:

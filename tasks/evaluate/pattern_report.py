@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from tasks.core.embedding_metrics import cosine_scores
+from models.embedding_metrics import cosine_scores
 
 RELATIONS = {"positive": (4.0, 5.01), "intermediate": (1.0, 4.0), "negative": (-0.01, 1.0)}  # STS-B score bands
 _NORMALIZE = jiwer.Compose([jiwer.ToLowerCase(), jiwer.RemovePunctuation(), jiwer.RemoveMultipleSpaces(),

@@ -20,8 +20,9 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.core.config import CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
+from tasks.core.config import ConfigError, CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
+from tasks.core.runs import run_version
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
@@ -185,6 +186,9 @@ def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus = load_corpus_task(cfg.corpus)
+    if cfg.avoid_used_sources and run_version(cfg.output_dir) is None:
+        raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {cfg.output_dir} is not a run "
+                          "folder: give run='auto' (or a run name) with it, so the earlier runs are its neighbours.")
     avoided = used_source_ids(Path(cfg.output_dir)) if cfg.avoid_used_sources else frozenset()
     sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed, exclude=avoided)
     return GenerationJob(cfg, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,

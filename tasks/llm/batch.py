@@ -185,7 +185,7 @@ class BatchRunner:
                 continue
             hit = self.llm.cache.get(key) if self.llm.cache is not None else None
             if hit is not None:
-                self.llm._add(cache_hits=1)
+                self.llm.count_cache_hit(hit)
                 results[key] = CallResult(ok=True, cached=True, key=key, **hit)
             else:
                 pending[key] = request

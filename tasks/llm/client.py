@@ -257,6 +257,11 @@ class LLMClient:
             for name, value in deltas.items():
                 setattr(self.stats, name, getattr(self.stats, name) + value)
 
+    def count_cache_hit(self, hit: dict) -> None:
+        """A cached answer used: counted, with the tokens it took when it was paid for (the data's cost)."""
+        self._add(cache_hits=1, cached_prompt_tokens=int(hit.get("prompt_tokens") or 0),
+                  cached_completion_tokens=int(hit.get("completion_tokens") or 0))
+
     async def complete(
         self,
         messages: list[dict[str, str]],
@@ -302,8 +307,7 @@ class LLMClient:
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
-                self._add(cache_hits=1, cached_prompt_tokens=int(hit.get("prompt_tokens") or 0),
-                          cached_completion_tokens=int(hit.get("completion_tokens") or 0))
+                self.count_cache_hit(hit)
                 return CallResult(ok=True, cached=True, key=key, **hit)
 
         own_client = client is None

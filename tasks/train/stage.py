@@ -24,13 +24,13 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from models.embedding_metrics import rfd
 from models.lora import merge_lora
 from tasks.contracts import TRIPLE_SLOTS, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, scaled_batch
-from tasks.core.embedding_metrics import rfd
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
 from tasks.core.sts_data import read_stsb, stsb_version
@@ -117,8 +117,9 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, e
     backbone (loaded by `train_and_select`: a reused stage never loads it)."""
     triples_frame = read_triples(Path(triples))
     if settings.losses.regression and not pairs:
-        raise ConfigError("losses.regression is non-zero but no pairs= was given: pass the pairs.parquet written by "
-                          "label-pairs, or set losses.regression to 0.")
+        raise ConfigError("losses.regression is non-zero but there are no labeled pairs: pass the pairs.parquet "
+                          "written by label-pairs (a dataset version has one only when its runs ran label-pairs), or "
+                          "set losses.regression to 0.")
     pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
                                    ("s1", "s2", "label")).to_pandas() if pairs else \
         pd.DataFrame(columns=["s1", "s2", "label"])

@@ -18,7 +18,7 @@ import pytest
 from flows.build_dataset import build_dataset
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
-from tasks.core.sts_data import read_stsb
+from tasks.core.sts_data import read_sts_source, read_stsb
 from tasks.dataset.settings import DatasetSettings
 from tests.conftest import PROJECT, write_tiny_corpus
 
@@ -211,3 +211,55 @@ def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scr
                           settings=NGRAMS_ONLY.model_copy(update={"allow_mixed": True}))
     card = Path(mixed["README.md"]).read_text()
     assert "| nli | nli | 3 |" in card and "| sts | sts | 3 |" in card and "unfinished (interrupted)" in card
+
+
+def test_evaluation_sets_of_every_form_and_every_slot(tmp_path):
+    """A Parquet of sentences and a SemEval folder as evaluation sets; a generation (not only the anchor) matching an
+    evaluation sentence takes its triple out, named by its column."""
+    import pyarrow as pa
+
+    from tasks.contracts import TRIPLES_SCHEMA, sentence_id
+    from tasks.dataset.build import select_triples
+    from tasks.dataset.decontamination import load_eval_sentences
+
+    semeval = PROJECT / "data" / "examples" / "sts-semeval"
+    news = (semeval / "STS.input.news.txt").read_text().splitlines()[0].split("\t")[0]
+    pq.write_table(pa.table({"sentence": ["The committee approved the new budget for the harbour on Friday."]}),
+                   tmp_path / "held-out.parquet")
+    evals = load_eval_sentences([str(tmp_path / "held-out.parquet"), str(semeval)])
+    rows = [{"anchor": "Harbour officials met on Friday.", "positive": "The committee approved the new budget for the "
+             "harbour on Friday.", "negative": "Bees build hives."},
+            {"anchor": f"Yesterday {news}", "positive": "x y z.", "negative": "Bees build hives."},
+            {"anchor": "A clean sentence about orchards in spring.", "positive": "Orchards bloom in spring.",
+             "negative": "Bees build hives."}]
+    table = pa.Table.from_pylist([dict(r, source_id=sentence_id(r["anchor"])) for r in rows], schema=TRIPLES_SCHEMA)
+    table = table.add_column(0, "run", pa.array(["r1"] * 3))
+    alive, removed, _ = select_triples(table, NGRAMS_ONLY, evals)
+    assert alive.tolist() == [False, False, True]
+    row = read_sts_source(str(semeval))["s1"].tolist().index(news)  # the folder's subsets, read in one frame
+    assert {(r["column"], r["matched_id"]) for r in removed} == {("positive", "held-out.parquet:0:sentence"),
+                                                                 ("anchor", f"sts-semeval:{row}:s1")}
+    assert {e["source"]: len(e["sha256"]) for e in evals.sources} == {str(tmp_path / "held-out.parquet"): 64,
+                                                                      str(semeval): 64}
+
+
+def test_a_second_build_into_the_same_folder_waits_its_turn(prefect_harness, scripted, tiny_corpus, tmp_path):
+    from tasks.core.runs import lock_file
+    from tasks.dataset.build import build_version, prepare_build
+
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 3)
+    (tmp_path / "ds").mkdir()
+    held = lock_file(tmp_path / "ds")  # another build holds the folder
+    try:
+        with pytest.raises(ConfigError, match="Another build-dataset is writing into"):
+            build_version(prepare_build(tmp_path / "runs", None, NGRAMS_ONLY), tmp_path / "ds")
+    finally:
+        held.close()
+    assert list((tmp_path / "ds").iterdir()) == []
+
+
+def test_avoid_used_sources_needs_a_run_folder(prefect_harness, scripted, tiny_corpus, tmp_path):
+    with pytest.raises(ConfigError, match="is not a run folder: give run='auto'"):
+        generate(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "plain"),
+                 avoid_used_sources=True)
+    assert scripted.chat_requests() == []

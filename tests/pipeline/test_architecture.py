@@ -84,3 +84,68 @@ def test_no_flow_forwards_prints_into_its_log():
     for name in (*STAGE_FLOWS, "sts_pipeline"):
         flow_obj = getattr(importlib.import_module(f"flows.{name}"), name)
         assert not flow_obj.log_prints, f"flows/{name}.py sets log_prints"
+
+
+# Layers, lowest first: a module imports its own layer or lower ones only (lazy imports included).
+LAYERS = (("models", "prompts"), ("tasks.core",), ("tasks.llm",), ("tasks.contracts",),
+          tuple(f"tasks.{s}" for s in STAGES), ("flows",))
+
+
+def layer_of(module: str) -> int | None:
+    return next((i for i, prefixes in enumerate(LAYERS) for p in prefixes
+                 if module == p or module.startswith(p + ".")), None)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every project module of tasks/, models/, prompts/, flows/ → the project modules it imports."""
+    modules = {}
+    for top in ("tasks", "models", "prompts", "flows"):
+        for path in (PROJECT / top).rglob("*.py"):
+            parts = list(path.relative_to(PROJECT).with_suffix("").parts)
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return {name: {m for m in imported_modules(path) if m in modules and m != name} for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_circles_and_no_import_from_a_lower_layer_to_a_higher_one():
+    graph = import_graph()
+    assert cycles(graph) == []
+    upward = [f"{m} imports {d}" for m, deps in graph.items() for d in sorted(deps)
+              if layer_of(m) is not None and layer_of(d) is not None and layer_of(d) > layer_of(m)]
+    assert upward == [], "\n".join(upward)
+
+
+def test_the_layer_check_sees_a_circle_and_an_upward_import():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert layer_of("tasks.core.store") < layer_of("tasks.contracts") < layer_of("tasks.dataset.build")
+    assert layer_of("models.embedding_metrics") < layer_of("tasks.core.sts_evaluation")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from models.embedding_metrics import alignment, rfd, sts_spearman, uniformity
 from models.losses import HierarchicalTripletLoss, hierarchical_triplet_parts
-from tasks.core.embedding_metrics import alignment, rfd, sts_spearman, uniformity
 
 E = torch.eye(3)
 
