@@ -21,13 +21,13 @@ from scipy.stats import wasserstein_distance
 
 from tasks.core.config import LLMSettings, PatternSettings
 from tasks.core.sts_data import read_stsb
-from tasks.evaluate.pattern_report import RELATIONS, match_error_rates
 from tasks.generate.candidates import choose
 from tasks.generate.facts import check_facts, facts
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.validation import validate
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import load_template
+from tasks.report.pattern_report import RELATIONS, match_error_rates
 
 LABELED = Path("benchmarks/data/verifier_generations.csv")
 

@@ -1,6 +1,6 @@
 """Pattern distances of stage-1 runs side by side: per relation (a, s⁺), (a, sᵐ), (a, s⁻), the 1-D Wasserstein distance
 between the generated pairs' MER / MiniLM cosine and those of STS-B dev's score bands (the report-patterns stage's
-measure, tasks/evaluate/pattern_report.py), one row per run folder.
+measure, tasks/report/pattern_report.py), one row per run folder.
 
     .venv/bin/python -m benchmarks.pattern_distances /tmp/r24/old100 /tmp/r24/n100
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tasks.contracts import read_triples
 from tasks.core.sts_data import read_stsb
-from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, relation_pairs
+from tasks.report.pattern_report import pattern_distances, pattern_measures, relation_pairs
 
 
 def main() -> None:

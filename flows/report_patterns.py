@@ -1,4 +1,4 @@
-"""Flow `report-patterns`: the pattern-complexity report of a run's triples (tasks/evaluate/stage.py).
+"""Flow `report-patterns`: the pattern-complexity report of a run's triples (tasks/report/stage.py).
 
 triples.parquet + the stage-4 backbone (an encoder) + STS-B dev → `<output_dir>/<run>/report-patterns/`:
 pattern_complexity.png (Match Error Rate and backbone-cosine densities per relation, generated vs STS-B dev),
@@ -16,7 +16,7 @@ from prefect import flow
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
 from tasks.core.stage import run_stage
-from tasks.evaluate.stage import OUTPUT_FILES, STAGE, prepare_patterns, publish_patterns, report
+from tasks.report.stage import OUTPUT_FILES, STAGE, prepare_patterns, publish_patterns, report
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 

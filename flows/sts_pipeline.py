@@ -2,7 +2,7 @@
 
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
 → train-surrogate (triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
-quality table of the run (tasks/evaluate/run_quality.py) as the `pipeline-quality` artifact.
+quality table of the run (tasks/report/run_quality.py) as the `pipeline-quality` artifact.
 
 The default labeler (label.method = combined) is the design card's: every pair gets the LLM's rating and its
 context-vector label (seed 003) from the retrieved contexts, and their mix; with label.method = llm_rating the
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
@@ -36,9 +36,10 @@ from tasks.core.config import (
 )
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
+from tasks.core.stage import run_logger
 from tasks.core.store import read_manifest
-from tasks.evaluate.run_quality import publish_run_report
 from tasks.label.labeling import LabelSettings, uses_contexts
+from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.coherence import CoherenceSettings
 from tasks.retrieve.generated_contexts import ContextSourceSettings
 from tasks.retrieve.retrieval import SelectionSettings
@@ -115,5 +116,5 @@ def sts_pipeline(
             train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
             eval_sets=eval_sets, output_dir=output_dir, mining_corpus=corpus)
     publish_run_report(outputs, started, output_dir)
-    get_run_logger().info("sts-pipeline finished in %.0f s", time.perf_counter() - t0)
+    run_logger().info("sts-pipeline finished in %.0f s", time.perf_counter() - t0)
     return outputs

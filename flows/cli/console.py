@@ -52,7 +52,7 @@ def print_outputs(outputs: dict) -> None:
         print(comparison_markdown(comparison_rows(report["backbone_results"], report["results"])))
         print(verdict(report["shipped_step"], report.get("checkpoint_turned_down")))
     if "generate-sts-triples" in outputs and "label-pairs" in outputs:  # a pipeline run: its quality table
-        from tasks.evaluate.run_quality import quality_markdown, quality_rows, run_manifests
+        from tasks.report.run_quality import quality_markdown, quality_rows, run_manifests
 
         print("\nRun quality:\n" + quality_markdown(quality_rows(run_manifests(outputs))))
     from tasks.core.env_settings import env

@@ -63,7 +63,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--k", type=int, default=1, help="sentences on each side of a context")
     p.add_argument("--screener", choices=("tfidf", "bm25"), default="tfidf")
     p.add_argument("--screen-k", type=int, default=1000)
-    p.add_argument("--contexts-per-sentence", type=int, default=50)
+    p.add_argument("--contexts-per-sentence", type=int, default=50, help="contexts retrieved per sentence")
     add_context_source_argument(p)
     add_llm_arguments(p)
     add_runner_arguments(p)
@@ -77,7 +77,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_labeler_arguments(p, "--lm")
     p.add_argument("--lambdas", type=float, nargs=4, default=None, metavar=("L1", "L2", "L3", "L4"),
                    help="λ1 disc, λ2 log p(s|c<), λ3, λ4 (default: the labeler's defaults)")
-    p.add_argument("--contexts-per-sentence", type=int, default=None)
+    # Not --contexts-per-sentence: that is retrieve's (contexts retrieved per sentence); this is how many of them
+    # the labeler scores.
+    p.add_argument("--contexts-scored", dest="contexts_per_sentence", type=int, default=None,
+                   help="of each sentence's retrieved contexts, how many the labeler scores (label."
+                   "contexts_per_sentence; default: LabelSettings')")
     add_llm_arguments(p)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     add_runner_arguments(p)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import rejected_table, triples_table, used_source_ids
@@ -281,7 +281,7 @@ def publish_generation(out: StageFolder, manifest: dict) -> None:
     run_logger().info(f"{counts['triples']}/{counts['sources']} complete triples, "
                       f"{counts['rejected_rows']} quarantined rows → {out.folder}")
     if counts["rejected_by_reason"].get("llm_error"):
-        get_run_logger().warning("%d LLM calls failed after retries (quarantined as llm_error): a re-run retries "
+        run_logger().warning("%d LLM calls failed after retries (quarantined as llm_error): a re-run retries "
                                  "only those; every accepted generation is cached.",
                                  counts["rejected_by_reason"]["llm_error"])
 

@@ -20,7 +20,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from prefect import get_run_logger, task
+from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import TrainedCoherence, load_query_sentences
@@ -149,7 +149,7 @@ def prepare_retrieval(sentences: str, corpora: list[CorpusSettings], window_k: i
     corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(corpora, window_k, chunk_size,
                                                                                     selection)
     if len(contexts) < selection.screen_k:
-        get_run_logger().warning("The corpus has %d contexts, fewer than screen_k=%d: every context is a candidate.",
+        run_logger().warning("The corpus has %d contexts, fewer than screen_k=%d: every context is a candidate.",
                                  len(contexts), selection.screen_k)
     timings = {"index_s": round(time.perf_counter() - t0, 3)}
     t1 = time.perf_counter()

@@ -420,7 +420,7 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
 
     triples, contexts = stage2
     args = ["label", "--label-method", "context", "--contexts", str(contexts), "--lm", str(tiny_lm_dir),
-            "--contexts-per-sentence", "3",
+            "--contexts-scored", "3",
             "--output-dir", str(tmp_path / "cli")]
     assert main(args + ["--triples", str(triples)]) == 0
     assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "latest" / "label-pairs" / "pairs.parquet").is_file()

@@ -10,7 +10,7 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
-from tasks.evaluate.run_quality import quality_rows
+from tasks.report.run_quality import quality_rows
 
 generate = partial(generate_sts_triples, sampling=SamplingSettings(candidates=1), verifier=VerifierSettings(judge=False))
 

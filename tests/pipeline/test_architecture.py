@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.conftest import PROJECT
 
-STAGES = ("generate", "retrieve", "label", "train", "evaluate", "dataset")
+STAGES = ("generate", "retrieve", "label", "train", "report", "dataset")
 SHARED = ("core", "llm")
 
 

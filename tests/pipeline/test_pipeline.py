@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.config import CorpusSettings, LLMSettings, SamplingSettings, VerifierSettings
-from tasks.evaluate.pattern_report import match_error_rates
 from tasks.label.labeling import LabelSettings
+from tasks.report.pattern_report import match_error_rates
 from tasks.retrieve.retrieval import SelectionSettings
 from tests.conftest import latest_artifacts
 from tests.retrieve.test_retrieval import SMALL_MODEL

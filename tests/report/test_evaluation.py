@@ -1,4 +1,4 @@
-"""tasks/evaluate: the STS protocol on the example STS files (STS-B TSV, a SemEval folder in SentEval's "all"
+"""tasks/report: the STS protocol on the example STS files (STS-B TSV, a SemEval folder in SentEval's "all"
 setting, SICK) with a deterministic bag-of-words encoder, and the run's quality table from hand-made manifests."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from scipy.stats import spearmanr
 
 from tasks.core.sts_data import read_sts_source
 from tasks.core.sts_evaluation import evaluate_sources
-from tasks.evaluate.run_quality import quality_markdown, quality_rows
+from tasks.report.run_quality import quality_markdown, quality_rows
 from tests.conftest import PROJECT
 
 EXAMPLES = PROJECT / "data" / "examples"

@@ -1,4 +1,4 @@
-"""The `report-patterns` stage: the pattern-complexity report of a run's triples (tasks/evaluate/pattern_report.py),
+"""The `report-patterns` stage: the pattern-complexity report of a run's triples (tasks/report/pattern_report.py),
 in the stage outline (tasks.core.stage).
 
 triples.parquet + an encoder (stage 4's backbone) + STS-B dev → pattern_complexity.png (Match Error Rate and
@@ -18,8 +18,8 @@ from tasks.core.artifacts import publish_image, publish_table
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import sha256_path
 from tasks.core.sts_data import read_stsb, stsb_version
-from tasks.evaluate.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
 from tasks.llm.local_models import encoder_folder
+from tasks.report.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
 
 STAGE = "report-patterns"
 CODE_VERSION = "patterns-v1"
