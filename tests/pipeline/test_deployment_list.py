@@ -1,5 +1,5 @@
-"""One list of deployments (prefect.yaml) that `stsgen serve` serves as well, whose parameters every flow takes, and
-a README whose commands and deployment names exist. No server: the flows are imported and inspected."""
+"""One list of deployments (prefect.yaml) that `stsgen serve` serves as well, whose parameters every flow takes; a
+README and a launcher help whose commands and deployment names exist. No server: the flows are imported and inspected."""
 
 from __future__ import annotations
 
@@ -44,3 +44,13 @@ def test_the_readme_names_only_deployments_and_commands_that_exist():
     commands = set(re.findall(r"\./stsgen ([a-z][a-z-]*)", readme))
     assert commands and not commands - set(sub.choices) - SHELL_COMMANDS, commands - set(sub.choices) - SHELL_COMMANDS
 
+
+
+def test_the_launcher_help_lists_every_command():
+    import subprocess
+
+    text = subprocess.run([str(PROJECT / "stsgen"), "help"], capture_output=True, text=True, check=True).stdout
+    listed = set(re.findall(r"^\s+\./stsgen ([a-z-]+)", text, re.M))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert listed == set(sub.choices) | {"setup", "test"}, listed ^ (set(sub.choices) | {"setup", "test"})
+    assert "set -euo" not in text and "generate-sts-triples on the default corpus" not in text
