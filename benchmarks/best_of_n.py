@@ -19,11 +19,12 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wasserstein_distance
 
-from tasks.core.config import LLMSettings, PatternSettings
+from tasks.core.config import LLMSettings
 from tasks.core.sts_data import read_stsb
 from tasks.generate.candidates import choose
 from tasks.generate.facts import check_facts, facts
 from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.generate.settings import PatternSettings
 from tasks.generate.validation import validate
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import load_template

@@ -31,9 +31,10 @@ import openai
 
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import CorpusSettings, LLMSettings, PatternSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import CorpusSettings, LLMSettings
 from tasks.core.corpus import load_corpus, sample_sources
 from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.generate.settings import PatternSettings, SamplingSettings, VerifierSettings
 from tasks.llm.prompting import KINDS_BY_PATTERN, load_template
 
 

@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.verifier import _pr as verifier_pr
-from tasks.core.config import LLMSettings, VerifierSettings
+from tasks.core.config import LLMSettings
 from tasks.generate.combined_verifier import STAGE_SIGNALS
 from tasks.generate.facts import check_facts
+from tasks.generate.settings import VerifierSettings
 from tasks.generate.verification import judge_one, load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
 from tasks.llm.client import LLMClient

@@ -13,18 +13,17 @@ from typing import Literal
 
 from prefect import flow
 
-from tasks.core.config import (
-    CorpusSettings,
+from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import run_scoped
+from tasks.core.stage import run_stage
+from tasks.generate.settings import (
     GenerateConfig,
-    LLMSettings,
     PatternSettings,
     SamplingSettings,
     ValidationSettings,
     VerifierSettings,
 )
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.core.runs import run_scoped
-from tasks.core.stage import run_stage
 from tasks.generate.stage import (
     OUTPUT_FILES,
     STAGE,

@@ -26,18 +26,12 @@ from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.core.config import (
-    ConfigError,
-    CorpusSettings,
-    LLMSettings,
-    SamplingSettings,
-    ValidationSettings,
-    VerifierSettings,
-)
+from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import run_scoped
 from tasks.core.stage import run_logger
 from tasks.core.store import read_manifest
+from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.coherence import CoherenceSettings

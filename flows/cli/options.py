@@ -7,7 +7,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported lazily below: `./stsgen --help` stays fast
-    from tasks.core.config import VerifierSettings
+    from tasks.generate.settings import VerifierSettings
     from tasks.label.labeling import LabelSettings
 
 
@@ -44,7 +44,8 @@ def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def verifier_settings(args: argparse.Namespace) -> "VerifierSettings":
-    from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
+    from tasks.core.config import ConfigError, LLMSettings
+    from tasks.generate.settings import VerifierSettings
 
     if bool(args.judge_base_url) != bool(args.judge_model):
         raise ConfigError("--judge-base-url and --judge-model go together (the judge's endpoint and its model).")

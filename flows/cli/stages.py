@@ -123,7 +123,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 def sampling_settings(args: argparse.Namespace):
     """SamplingSettings with the flags given (None: the settings' own defaults, written once there)."""
-    from tasks.core.config import SamplingSettings
+    from tasks.generate.settings import SamplingSettings
 
     return SamplingSettings(**({"candidates": args.candidates} if args.candidates is not None else {}))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from tasks.core.errors import ConfigError  # noqa: F401  (re-exported: most modules import it from here)
 from tasks.core.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
@@ -168,36 +168,6 @@ class LLMSettings(Settings):
         return Path(self.cache_path) if self.cache_path else stsgen_home() / "llm-cache.sqlite"
 
 
-class SamplingSettings(Settings):
-    """Sampling for generations; attempt k of a rejected generation adds k*temperature_step."""
-
-    temperature: float = Field(0.7, ge=0, le=2)
-    temperature_step: float = Field(0.2, ge=0, le=1)
-    top_p: float = Field(0.95, gt=0, le=1)
-    max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
-    candidates: int = Field(4, ge=1, le=16, description="Best of N: choices asked for in one request (`n`); the rule-"
-                            "passing one that drifted least is kept (tasks/generate/candidates.py). llama-server "
-                            "allows n up to its --parallel slots (4 by default); an endpoint that ignores n gives one.")
-
-
-class ValidationSettings(Settings):
-    """Rules a generation must pass (see tasks/generate/validation.py for each rule)."""
-
-    min_words: int = Field(3, ge=1)
-    max_words: int = Field(80, ge=1)
-    max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base.")
-    near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Similarity ratio at or above = near-copy.")
-    intermediate_must_be_shorter: bool = True
-    facts: bool = Field(True, description="Positives keep every number, name and date of the anchor (fact_dropped), "
-                        "positives and intermediates add none (fact_added); tasks/generate/facts.py.")
-
-    @model_validator(mode="after")
-    def _bounds(self) -> "ValidationSettings":
-        if self.min_words > self.max_words:
-            raise ValueError(f"min_words ({self.min_words}) > max_words ({self.max_words})")
-        return self
-
-
 class CorpusSettings(Settings):
     """Which sentences to use as source sentences."""
 
@@ -211,82 +181,3 @@ class CorpusSettings(Settings):
     min_alpha_ratio: float = Field(0.6, ge=0, le=1, description="Share of letters among non-space chars.")
     max_file_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Refuse single input files above this.")
 
-
-PatternKind = Literal["sts", "nli"]
-
-
-class PatternSettings(Settings):
-    kind: PatternKind = "sts"
-    source: str = Field(
-        "default",
-        description="'default' (STS12 train rows of STS-B for sts; required path for nli) or a path to "
-        "a SemEval TSV file/folder (sts) or a SICK file (nli).",
-    )
-    examples_per_prompt: int = Field(3, ge=1, le=16)
-
-    @field_validator("source")
-    @classmethod
-    def _nonempty(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("pattern source must be 'default' or a path")
-        return v
-
-
-class VerifierSettings(Settings):
-    """Checks of each generation after the rules (tasks/generate/verification.py): an LLM judge per kind, and optionally an
-    encoder ordering check per triple. Rejections are quarantined with their reason and retried like any other."""
-
-    judge: bool = Field(True, description="Ask an LLM judge one yes/no question per generation.")
-    judged_kinds: tuple[Literal["positive", "intermediate", "negative"], ...] = Field(
-        ("positive", "intermediate", "negative"), min_length=1,
-        description="The kinds the judge is asked about (one request per judged generation).")
-    llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
-    template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
-                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}; a {# passes: no #} "
-                                     "comment when 'no' is the passing answer); None = the built-in "
-                                     "prompts/templates/judge-<kind>.v1.j2.")
-    threshold: float | None = Field(None, ge=0, le=1, description="P(pass) at or above which the judge accepts, "
-                                    "every kind; None: the per-kind `thresholds`.")
-    thresholds: dict[Literal["positive", "intermediate", "negative"], float] = Field(
-        {"positive": 0.63, "intermediate": 0.5, "negative": 0.5},
-        description="P(pass) per kind at or above which the judge accepts. Positive 0.63: fit on 210 hand-labeled "
-        "generations (where a one-signal logistic regression with balanced classes puts P(bad) = 0.5). The fit for "
-        "intermediates (0.67) cost 28 of 90 slots on the 100-sentence run without a better reading, so they keep 0.5 "
-        "(docs/benchmarks.md, issue 24).")
-
-    def threshold_for(self, kind: str) -> float:
-        return self.threshold if self.threshold is not None else self.thresholds.get(kind, 0.5)
-    top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "
-                              "(0: the answered word only).")
-    attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")
-    seed: int = 13
-    ordering_margin: float | None = Field(
-        None, ge=0, le=2, description="Encoder ordering check: cos(a, s+) − cos(a, s−) must be at least this; "
-        "None = off. A triple that fails is quarantined as ordering.")
-    ordering_model: str = Field("all-minilm-l6-v2", description="Encoder of the ordering check (a name or a "
-                                "sentence-transformers folder).")
-    model: str | None = Field(None, description="A combined-verifier model file (JSON, benchmarks/verifier_combined.py):"
-                              " after the judge accepts, P(bad) from the judge's P(pass), the encoder cosine, the fact "
-                              "counts and the length; at or above the model's threshold → verifier_rejected. None: off.")
-
-
-class GenerateConfig(Settings):
-    """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
-
-    # avoid_used_sources enters the key as the set of sources it avoided (none: the key of a run without it).
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size", "avoid_used_sources"})
-
-    n: int = Field(20, ge=1, description="Number of source sentences.")
-    seed: int = 13
-    corpus: CorpusSettings = CorpusSettings()
-    pattern: PatternSettings = PatternSettings()
-    llm: LLMSettings = Field(default_factory=LLMSettings)
-    sampling: SamplingSettings = SamplingSettings()
-    validation: ValidationSettings = ValidationSettings()
-    verifier: VerifierSettings = VerifierSettings()
-    max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
-    batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
-    avoid_used_sources: bool = Field(
-        False, description="Sample no source sentence an earlier run under the same output directory already used "
-        "(its triples or its quarantine): scheduled runs grow one dataset instead of repeating sources.")
-    output_dir: str = "data/outputs"

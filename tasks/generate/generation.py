@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.core.config import LLMSettings
 from tasks.generate.candidates import Chooser
 from tasks.generate.combined_verifier import VerifierModel, stage_signals
+from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tasks.core.config import ConfigError, PatternSettings
+from tasks.core.config import ConfigError
 from tasks.core.store import read_text_limited, sha256_path
+from tasks.generate.settings import PatternSettings
 
 
 @dataclass(frozen=True)

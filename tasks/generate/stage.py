@@ -20,7 +20,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.core.config import ConfigError, CorpusSettings, GenerateConfig, LLMSettings, VerifierSettings
+from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
 from tasks.core.runs import run_version
 from tasks.core.stage import StageFolder, run_logger, stage_key
@@ -37,6 +37,7 @@ from tasks.generate.generation import (
     next_slot,
 )
 from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
+from tasks.generate.settings import GenerateConfig, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats

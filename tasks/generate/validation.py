@@ -21,8 +21,8 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-from tasks.core.config import ValidationSettings
 from tasks.generate.facts import check_facts
+from tasks.generate.settings import ValidationSettings
 
 RULES = ("empty", "multiline", "refusal_or_meta", "leftover_label", "length", "not_shorter", "copy", "duplicate",
          "fact_dropped", "fact_added")

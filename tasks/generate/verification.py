@@ -32,7 +32,8 @@ import numpy as np
 from jinja2 import meta
 
 from models.embedding_metrics import cosine_scores
-from tasks.core.config import ConfigError, VerifierSettings
+from tasks.core.config import ConfigError
+from tasks.generate.settings import VerifierSettings
 from tasks.llm.client import ALLOWED_ANSWERS, CallResult
 
 JUDGE_VERSION = "v1"

@@ -10,10 +10,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.core.config import CorpusSettings, PatternSettings
+from tasks.core.config import CorpusSettings
 from tasks.core.corpus import load_corpus, sample_sources
 from tasks.core.sts_data import read_sts_source
 from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.generate.settings import PatternSettings
 from tasks.label.pair_units import read_pairs
 
 DATA = Path(__file__).resolve().parents[2] / "data"

@@ -16,8 +16,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.core.config import ConfigError, LLMSettings, VerifierSettings
+from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.runs import RunFolderBusy, list_runs, open_run, prune_runs
+from tasks.generate.settings import VerifierSettings
 from tests.conftest import PROJECT
 
 # A stage-like flow: writes a committed folder (outputs, then the manifest), optionally waiting in between.

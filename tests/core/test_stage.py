@@ -9,10 +9,11 @@ import json
 import pyarrow as pa
 import pytest
 
-from tasks.core.config import GenerateConfig, LLMSettings
+from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
+from tasks.generate.settings import GenerateConfig
 from tasks.label.labeling import LabelSettings
 from tasks.train.training import TrainSettings
 

@@ -17,9 +17,10 @@ import pytest
 
 from flows.build_dataset import build_dataset
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.sts_data import read_sts_source, read_stsb
 from tasks.dataset.settings import DatasetSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tests.conftest import PROJECT, write_tiny_corpus
 
 generate = partial(generate_sts_triples, sampling=SamplingSettings(candidates=1), verifier=VerifierSettings(judge=False))

@@ -10,9 +10,10 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from tasks.core.config import LLMSettings, SamplingSettings, ValidationSettings, VerifierSettings, settings_problem
+from tasks.core.config import LLMSettings, settings_problem
 from tasks.generate.candidates import Chooser, rank
 from tasks.generate.generation import Judge, Slot, generate_slots
+from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
 from tasks.llm.client import LLMClient

@@ -12,7 +12,8 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_flow
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
-from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tests.conftest import latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 

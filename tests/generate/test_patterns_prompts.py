@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.core.config import ConfigError, PatternSettings
+from tasks.core.config import ConfigError
 from tasks.generate.patterns import in_band, load_pattern_source, sample_examples
+from tasks.generate.settings import PatternSettings
 from tasks.llm.prompting import KINDS_BY_PATTERN, load_template
 from tests.conftest import shared
 

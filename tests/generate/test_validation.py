@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.core.config import ValidationSettings
+from tasks.generate.settings import ValidationSettings
 from tasks.generate.validation import RULES, normalize, validate
 
 ANCHOR = "The climate of Western Alaska is determined in large part by the Bering Sea and the Gulf of Alaska."

@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_flow
-from tasks.core.config import ConfigError, LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes
 from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 

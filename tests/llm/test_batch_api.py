@@ -15,7 +15,8 @@ import pytest
 
 from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
 from tasks.contracts import VOLATILE_COLUMNS
-from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
@@ -208,7 +209,8 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
 RUNNER = """
 import sys
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 base_url, cache, out, corpus = sys.argv[1:5]
 no_judge = VerifierSettings(judge=False)
 generate_sts_triples(n=5, corpus=corpus, output_dir=out, verifier=no_judge, sampling=SamplingSettings(candidates=1),

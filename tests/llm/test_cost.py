@@ -9,7 +9,8 @@ from functools import partial
 import pytest
 
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.report.run_quality import quality_rows
 
 generate = partial(generate_sts_triples, sampling=SamplingSettings(candidates=1), verifier=VerifierSettings(judge=False))

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tasks.core.config import CorpusSettings, LLMSettings, SamplingSettings, VerifierSettings
+from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings
 from tasks.report.pattern_report import match_error_rates
 from tasks.retrieve.retrieval import SelectionSettings

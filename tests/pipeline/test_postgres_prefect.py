@@ -127,7 +127,8 @@ def test_missing_or_unusable_limit_fails_fast(pg_prefect):
 FLOW_SCRIPT = """
 import json, sys, time
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings, SamplingSettings
+from tasks.core.config import LLMSettings
+from tasks.generate.settings import SamplingSettings
 a = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 # One choice per request: this test counts requests and quarantine rows per source (best of N: test_best_of_n.py).
