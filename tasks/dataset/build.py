@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tasks.contracts import PAIRS_SCHEMA, TRIPLES_SCHEMA, StageIO
 from tasks.core.config import ConfigError, key_fields
 from tasks.core.hf_dataset import EXPORTS, hub_metadata, save_st_copy
 from tasks.core.runs import RunFolderBusy, lock_file, point_latest
@@ -37,6 +38,7 @@ from tasks.dataset.embeddings import encode_cached, encoder_identity
 from tasks.dataset.settings import DatasetSettings
 from tasks.dataset.sources import RunInput, finished_runs, read_runs
 
+STAGE = "build-dataset"
 CODE_VERSION = "dataset-v1"
 SLOTS = ("anchor", "positive", "intermediate", "negative")
 REMOVED_SCHEMA = pa.schema([
@@ -47,6 +49,11 @@ REMOVED_SCHEMA = pa.schema([
     ("matched_id", pa.string()),  # the kept row (<run>/<source_id>) or the evaluation sentence (<set>:<row>:<col>)
     ("matched_text", pa.string()), ("score", pa.float64()),
 ])
+IO = StageIO(
+    reads={"generate-sts-triples/triples.parquet": ("source_id", *SLOTS),
+           "label-pairs/pairs.parquet": ("pair_id", "triple_id", "other_triple_id", "s1", "s2", "label")},
+    writes={"triples.parquet": ("run", *TRIPLES_SCHEMA.names), "pairs.parquet": ("run", *PAIRS_SCHEMA.names),
+            "removed.parquet": tuple(REMOVED_SCHEMA.names)})
 
 
 @dataclass
@@ -279,7 +286,7 @@ def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bo
         digests |= {p.relative_to(partial).as_posix(): sha256_path(p) for p in sorted(partial.rglob("*"))
                     if p.is_file() and p.name not in digests}
         timings = {"prepare_s": job.prepare_s, **selection.timings, "total_s": round(time.perf_counter() - started, 3)}
-        write_manifest(partial, {"stage": "build-dataset", "version": job.version, "dataset_key": job.key(),
+        write_manifest(partial, {"stage": STAGE, "version": job.version, "dataset_key": job.key(),
                                  "runs": [r.describe() for r in job.runs], "skipped_runs": job.skipped,
                                  "settings": job.settings.model_dump(mode="json"), "eval_sets": job.evals.sources,
                                  "counts": selection.counts, "timings": timings}, digests)

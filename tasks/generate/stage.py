@@ -18,7 +18,7 @@ import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.contracts import rejected_table, triples_table, used_source_ids
+from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, StageIO, rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
 from tasks.core.corpus import Corpus, load_corpus, sample_sources
@@ -46,6 +46,8 @@ from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, 
 
 STAGE = "generate-sts-triples"
 OUTPUT_FILES = {"triples": "triples.parquet", "rejected": "rejected.parquet"}
+IO = StageIO(reads={}, writes={"triples.parquet": tuple(TRIPLES_SCHEMA.names),
+                               "rejected.parquet": tuple(REJECTED_SCHEMA.names)})  # reads the corpus, no stage
 
 @task(name="check-llm-endpoint", cache_policy=NO_CACHE)
 def check_llm_endpoint(llm: LLMSettings) -> list[str]:

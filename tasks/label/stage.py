@@ -21,7 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tasks.contracts import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA, read_contexts, read_triples
+from tasks.contracts import (
+    CONTEXT_COLUMNS,
+    PAIRS_SCHEMA,
+    REJECTED_PAIRS_SCHEMA,
+    TRIPLE_SLOTS,
+    StageIO,
+    read_contexts,
+    read_triples,
+)
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.device import device_info, resolve_device
@@ -60,6 +68,8 @@ from tasks.llm.cost import llm_cost, prices_of
 STAGE = "label-pairs"
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
 OUTPUT_FILES = {"pairs": "pairs.parquet", "rejected": "rejected.parquet"}
+IO = StageIO(reads={"generate-sts-triples/triples.parquet": ("source_id", *TRIPLE_SLOTS), "retrieve-contexts/contexts.parquet": CONTEXT_COLUMNS},
+             writes={"pairs.parquet": tuple(PAIRS_SCHEMA.names), "rejected.parquet": tuple(REJECTED_PAIRS_SCHEMA.names)})
 
 
 def _coherence_dir(contexts: Path, given: str | None) -> tuple[str | None, str | None]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from tasks.contracts import read_triples
+from tasks.contracts import TRIPLE_SLOTS, StageIO, read_triples
 from tasks.core.artifacts import publish_image, publish_table
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import sha256_path
@@ -24,6 +24,7 @@ from tasks.report.pattern_report import pattern_distances, pattern_measures, plo
 STAGE = "report-patterns"
 CODE_VERSION = "patterns-v1"
 OUTPUT_FILES = {"plot": "pattern_complexity.png", "report": "patterns.json"}
+IO = StageIO(reads={"generate-sts-triples/triples.parquet": TRIPLE_SLOTS}, writes={"pattern_complexity.png": (), "patterns.json": ()})
 
 
 @dataclass

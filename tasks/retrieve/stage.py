@@ -23,7 +23,7 @@ import pyarrow.parquet as pq
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from tasks.contracts import TrainedCoherence, load_query_sentences
+from tasks.contracts import TRIPLE_SLOTS, StageIO, TrainedCoherence, load_query_sentences
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import CorpusSettings, LLMSettings, stsgen_home
 from tasks.core.corpus import load_corpus
@@ -56,6 +56,9 @@ OUTPUT_FILES = {"contexts": "contexts.parquet", "rejected": "rejected.parquet"}
 # A sentence without any context, and with written contexts every rejected answer (its reason and raw text).
 REJECTED_SCHEMA = pa.schema([("sentence_id", pa.string()), ("sentence", pa.string()), ("reason", pa.string()),
                              ("detail", pa.string())])
+# Any sentences file works (pairs, text); from the pipeline it is stage 1's triples.
+IO = StageIO(reads={"generate-sts-triples/triples.parquet": TRIPLE_SLOTS},
+             writes={"contexts.parquet": tuple(CONTEXTS_SCHEMA.names), "rejected.parquet": tuple(REJECTED_SCHEMA.names)})
 
 
 def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict], dict]:

@@ -26,7 +26,7 @@ from prefect.cache_policies import NO_CACHE
 
 from models.embedding_metrics import rfd
 from models.lora import merge_lora
-from tasks.contracts import TRIPLE_SLOTS, read_triples
+from tasks.contracts import TRIPLE_SLOTS, StageIO, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
@@ -45,6 +45,10 @@ from tasks.train.training_report import plot_curves, plot_rfd
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
 OUTPUT_FILES = {"model": "model", "eval": "eval.json"}
+_TRIPLES, _PAIRS = ("source_id", *TRIPLE_SLOTS), ("s1", "s2", "label")  # a run's tables, or a dataset version's
+IO = StageIO(reads={"generate-sts-triples/triples.parquet": _TRIPLES, "label-pairs/pairs.parquet": _PAIRS,
+                    "build-dataset/triples.parquet": _TRIPLES, "build-dataset/pairs.parquet": _PAIRS},
+             writes={"model": (), "eval.json": ()})
 
 
 def _eval_hash(source: str) -> str:

@@ -58,6 +58,10 @@ def test_overlapping_runs_give_one_dataset_without_duplicates_reproducibly(prefe
     assert "| r1 | sts | 4 | 4 |" in card and "| r2 | sts | 6 | 2 |" in card and "duplicate_source | 4" in card
     manifest = json.loads((folder / "manifest.json").read_text())
     assert [r["run"] for r in manifest["runs"]] == ["r1", "r2"] and manifest["counts"]["triples"] == 6
+    from tasks.dataset.build import IO  # the columns the stage declares are the ones it writes
+
+    for name in ("triples.parquet", "removed.parquet"):
+        assert tuple(pq.read_schema(folder / name).names) == IO.writes[name]
     assert (tmp_path / "ds" / "latest").resolve() == folder.resolve()
     import datasets
 

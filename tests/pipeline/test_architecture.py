@@ -149,3 +149,30 @@ def test_the_layer_check_sees_a_circle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert layer_of("tasks.core.store") < layer_of("tasks.contracts") < layer_of("tasks.dataset.build")
     assert layer_of("models.embedding_metrics") < layer_of("tasks.core.sts_evaluation")
+
+
+STAGE_MODULES = ("tasks.generate.stage", "tasks.retrieve.stage", "tasks.label.stage", "tasks.report.stage",
+                 "tasks.train.stage", "tasks.dataset.build")
+
+
+def test_every_column_a_stage_reads_is_one_its_producer_declares_it_writes():
+    """Each stage declares its inputs and outputs (`IO`: tables and columns); what a stage reads from another stage's
+    table must be among the columns that stage writes — the DAG's contracts agree with each other."""
+    import importlib
+
+    from tasks.contracts import StageIO
+
+    modules = {m.STAGE: m for m in map(importlib.import_module, STAGE_MODULES)}
+    assert all(isinstance(m.IO, StageIO) for m in modules.values())
+    missing = []
+    for stage, module in modules.items():
+        for table, columns in module.IO.reads.items():
+            producer, file = table.split("/")
+            written = modules[producer].IO.writes.get(file)
+            if written is None or set(columns) - set(written):
+                missing.append(f"{stage} reads {table} {sorted(set(columns) - set(written or ()))}")
+    assert not missing, "\n".join(missing)
+    # Outputs declared are the files the stage commits (its OUTPUT_FILES), for the stages of the outline.
+    for module in modules.values():
+        if hasattr(module, "OUTPUT_FILES"):
+            assert set(module.OUTPUT_FILES.values()) <= set(module.IO.writes), module.STAGE
