@@ -37,6 +37,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--paraphrase-cosine", type=float, default=None)
     p.add_argument("--eval-containment", type=float, default=None)
     p.add_argument("--eval-cosine", type=float, default=None)
+    p.add_argument("--no-encoder", action="store_true", help="the text checks only (exact, MinHash, n-grams): no "
+                   "paraphrase or embedding-match check, nothing encoded")
     p.add_argument("--allow-mixed", action="store_true", help="allow runs of different patterns (STS and NLI)")
     p.set_defaults(func=_build_dataset)
 
@@ -75,6 +77,8 @@ def _build_dataset(args: argparse.Namespace) -> int:
     given = {name: getattr(args, name) for name in ("near_duplicate_jaccard", "paraphrase_cosine",
                                                      "eval_containment", "eval_cosine")
              if getattr(args, name) is not None}
+    if args.no_encoder:
+        given |= {"paraphrase_cosine": None, "eval_cosine": None}
     settings = DatasetSettings(**given, allow_mixed=args.allow_mixed,
                                eval_sets=DatasetSettings().eval_sets + args.eval_set)
     paths = build_dataset(runs_dir=args.runs_dir, runs=args.runs, settings=settings, output_dir=args.output_dir)

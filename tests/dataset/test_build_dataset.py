@@ -268,3 +268,20 @@ def test_avoid_used_sources_needs_a_run_folder(prefect_harness, scripted, tiny_c
         generate(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "plain"),
                  avoid_used_sources=True)
     assert scripted.chat_requests() == []
+
+
+def test_the_cli_builds_and_refuses_with_one_line(prefect_harness, scripted, tiny_corpus, tmp_path, capsys):
+    from flows.cli import main
+
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 3)
+    common = ["build-dataset", "--output-dir", str(tmp_path / "ds")]
+    assert main([*common, "--run", str(tmp_path / "runs" / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert "stsgen: error:" in err and "nope: no finished generate-sts-triples" in err and "Traceback" not in err
+    assert not (tmp_path / "ds").exists()
+    assert main([*common, "--runs-dir", str(tmp_path / "runs"), "--no-encoder"]) == 0
+    out = capsys.readouterr().out
+    assert "dataset version:" in out and "./stsgen train --dataset" in out
+    assert len(triples_of(tmp_path / "ds" / "latest")) == 3
+    manifest = json.loads((tmp_path / "ds" / "latest" / "manifest.json").read_text())
+    assert manifest["settings"]["eval_cosine"] is None and manifest["counts"]["sentences_encoded"] == 0
