@@ -134,6 +134,8 @@ def timing(args) -> None:
             folder, manifest, _ = build_version(job, tmp / "ds")
             wall = time.perf_counter() - t
             c, tm = manifest["counts"], manifest["timings"]
+            if args.flagged_out and label.startswith("cold"):
+                write_flagged(folder, Path(args.flagged_out))
             print(f"| {label} | {c['runs']} | {c['triples_in']} | {c['triples']} | "
                   f"{json.dumps(c['removed_by_reason']['triples'])} | {tm['prepare_s']:.1f} / {tm['embed_s']:.1f} / "
                   f"{tm['eval_s']:.1f} / {tm['dedup_s']:.1f}, {tm['minhash_s']:.1f} / {wall:.1f} |", flush=True)
@@ -151,13 +153,17 @@ def timing(args) -> None:
               f"precision {len(lsh & exact) / max(len(lsh), 1):.3f}; time ratio exact/LSH {exact_s / lsh_s:.2f}")
 
 
-def flagged(args) -> None:
+def write_flagged(version: Path, out: Path) -> None:
     """Every removed row of a version that is not an exact duplicate, with what it matched, for reading."""
-    table = pq.read_table(Path(args.version) / "removed.parquet").to_pandas()
+    table = pq.read_table(version / "removed.parquet").to_pandas()
     rows = table[(table["table"] == "triples") & (table["reason"] != "duplicate_source")]
     rows[["reason", "column", "score", "text", "matched_text", "matched_id", "run", "row_id"]].assign(
-        verdict="").to_csv(args.out, index=False)
-    print(f"{len(rows)} flagged rows → {args.out}: {rows['reason'].value_counts().to_dict()}")
+        verdict="").to_csv(out, index=False)
+    print(f"{len(rows)} flagged rows → {out}: {rows['reason'].value_counts().to_dict()}")
+
+
+def flagged(args) -> None:
+    write_flagged(Path(args.version), Path(args.out))
 
 
 def main() -> None:
@@ -169,6 +175,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=10)
     p.add_argument("--triples", type=int, default=1000)
     p.add_argument("--subset", type=int, default=4000, help="corpus sentences for MinHash vs exact Jaccard")
+    p.add_argument("--flagged-out", default=None, help="the cold build's flagged rows, for reading")
     p = sub.add_parser("flagged")
     p.add_argument("version")
     p.add_argument("--out", required=True)
