@@ -64,6 +64,23 @@ def contamination(args) -> None:
         print(f"  near misses: containment ≥ {lower}: {int((frame['ngram_share'] >= lower).sum())}; "
               f"cosine ≥ {lower + 0.1:.1f}: {int((frame['cosine'] >= lower + 0.1).sum())}")
     print(f"times: n-grams {ngram_s:.1f} s; encoder {embed_s:.1f} s ({encoded} sentences encoded now)")
+    # Duplicates inside the corpus itself, at the build's thresholds (every usable sentence as an anchor).
+    from tasks.dataset.dedup import cosine_pairs, exact_pairs, keep_first, minhash_pairs, normalized
+
+    keys = normalized(pd.Series(texts))
+    alive = np.ones(len(texts), dtype=bool)
+    exact = keep_first(exact_pairs(keys), alive)
+    alive[list(exact)] = False
+    near = keep_first(minhash_pairs(keys.tolist(), s.near_duplicate_jaccard, s.shingle_chars, s.num_perm), alive)
+    alive[list(near)] = False
+    para = keep_first(cosine_pairs(vectors[:len(texts)], s.paraphrase_cosine), alive)
+    print(f"duplicates inside the corpus (as anchors, the first kept): exact (normalized) {len(exact)}, near-duplicate "
+          f"(Jaccard ≥ {s.near_duplicate_jaccard}) {len(near)}, paraphrase (cosine ≥ {s.paraphrase_cosine}) {len(para)}")
+    if args.out:
+        pairs = [("near_duplicate_anchor", j, i, sc) for j, (i, sc) in near.items()] + \
+                [("paraphrase_anchor", j, i, sc) for j, (i, sc) in para.items()]
+        pd.DataFrame([{"reason": r, "score": sc, "text": texts[j], "matched_text": texts[i], "verdict": ""}
+                      for r, j, i, sc in pairs]).to_csv(Path(args.out).with_name("corpus_duplicates.csv"), index=False)
     if args.out:
         flagged = frame[overlap | close | (frame["cosine"] >= 0.8) | (frame["ngram_share"] >= 0.6)]
         flagged.sort_values("cosine", ascending=False).to_csv(args.out, index=False)
