@@ -21,6 +21,7 @@ from tasks.core.store import sha256_path
 from tasks.core.sts_data import read_sts_source, stsb_version
 
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # every word, one-letter ones included ("a man is …")
+MIN_EVAL_NGRAMS = 3  # an evaluation sentence needs this many n-grams (5 words at n = 3) for the overlap check
 
 
 @dataclass
@@ -90,7 +91,10 @@ def ngram_containment(texts: list[str], evals: EvalSentences, n: int) -> tuple[n
     grams_text = vectorizer.transform(texts)
     per_eval = np.asarray(grams_eval.sum(axis=1)).ravel()
     shared = (grams_text @ grams_eval.T).tocsr().astype(np.float64)
-    shared = shared.multiply(1.0 / np.maximum(per_eval, 1)).tocsr()  # share of each evaluation sentence's n-grams
+    # Share of each evaluation sentence's n-grams; one with fewer than MIN_EVAL_NGRAMS ("As soon as possible.") is a
+    # phrase any text may hold, not a sentence to leak: left to the embedding check (read on the default corpus).
+    weight = np.where(per_eval >= MIN_EVAL_NGRAMS, 1.0 / np.maximum(per_eval, 1), 0.0)
+    shared = shared.multiply(weight).tocsr()
     best = np.asarray(shared.argmax(axis=1)).ravel()
     return best, shared.max(axis=1).toarray().ravel()
 

@@ -44,9 +44,12 @@ def test_cosine_pairs_by_blocks_match_the_full_product():
 
 
 def test_ngram_containment_counts_the_evaluation_sentence_not_the_text():
-    evals = EvalSentences(["e:0:s1", "e:1:s1"], ["A man is playing a guitar.", "Two dogs run."], [])
+    evals = EvalSentences(["e:0:s1", "e:1:s1", "e:2:s1"], ["A man is playing a guitar.", "As soon as possible.",
+                                                          "Two brown dogs run across the wet sand."], [])
     best, share = ngram_containment(["Tonight a man is playing a guitar on the stage of the old hall.",
-                                     "A man is playing a flute.", "Two dogs run."], evals, n=3)
+                                     "A man is playing a flute.", "Two brown dogs run across the wet sand.",
+                                     "We want this resolved as soon as possible, she said."], evals, n=3)
     assert best[0] == 0 and share[0] == 1.0  # the whole evaluation sentence sits inside a longer one
     assert share[1] == 0.75  # 3 of its 4 trigrams: one word changed, not contamination at 0.8
-    assert best[2] == 1 and share[2] == 1.0
+    assert best[2] == 2 and share[2] == 1.0
+    assert share[3] == 0.0  # a two-trigram phrase is no sentence to leak (the default corpus's one false match)
