@@ -36,7 +36,6 @@ def corpus_sentences() -> list[str]:
 
 def contamination(args) -> None:
     """Every usable default-corpus sentence checked as an anchor would be, at the default thresholds."""
-    from tasks.dataset.build import SLOTS  # noqa: F401  (the same module the build uses)
     from tasks.dataset.decontamination import cosine_matches, load_eval_sentences, ngram_containment
     from tasks.dataset.embeddings import encode_cached
     from tasks.dataset.settings import DatasetSettings
@@ -65,26 +64,19 @@ def contamination(args) -> None:
               f"cosine ≥ {lower + 0.1:.1f}: {int((frame['cosine'] >= lower + 0.1).sum())}")
     print(f"times: n-grams {ngram_s:.1f} s; encoder {embed_s:.1f} s ({encoded} sentences encoded now)")
     # Duplicates inside the corpus itself, at the build's thresholds (every usable sentence as an anchor).
-    from tasks.dataset.dedup import cosine_pairs, exact_pairs, keep_first, minhash_pairs, normalized
+    from tasks.dataset.dedup import dedup_anchors
 
-    keys = normalized(pd.Series(texts))
-    alive = np.ones(len(texts), dtype=bool)
-    exact = keep_first(exact_pairs(keys), alive)
-    alive[list(exact)] = False
-    near = keep_first(minhash_pairs(keys.tolist(), s.near_duplicate_jaccard, s.shingle_chars, s.num_perm), alive)
-    alive[list(near)] = False
-    para = keep_first(cosine_pairs(vectors[:len(texts)], s.paraphrase_cosine), alive)
-    print(f"duplicates inside the corpus (as anchors, the first kept): exact (normalized) {len(exact)}, near-duplicate "
-          f"(Jaccard ≥ {s.near_duplicate_jaccard}) {len(near)}, paraphrase (cosine ≥ {s.paraphrase_cosine}) {len(para)}")
-    if args.out:
-        pairs = [("near_duplicate_anchor", j, i, sc) for j, (i, sc) in near.items()] + \
-                [("paraphrase_anchor", j, i, sc) for j, (i, sc) in para.items()]
-        pd.DataFrame([{"reason": r, "score": sc, "text": texts[j], "matched_text": texts[i], "verdict": ""}
-                      for r, j, i, sc in pairs]).to_csv(Path(args.out).with_name("corpus_duplicates.csv"), index=False)
+    found = dedup_anchors(texts, vectors, s, np.ones(len(texts), dtype=bool))
+    print("duplicates inside the corpus (as anchors, the first kept): "
+          + ", ".join(f"{reason} {len(rows)}" for reason, rows in found.items()))
     if args.out:
         flagged = frame[overlap | close | (frame["cosine"] >= 0.8) | (frame["ngram_share"] >= 0.6)]
         flagged.sort_values("cosine", ascending=False).to_csv(args.out, index=False)
         print(f"{len(flagged)} flagged or near-miss sentences → {args.out}")
+        pd.DataFrame([{"reason": reason, "score": score, "text": texts[j], "matched_text": texts[i], "verdict": ""}
+                      for reason in ("near_duplicate_anchor", "paraphrase_anchor")
+                      for j, (i, score) in found.get(reason, {}).items()]
+                     ).to_csv(Path(args.out).with_name("corpus_duplicates.csv"), index=False)
 
 
 def write_run(root: Path, name: str, triples: pd.DataFrame, started: float) -> None:

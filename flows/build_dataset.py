@@ -1,7 +1,7 @@
 """Flow `build-dataset`: one dataset grown across runs (tasks/dataset/build.py).
 
-finished runs under `runs_dir` (or the `runs` named) → their triples and pairs, unioned oldest first → exact,
-near-duplicate (MinHash) and paraphrase (encoder) anchors out, the first kept → sentences of the evaluation sets out
+finished runs under `runs_dir` (or the `runs` named) → their triples and pairs, unioned oldest first → sentences of
+the evaluation sets out → exact, near-duplicate (MinHash) and paraphrase (encoder) anchors out, the first kept
 → `<output_dir>/ds-<key>/`: triples.parquet, pairs.parquet, removed.parquet, hf/, README.md (the card), manifest.json;
 `<output_dir>/latest` → it. The same runs and settings give the same version (found, not rebuilt).
 """

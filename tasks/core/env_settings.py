@@ -129,14 +129,10 @@ class _FlatLLMNames(PydanticBaseSettingsSource):
             if not flat:  # unset or empty (empty = unset, like env_ignore_empty)
                 continue
             if nested and nested != flat:
-                raise _config_error(f"{flat_name(name)}={flat!r} and {nested_name(name)}={nested!r} set the same "
+                raise ConfigError(f"{flat_name(name)}={flat!r} and {nested_name(name)}={nested!r} set the same "
                                     f"setting (llm.{name}) to different values. Unset one of them.")
             llm[name] = flat
         return {"llm": llm} if llm else {}
-
-
-def _config_error(message: str) -> Exception:
-    return ConfigError(message)
 
 
 def _variables(loc: tuple) -> list[str]:
@@ -168,7 +164,7 @@ def _load(snapshot: tuple[tuple[str, str], ...]) -> StsgenEnv:
     try:
         return StsgenEnv()
     except ValidationError as exc:
-        raise _config_error(_problem(exc)) from None
+        raise ConfigError(_problem(exc)) from None
 
 
 def _snapshot() -> tuple[tuple[str, str], ...]:

@@ -31,9 +31,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
-from tasks.core.config import ConfigError
+from tasks.core.errors import ConfigError
 from tasks.core.home import stsgen_home
-from tasks.core.store import MANIFEST, read_manifest, sha256_bytes, write_json
+from tasks.core.store import MANIFEST, committed, read_manifest, sha256_bytes, write_json
 
 RUN_FILE = ".run.json"
 LATEST = "latest"
@@ -191,9 +191,8 @@ def register_stage(stage_folder: Path, key: str) -> None:
                     {"key": key, "folder": str(stage_folder.relative_to(root))})
 
 
-def reuse_from_other_run(stage_folder: Path, key: str, committed) -> bool:
-    """Fill `stage_folder` with another run's committed outputs of the same key (hard links): True when done.
-    `committed(folder, key)` says whether a folder holds verified outputs of that key."""
+def reuse_from_other_run(stage_folder: Path, key: str) -> bool:
+    """Fill `stage_folder` with another run's committed outputs of the same key (hard links): True when done."""
     root = _run_root(stage_folder)
     entry = _index_entry(root, stage_folder.name, key) if root is not None else None
     if entry is None or not entry.is_file():

@@ -88,7 +88,7 @@ class StageFolder:
 def outputs_current(folder: Path, key: str) -> bool:
     """True when the stage can be skipped: `folder` holds committed outputs for `key`, or another run under the same
     output_dir does and they were linked into `folder` (tasks.core.runs)."""
-    return committed(folder, key) or reuse_from_other_run(Path(folder), key, committed)
+    return committed(folder, key) or reuse_from_other_run(Path(folder), key)
 
 
 def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str],

@@ -20,8 +20,8 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tasks.core.config import ConfigError
 from tasks.core.env_settings import env
+from tasks.core.errors import ConfigError
 
 MANIFEST = "manifest.json"
 TRACKED_PACKAGES = (

@@ -1,4 +1,4 @@
-"""A dataset version from finished runs: union → duplicates out → evaluation sentences out → a content-addressed
+"""A dataset version from finished runs: union → evaluation sentences out → duplicates out → a content-addressed
 folder `<output_dir>/ds-<key>/` written whole or not at all.
 
 The key is a fingerprint (like a Hugging Face datasets fingerprint) of everything the version's content depends on:
@@ -16,6 +16,7 @@ column that matched, the reason, the kept or evaluation row it matched, the scor
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import time
@@ -27,20 +28,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tasks.contracts import PAIRS_SCHEMA, TRIPLES_SCHEMA, StageIO
+from tasks.contracts import PAIRS_SCHEMA, TRIPLE_SLOTS, TRIPLES_SCHEMA, StageIO
 from tasks.core.config import ConfigError, key_fields
 from tasks.core.hf_dataset import EXPORTS, hub_metadata, save_st_copy
 from tasks.core.runs import RunFolderBusy, lock_file, point_latest
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
 from tasks.dataset.decontamination import EvalSentences, cosine_matches, load_eval_sentences, ngram_containment
-from tasks.dataset.dedup import cosine_pairs, exact_pairs, keep_first, minhash_pairs, normalized
-from tasks.dataset.embeddings import encode_cached, encoder_identity
+from tasks.dataset.dedup import dedup_anchors
+from tasks.dataset.embeddings import encode_cached
 from tasks.dataset.settings import DatasetSettings
 from tasks.dataset.sources import RunInput, finished_runs, read_runs
+from tasks.llm.local_models import encoder_identity
 
 STAGE = "build-dataset"
 CODE_VERSION = "dataset-v1"
-SLOTS = ("anchor", "positive", "intermediate", "negative")
 REMOVED_SCHEMA = pa.schema([
     ("table", pa.string()),  # triples | pairs
     ("run", pa.string()), ("row_id", pa.string()),  # source_id of a triple, pair_id of a pair
@@ -50,7 +51,7 @@ REMOVED_SCHEMA = pa.schema([
     ("matched_text", pa.string()), ("score", pa.float64()),
 ])
 IO = StageIO(
-    reads={"generate-sts-triples/triples.parquet": ("source_id", *SLOTS),
+    reads={"generate-sts-triples/triples.parquet": ("source_id", *TRIPLE_SLOTS),
            "label-pairs/pairs.parquet": ("pair_id", "triple_id", "other_triple_id", "s1", "s2", "label")},
     writes={"triples.parquet": ("run", *TRIPLES_SCHEMA.names), "pairs.parquet": ("run", *PAIRS_SCHEMA.names),
             "removed.parquet": tuple(REMOVED_SCHEMA.names)})
@@ -66,20 +67,17 @@ class BuildJob:
     evals: EvalSentences
     prepare_s: float
 
+    @functools.cached_property
     def key(self) -> str:
         return fingerprint({"code": CODE_VERSION, "settings": key_fields(self.settings),
-                            "encoder": encoder_identity(self.settings.encoder)[1] if self.uses_encoder else None,
-                            "eval_sets": self.evals.sources,
+                            "encoder": encoder_identity(self.settings.encoder)[1] if self.settings.uses_encoder
+                            else None, "eval_sets": self.evals.sources,
                             "runs": [{k: v for k, v in r.describe().items() if k.endswith("sha256") or k == "run"}
                                      for r in self.runs]})
 
     @property
-    def uses_encoder(self) -> bool:
-        return self.settings.paraphrase_cosine is not None or self.settings.eval_cosine is not None
-
-    @property
     def version(self) -> str:
-        return f"ds-{self.key()[:16]}"
+        return f"ds-{self.key[:16]}"
 
 
 def prepare_build(runs_dir: str | Path, runs: list[str] | None, settings: DatasetSettings) -> BuildJob:
@@ -114,7 +112,7 @@ def union_triples(runs: list[RunInput]) -> pa.Table:
 def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSentences) -> tuple[np.ndarray, list[dict], dict]:
     """(kept mask, removed rows, timings and counts): sentences of the evaluation sets (any slot by n-grams, anchors
     also by embedding), then exact, near-duplicate and paraphrase anchors (the first kept)."""
-    frame = triples.select(["run", "source_id", *SLOTS]).to_pandas()
+    frame = triples.select(["run", "source_id", *TRIPLE_SLOTS]).to_pandas()
     alive = np.ones(len(frame), dtype=bool)
     removed: list[dict] = []
     ids = (frame["run"] + "/" + frame["source_id"]).tolist()
@@ -129,14 +127,13 @@ def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSent
 
     anchors = frame["anchor"].tolist()
     t = time.perf_counter()
-    uses_encoder = settings.paraphrase_cosine is not None or settings.eval_cosine is not None
-    vectors, encoded = encode_cached(anchors + evals.texts, settings.encoder) if uses_encoder else (None, 0)
+    vectors, encoded = encode_cached(anchors + evals.texts, settings.encoder) if settings.uses_encoder else (None, 0)
     info["embed_s"], info["sentences_encoded"] = round(time.perf_counter() - t, 3), encoded
 
     # Evaluation sentences first, so a duplicate is never removed for a kept row that is then found contaminated.
     # Every slot's text in one sparse product; a triple goes with its first matching slot.
     t = time.perf_counter()
-    stacked = frame[list(SLOTS)].melt(ignore_index=False, var_name="column", value_name="text").dropna()
+    stacked = frame[list(TRIPLE_SLOTS)].melt(ignore_index=False, var_name="column", value_name="text").dropna()
     best, share = ngram_containment(stacked["text"].tolist(), evals, settings.eval_ngram)
     hits = stacked.assign(best=best, share=share)
     hits = hits[hits["share"] >= settings.eval_containment]
@@ -152,14 +149,8 @@ def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSent
 
     # Duplicates among the rest, the earliest kept.
     t = time.perf_counter()
-    keys = normalized(frame["anchor"])
-    drop(keep_first(exact_pairs(keys), alive), "duplicate_source", "anchor", ids, anchors)
-    drop(keep_first(minhash_pairs(keys.tolist(), settings.near_duplicate_jaccard, settings.shingle_chars,
-                                  settings.num_perm), alive), "near_duplicate_anchor", "anchor", ids, anchors)
-    info["minhash_s"] = round(time.perf_counter() - t, 3)
-    if settings.paraphrase_cosine is not None:
-        drop(keep_first(cosine_pairs(vectors[:len(anchors)], settings.paraphrase_cosine), alive), "paraphrase_anchor",
-             "anchor", ids, anchors)
+    for reason, found in dedup_anchors(anchors, vectors, settings, alive, info).items():
+        drop(found, reason, "anchor", ids, anchors)
     info["dedup_s"] = round(time.perf_counter() - t, 3)
     return alive, removed, info
 
@@ -237,7 +228,7 @@ def card(job: BuildJob, selection: Selection) -> str:
         + ", ".join(f"{e['source'] if e['source'].startswith('stsb-') else Path(e['source']).name} "
                     f"({e['sentences']} sentences)" for e in job.evals.sources) + ".",
         "- triple_removed: a pair of a removed triple.", "",
-        "## Provenance", "", f"- version key `{job.key()}` (code {CODE_VERSION}); manifest.json lists every file's "
+        "## Provenance", "", f"- version key `{job.key}` (code {CODE_VERSION}); manifest.json lists every file's "
         "sha256, the settings and each run's committed tables.",
         "- generated by LLM pattern simulation (see each run's stage-1 dataset card for the model and prompts).", "",
     ]
@@ -247,11 +238,6 @@ def card(job: BuildJob, selection: Selection) -> str:
 def _clean_partials(root: Path) -> None:
     for stale in root.glob(".partial-*"):  # killed builds (the caller holds the lock: no build is writing them)
         shutil.rmtree(stale, ignore_errors=True)
-
-
-def committed_version(folder: Path) -> bool:
-    manifest = read_manifest(folder)
-    return bool(manifest and verify_outputs(folder, manifest))
 
 
 def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bool]:
@@ -268,9 +254,10 @@ def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bo
                           "found, not rebuilt, when the runs are the same), or give another --output-dir.") from None
     try:
         _clean_partials(root)
-        if committed_version(final):
+        manifest = read_manifest(final)
+        if manifest and verify_outputs(final, manifest):
             point_latest(root, final.name)
-            return final, read_manifest(final), True
+            return final, manifest, True
         selection = select(job)
         partial = root / f".partial-{job.version}-{os.getpid()}"
         digests = {"triples.parquet": write_parquet(partial / "triples.parquet", selection.triples),
@@ -286,7 +273,7 @@ def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bo
         digests |= {p.relative_to(partial).as_posix(): sha256_path(p) for p in sorted(partial.rglob("*"))
                     if p.is_file() and p.name not in digests}
         timings = {"prepare_s": job.prepare_s, **selection.timings, "total_s": round(time.perf_counter() - started, 3)}
-        write_manifest(partial, {"stage": STAGE, "version": job.version, "dataset_key": job.key(),
+        write_manifest(partial, {"stage": STAGE, "version": job.version, "dataset_key": job.key,
                                  "runs": [r.describe() for r in job.runs], "skipped_runs": job.skipped,
                                  "settings": job.settings.model_dump(mode="json"), "eval_sets": job.evals.sources,
                                  "counts": selection.counts, "timings": timings}, digests)

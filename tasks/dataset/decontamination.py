@@ -43,16 +43,15 @@ def _eval_frame(source: str) -> tuple[pd.DataFrame, str]:
                           "SemEval STS folder, a .tsv/.csv in STS-B layout, a Parquet or a text file).")
     if path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
         return read_sts_source(source), path.name
-    if path.suffix.lower() == ".parquet":
-        return load_query_sentences(path)[["sentence"]], path.name
-    try:
-        with path.open(encoding="utf-8") as handle:
-            first = handle.readline()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"Evaluation set {path} cannot be read as UTF-8 text ({type(exc).__name__}): convert it, or "
-                          "pass Parquet.") from None
-    if "sentence_A" in first:
-        return read_sts_source(source), path.name
+    if path.suffix.lower() != ".parquet":  # a text file: a SICK file by its header, else one sentence per line
+        try:
+            with path.open(encoding="utf-8") as handle:
+                first = handle.readline()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"Evaluation set {path} cannot be read as UTF-8 text ({type(exc).__name__}): convert "
+                              "it, or pass Parquet.") from None
+        if "sentence_A" in first:
+            return read_sts_source(source), path.name
     return load_query_sentences(path)[["sentence"]], path.name
 
 

@@ -10,6 +10,7 @@ into removals where the earlier row always wins:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -79,3 +80,23 @@ def keep_first(pairs: list[Pair], alive: np.ndarray) -> dict[int, tuple[int, flo
         if alive[i] and alive[j] and i not in removed and j not in removed:
             removed[j] = (i, score)
     return removed
+
+
+def dedup_anchors(anchors: list[str], vectors: np.ndarray | None, settings, alive: np.ndarray,
+                  timings: dict | None = None) -> dict[str, dict[int, tuple[int, float]]]:
+    """The three checks in order on the rows still `alive` (updated in place): {reason: {removed row: (kept row,
+    similarity)}} for duplicate_source, near_duplicate_anchor and (with `vectors` and settings.paraphrase_cosine)
+    paraphrase_anchor. `settings`: a DatasetSettings; `timings` gets "minhash_s" (exact + MinHash) when given."""
+    started = time.perf_counter()
+    keys = normalized(pd.Series(anchors))
+    found = {"duplicate_source": keep_first(exact_pairs(keys), alive)}
+    alive[list(found["duplicate_source"])] = False
+    found["near_duplicate_anchor"] = keep_first(minhash_pairs(keys.tolist(), settings.near_duplicate_jaccard,
+                                                              settings.shingle_chars, settings.num_perm), alive)
+    alive[list(found["near_duplicate_anchor"])] = False
+    if timings is not None:
+        timings["minhash_s"] = round(time.perf_counter() - started, 3)
+    if vectors is not None and settings.paraphrase_cosine is not None:
+        found["paraphrase_anchor"] = keep_first(cosine_pairs(vectors[:len(anchors)], settings.paraphrase_cosine), alive)
+        alive[list(found["paraphrase_anchor"])] = False
+    return found

@@ -6,7 +6,6 @@ One Parquet per encoder (by the sha256 of its files) under $STSGEN_HOME/embeddin
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -15,23 +14,8 @@ import pyarrow.parquet as pq
 
 from tasks.contracts import sentence_id
 from tasks.core.home import stsgen_home
-from tasks.core.store import sha256_path, write_parquet
-
-
-@functools.lru_cache(maxsize=2)
-def _model(folder: str):
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(folder)  # CUDA when present
-
-
-@functools.lru_cache(maxsize=4)
-def encoder_identity(encoder: str) -> tuple[str, str]:
-    """(folder, sha256 of its files) of a registered encoder name or a local folder."""
-    from tasks.llm.local_models import encoder_folder
-
-    folder = encoder_folder(encoder)
-    return str(folder), sha256_path(folder)
+from tasks.core.store import write_parquet
+from tasks.llm.local_models import encoder_identity, load_encoder
 
 
 def cache_path(encoder: str) -> Path:
@@ -40,7 +24,6 @@ def cache_path(encoder: str) -> Path:
 
 def encode_cached(texts: list[str], encoder: str, batch_size: int = 128) -> tuple[np.ndarray, int]:
     """(unit vectors of `texts` in order, how many had to be encoded now); the new ones are added to the cache."""
-    folder, _ = encoder_identity(encoder)
     path = cache_path(encoder)
     ids = [sentence_id(t) for t in texts]
     cached: dict[str, np.ndarray] = {}
@@ -52,7 +35,7 @@ def encode_cached(texts: list[str], encoder: str, batch_size: int = 128) -> tupl
     missing = list(dict.fromkeys(i for i in ids if i not in cached))
     if missing:
         text_of = dict(zip(ids, texts))
-        vectors = _model(folder).encode([text_of[i] for i in missing], batch_size=batch_size, convert_to_numpy=True,
+        vectors = load_encoder(encoder).encode([text_of[i] for i in missing], batch_size=batch_size, convert_to_numpy=True,
                                         normalize_embeddings=True).astype(np.float32)
         cached.update(zip(missing, vectors))
         keys = list(cached)

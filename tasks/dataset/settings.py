@@ -32,5 +32,10 @@ class DatasetSettings(Settings):
     eval_cosine: float | None = Field(0.9, gt=0, le=1, description="Encoder cosine between an anchor and an "
                                       "evaluation sentence at or above which the anchor is contaminated; None: the "
                                       "n-gram check alone.")
+    @property
+    def uses_encoder(self) -> bool:
+        """Whether any check needs the encoder's vectors."""
+        return self.paraphrase_cosine is not None or self.eval_cosine is not None
+
     allow_mixed: bool = Field(False, description="Allow runs made with different patterns (STS and NLI) in one "
                               "dataset.")

@@ -54,15 +54,17 @@ def finished_runs(runs_dir: Path) -> tuple[list[Path], list[dict]]:
     return found, skipped
 
 
-def _committed_table(stage_folder: Path, name: str) -> tuple[pa.Table, str, str] | None:
-    """(table, its sha256, the manifest's sha256) of a committed stage output, or None when the stage never ran."""
+def _committed_table(stage_folder: Path, name: str) -> tuple[pa.Table, str, str, dict] | None:
+    """(table, its sha256, the manifest's sha256, the manifest) of a committed stage output, or None when the stage
+    never ran. The table's sha256 is the manifest's, just verified."""
     manifest = read_manifest(stage_folder)
     if manifest is None:
         return None
-    if not verify_outputs(stage_folder, manifest) or not (stage_folder / name).is_file():
+    if name not in manifest.get("outputs", {}) or not verify_outputs(stage_folder, manifest):
         raise ConfigError(f"{stage_folder}: its files no longer match manifest.json (changed or removed since the run "
                           "committed them): re-run that run, or leave it out.")
-    return pq.read_table(stage_folder / name), sha256_path(stage_folder / name), sha256_path(stage_folder / MANIFEST)
+    return (pq.read_table(stage_folder / name), manifest["outputs"][name]["sha256"],
+            sha256_path(stage_folder / MANIFEST), manifest)
 
 
 def read_run(folder: Path) -> RunInput:
@@ -74,8 +76,8 @@ def read_run(folder: Path) -> RunInput:
         raise ConfigError(f"{folder}: no finished {GENERATE} (no {GENERATE}/manifest.json) — the run is still going, "
                           "was interrupted, or is not a run folder: let it finish (re-run it to resume), or leave it "
                           "out of the build.")
-    triples, triples_sha, manifest_sha = stage1
-    pattern = ((read_manifest(folder / GENERATE) or {}).get("parameters") or {}).get("pattern", {}).get("kind", "?")
+    triples, triples_sha, manifest_sha, manifest = stage1
+    pattern = (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
     stage3 = _committed_table(folder / LABEL, "pairs.parquet")
     return RunInput(folder.resolve().name, folder, pattern, triples, stage3[0] if stage3 else None, triples_sha,
                     stage3[1] if stage3 else None, manifest_sha)

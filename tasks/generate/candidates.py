@@ -16,13 +16,13 @@ Pure: `encode(list[str]) → (N, D)` unit-norm embeddings is passed in (the stag
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable, Literal
 
 import numpy as np
 
 from tasks.generate.facts import check_facts
+from tasks.llm.local_models import load_encoder
 
 NegativeChoice = Literal["farthest", "first"]
 CHOICE_VERSION = 2  # in stage 1's cache key: a change of the choice rule changes the outputs (2: pattern targets)
@@ -61,15 +61,6 @@ def choose(kind: str, anchor: str, candidates: list[str], encode: Callable[[list
     return candidates[order[0]], order[0], cosines
 
 
-@functools.lru_cache(maxsize=2)
-def _encoder(name: str):
-    from sentence_transformers import SentenceTransformer
-
-    from tasks.llm.local_models import encoder_folder
-
-    return SentenceTransformer(str(encoder_folder(name)))  # CUDA when present
-
-
 @dataclass(frozen=True)
 class Chooser:
     """The best-of-N rule of a run: the pattern's negative choice and the encoder (loaded once per process, only
@@ -82,7 +73,7 @@ class Chooser:
     def rank(self, kind: str, anchor: str, candidates: list[str]) -> tuple[list[int], list[float | None]]:
         if len(candidates) < 2:
             return list(range(len(candidates))), [None] * len(candidates)
-        model = _encoder(self.encoder)
+        model = load_encoder(self.encoder)
         return rank(kind, anchor, candidates,
                     lambda texts: model.encode(texts, batch_size=32, convert_to_numpy=True), self.negative_choice,
                     dict(self.targets).get(kind))
@@ -92,7 +83,7 @@ def pattern_targets(pairs_by_kind: dict[str, list[tuple[str, str]]], encoder: st
                     ) -> tuple[tuple[str, float], ...]:
     """(kind, mean encoder cosine of the pattern source's pairs in that kind's band) for the kinds given: what the
     best-of-N choice aims at."""
-    model = _encoder(encoder)
+    model = load_encoder(encoder)
     out = []
     for kind, pairs in pairs_by_kind.items():
         if not pairs:

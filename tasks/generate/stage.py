@@ -302,11 +302,10 @@ def ordering_check_task(triples, verifier: VerifierSettings):
     cosine) move to the quarantine as `ordering`; the rest get their gap in `ordering_gap`. Not retried: the check
     needs the whole triple, and a new negative would need a new round of generation."""
     import pyarrow as pa
-    from sentence_transformers import SentenceTransformer
 
-    from tasks.llm.local_models import encoder_folder
+    from tasks.llm.local_models import load_encoder
 
-    model = SentenceTransformer(str(encoder_folder(verifier.ordering_model)))  # CUDA if present
+    model = load_encoder(verifier.ordering_model)
     col = {name: triples.column(name).to_pylist() for name in ("source_id", "anchor", "positive", "negative")}
     gaps = ordering_gaps(col["anchor"], col["positive"], col["negative"],
                          lambda s: model.encode(s, batch_size=64, convert_to_numpy=True))

@@ -6,6 +6,7 @@ module only reads their files. Chunked models are concatenated once into $STSGEN
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -159,3 +160,18 @@ def encoder_folder(source: str) -> Path:
     if not (folder / "config.json").is_file():
         raise ConfigError(f"Encoder '{source}' is neither all-minilm-l6-v2 nor a transformers folder with config.json.")
     return folder
+
+
+@functools.lru_cache(maxsize=4)
+def encoder_identity(source: str) -> tuple[str, str]:
+    """(folder, sha256 of its files) of a registered encoder name or a local folder, hashed once per process."""
+    folder = encoder_folder(source)
+    return str(folder), sha256_path(folder)
+
+
+@functools.lru_cache(maxsize=2)
+def load_encoder(source: str):
+    """The SentenceTransformer of `source` (CUDA when present), loaded once per process."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(encoder_folder(source)))

@@ -125,8 +125,8 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, e
                           "written by label-pairs (a dataset version has one only when its runs ran label-pairs), or "
                           "set losses.regression to 0.")
     pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
-                                   ("s1", "s2", "label")).to_pandas() if pairs else \
-        pd.DataFrame(columns=["s1", "s2", "label"])
+                                   _PAIRS).to_pandas() if pairs else \
+        pd.DataFrame(columns=list(_PAIRS))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples, pairs or "pairs")
@@ -275,7 +275,7 @@ def _input(path: str, role: str) -> dict:
     """An input's content hash, and its stage manifest's where it has one (the card and manifest name both)."""
     manifest = Path(path).parent / "manifest.json"
     meta = pq.read_metadata(path)  # the card's dataset rows and the columns training reads
-    read = TRIPLE_SLOTS if role == "triples" else ("s1", "s2", "label")
+    read = TRIPLE_SLOTS if role == "triples" else _PAIRS
     return {"path": path, "sha256": sha256_path(Path(path)), "role": role, "rows": meta.num_rows,
             "columns": [c for c in read if c in meta.schema.names],
             **({"manifest_sha256": sha256_path(manifest)} if manifest.is_file() else {})}
