@@ -110,6 +110,7 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.core.config import LLMSettings
     from tasks.retrieve.generated_contexts import ContextSourceSettings
+    from tasks.retrieve.settings import RetrieveSettings
 
     source = ContextSourceSettings(source=p.source)
     folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}-{p.source}{tag}"
@@ -118,11 +119,12 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
     pq.write_table(pa.Table.from_pandas(frame[["s1", "s2"]], preserve_index=False), pairs_path)
     llm = LLMSettings(base_url=server()[0], model=server()[1]) if source.generates else None
     t = time.perf_counter()
-    paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA if p.corpus == "six" else [CorpusSettings()],
-                              output_dir=str(folder), run="bench", source=source, llm=llm,
-                              selection=SelectionSettings(contexts_per_sentence=candidates,
-                                                          exclude_self=p.exclude_self),
-                              coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    settings = RetrieveSettings(corpora=CORPORA if p.corpus == "six" else [CorpusSettings()], source=source,
+                                selection=SelectionSettings(contexts_per_sentence=candidates,
+                                                            exclude_self=p.exclude_self),
+                                coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    paths = retrieve_contexts(sentences=str(pairs_path), settings=settings, llm=llm, output_dir=str(folder),
+                              run="bench")
     print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}, source={p.source}): "
           f"{time.perf_counter() - t:.0f} s", flush=True)
     return Path(paths["contexts"])

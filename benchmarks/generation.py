@@ -34,16 +34,16 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import CorpusSettings, LLMSettings
 from tasks.core.corpus import load_corpus, sample_sources
 from tasks.generate.patterns import load_pattern_source, sample_examples
-from tasks.generate.settings import PatternSettings, SamplingSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.llm.prompting import KINDS_BY_PATTERN, load_template
 
 
 def flow_arm(base_url: str, model: str, n: int, concurrency: int, out: Path, judge: bool = True) -> dict:
     started = time.perf_counter()
-    paths = generate_sts_triples(n=n, llm=LLMSettings(base_url=base_url, model=model, cache_path="off",
-                                                      max_concurrency=concurrency),
-                                 max_attempts=1, batch_size=64, output_dir=str(out),
-                                 verifier=VerifierSettings(judge=judge))
+    settings = GenerateSettings(n=n, max_attempts=1, batch_size=64, verifier=VerifierSettings(judge=judge))
+    paths = generate_sts_triples(settings=settings, llm=LLMSettings(base_url=base_url, model=model, cache_path="off",
+                                                                    max_concurrency=concurrency),
+                                 output_dir=str(out))
     wall = time.perf_counter() - started
     manifest = json.loads(Path(paths["manifest"]).read_text())
     gen_s = manifest["timings"]["generation_s"]

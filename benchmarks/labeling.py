@@ -103,15 +103,17 @@ def samples(n: int) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def retrieve(frame: pd.DataFrame, out: Path, screener: str, kmax: int, tag: str = "") -> Path:
     from flows.retrieve_contexts import retrieve_contexts
+    from tasks.retrieve.settings import RetrieveSettings
 
     folder = out / f"contexts-{screener}-{kmax}{tag}"
     folder.mkdir(parents=True, exist_ok=True)
     pairs_path = folder / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), pairs_path)
     t = time.perf_counter()
-    paths = retrieve_contexts(sentences=str(pairs_path), corpora=CORPORA, output_dir=str(folder),
-                              selection=SelectionSettings(screener=screener, contexts_per_sentence=kmax),
-                              coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    settings = RetrieveSettings(corpora=CORPORA,
+                                selection=SelectionSettings(screener=screener, contexts_per_sentence=kmax),
+                                coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+    paths = retrieve_contexts(sentences=str(pairs_path), settings=settings, output_dir=str(folder))
     print(f"retrieve-contexts ({screener}, up to {kmax} contexts): {time.perf_counter() - t:.0f} s", flush=True)
     return Path(paths["contexts"])
 

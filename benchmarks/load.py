@@ -20,6 +20,7 @@ import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect 
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import LLMSettings
 from tasks.core.store import read_manifest
+from tasks.generate.settings import GenerateSettings
 from tests.scripted_openai import ScriptedOpenAI
 
 
@@ -51,7 +52,8 @@ def main() -> None:
                           requests_per_minute=args.rpm, max_concurrency=args.concurrency, max_retries=6,
                           backoff_base_s=0.05, backoff_max_s=1.0)
         t0 = time.perf_counter()
-        paths = generate_sts_triples(n=args.n, llm=llm, output_dir=str(work / "out"), batch_size=256)
+        paths = generate_sts_triples(settings=GenerateSettings(n=args.n, batch_size=256), llm=llm,
+                                     output_dir=str(work / "out"))
         seconds = time.perf_counter() - t0
         requests = server.chat_requests()
     manifest = read_manifest(Path(paths["manifest"]).parent)

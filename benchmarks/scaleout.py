@@ -21,8 +21,10 @@ import pyarrow.parquet as pq
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.label_pairs import label_pairs
 from flows.retrieve_contexts import retrieve_contexts
+from tasks.core.runners import ExecutionSettings
 from tasks.core.store import write_parquet
 from tasks.label.labeling import LabelSettings
+from tasks.retrieve.settings import RetrieveSettings
 
 
 def same(a: Path, b: Path, floats: tuple[str, ...]) -> str:
@@ -42,20 +44,21 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="stsgen-scaleout-"))
     triples = work / "triples.parquet"
     write_parquet(triples, pq.read_table(args.triples).slice(0, args.max_triples))
-    label = LabelSettings(method="context")  # the shards that scale out (the rating is one request per pair)
+    label = LabelSettings(method="context", shard_size=4)  # the shards that scale out (the rating: a request a pair)
     # Index, sentence tables and the coherence model are built (or reused from $STSGEN_HOME) before timing.
     retrieve_contexts(sentences=str(triples), output_dir=str(work / "warm"))
     rows = []
-    for arm, kw in (("thread pool (2 threads)", {"workers": "threads", "max_workers": 2}),
-                    (f"Dask LocalCluster ({args.dask_workers} worker processes over TCP on 127.0.0.1)",
-                     {"workers": "dask", "max_workers": args.dask_workers})):
+    for arm, execution in (("thread pool (2 threads)", ExecutionSettings(workers="threads", max_workers=2)),
+                           (f"Dask LocalCluster ({args.dask_workers} worker processes over TCP on 127.0.0.1)",
+                            ExecutionSettings(workers="dask", max_workers=args.dask_workers))):
         out = work / arm.split()[0].lower()
         t = time.perf_counter()
-        r = retrieve_contexts(sentences=str(triples), output_dir=str(out), shard_size=32, **kw)
+        r = retrieve_contexts(sentences=str(triples), output_dir=str(out),
+                              settings=RetrieveSettings(shard_size=32, execution=execution))
         t_retrieve = time.perf_counter() - t
         t = time.perf_counter()
-        lab = label_pairs(contexts=r["contexts"], triples=str(triples), label=label, shard_size=4,
-                          output_dir=str(out), **kw)
+        lab = label_pairs(contexts=r["contexts"], triples=str(triples),
+                          settings=label.model_copy(update={"execution": execution}), output_dir=str(out))
         rows.append((arm, t_retrieve, time.perf_counter() - t, r["contexts"], lab["pairs"]))
     n = pq.read_table(triples).num_rows
     print(f"{n} triples ({4 * n} sentences), default corpus, 2 cores\n")

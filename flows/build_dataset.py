@@ -12,6 +12,7 @@ from prefect import flow
 
 from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR
 from tasks.dataset.build import build_version, prepare_build, removed_sample, summary_markdown
 from tasks.dataset.settings import DatasetSettings
 
@@ -20,14 +21,14 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 
 @flow(name="build-dataset")
 def build_dataset(
-    runs_dir: str = "data/outputs",
+    runs_dir: str = OUTPUTS_DIR,
     runs: list[str] | None = None,
-    settings: DatasetSettings | None = None,
-    output_dir: str = "data/datasets",
+    settings: DatasetSettings = DatasetSettings(),
+    output_dir: str = DATASETS_DIR,
 ) -> dict[str, str]:
     """Build (or find) the dataset version of the finished runs under `runs_dir`, or of the run folders in `runs`.
     Returns its folder and files."""
-    job = prepare_build(runs_dir, runs, settings or DatasetSettings())  # bad input fails here, nothing written
+    job = prepare_build(runs_dir, runs, settings)  # bad input fails here, nothing written
     folder, manifest, reused = build_version(job, output_dir)
     publish_markdown("build-dataset-summary", summary_markdown(folder, manifest, reused), "Dataset version")
     publish_table("build-dataset-removed", removed_sample(folder), "First rows removed (removed.parquet has all)")

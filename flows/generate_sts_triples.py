@@ -9,21 +9,14 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Literal
 
 from prefect import flow
 
-from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.core.config import LLMSettings
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.core.runs import run_scoped
+from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
-from tasks.generate.settings import (
-    GenerateConfig,
-    PatternSettings,
-    SamplingSettings,
-    ValidationSettings,
-    VerifierSettings,
-)
+from tasks.generate.settings import GenerateSettings
 from tasks.generate.stage import (
     OUTPUT_FILES,
     STAGE,
@@ -39,34 +32,18 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 @flow(name=STAGE)
 @run_scoped
 def generate_sts_triples(
-    n: int = 20,
-    pattern: Literal["sts", "nli"] = "sts",
-    corpus: str = "default",
-    pattern_source: str = "default",
-    seed: int = 13,
+    settings: GenerateSettings = GenerateSettings(),
     llm: LLMSettings | None = None,
-    sampling: SamplingSettings | None = None,
-    validation: ValidationSettings | None = None,
-    verifier: VerifierSettings | None = None,
-    max_attempts: int = 3,
-    batch_size: int = 32,
-    avoid_used_sources: bool = False,
-    output_dir: str = "data/outputs",
+    output_dir: str = OUTPUTS_DIR,
     run: str | None = None,
 ) -> dict[str, str]:
     """Generate STS triples; returns the output file paths.
 
-    `corpus`: 'default' or a path (file, folder, zip); `pattern_source`: 'default' (STS12 train rows of STS-B) or a
-    SemEval TSV / SICK file; `avoid_used_sources`: sample no sentence an earlier run under output_dir used (the
-    nightly deployment's default: scheduled runs grow one dataset). LLM endpoint and model come from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
+    `settings.corpus.source`: 'default' or a path (file, folder, zip); `settings.pattern.source`: 'default' (STS12
+    train rows of STS-B) or a SemEval TSV / SICK file; `settings.avoid_used_sources`: sample no sentence an earlier
+    run under output_dir used (the nightly deployment's: scheduled runs grow one dataset). LLM endpoint and model come
+    from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
     started = time.perf_counter()
-    cfg = GenerateConfig(
-        n=n, seed=seed, corpus=CorpusSettings(source=corpus),
-        pattern=PatternSettings(kind=pattern, source=pattern_source),
-        llm=llm or LLMSettings(), sampling=sampling or SamplingSettings(), validation=validation or ValidationSettings(),
-        verifier=verifier or VerifierSettings(), max_attempts=max_attempts, batch_size=batch_size, output_dir=output_dir,
-        avoid_used_sources=avoid_used_sources,
-    )
-    job = prepare_generation(cfg)  # every input checked before anything is spent on the LLM
-    return run_stage(STAGE, cfg.output_dir, job.key(), OUTPUT_FILES, partial(generate_triples, job),
+    job = prepare_generation(settings, llm or LLMSettings(), output_dir)  # every input checked before any LLM spend
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(generate_triples, job),
                      publish_generation, reusable=lambda folder: not failed_llm_calls(folder), started=started)

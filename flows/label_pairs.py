@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from typing import Literal
 
 from prefect import flow
 
 from tasks.core.config import LLMSettings
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.core.runs import run_scoped
+from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.label.labeling import LabelSettings
 from tasks.label.stage import OUTPUT_FILES, STAGE, label_all, prepare_labeling, publish_labels
@@ -30,25 +29,19 @@ def label_pairs(
     contexts: str | None = None,
     triples: str | None = None,
     pairs: str | None = None,
-    label: LabelSettings | None = None,
+    settings: LabelSettings = LabelSettings(),
     coherence_dir: str | None = None,
-    calibration: str | None = None,
     llm: LLMSettings | None = None,
-    shard_size: int = 8,
-    workers: Literal["threads", "processes", "dask"] = "threads",
-    max_workers: int = 1,
-    dask_address: str | None = None,
-    output_dir: str = "data/outputs",
+    output_dir: str = OUTPUTS_DIR,
     run: str | None = None,
 ) -> dict[str, str]:
-    """Label sentence pairs (label.method: context-vector labels, the LLM's rating, or both). Input: `contexts` (a
-    contexts.parquet from retrieve-contexts; not needed by label.method = 'llm_rating') and either `triples` (a
+    """Label sentence pairs (settings.method: context-vector labels, the LLM's rating, or both). Input: `contexts` (a
+    contexts.parquet from retrieve-contexts; not needed by method 'llm_rating') and either `triples` (a
     triples.parquet) or `pairs` (a Parquet with s1/s2 or sentence1/sentence2, optional relation and gold/score).
-    `calibration`: a labeled pairs.parquet (label and gold columns) to fit a monotone map of labels onto 0–5. `llm`:
-    the endpoint that rates pairs when label.method is 'llm_rating' or 'combined' (default: LLMSettings(), i.e.
-    STSGEN_LLM_* or the local server). Returns output paths."""
+    `coherence_dir`: the coherence model of the contexts (default: the one their manifest names). `llm`: the endpoint
+    that rates pairs when the method is 'llm_rating' or 'combined' (default: LLMSettings(), i.e. STSGEN_LLM_* or the
+    local server). Returns output paths."""
     started = time.perf_counter()
-    job = prepare_labeling(contexts, triples, pairs, label or LabelSettings(), coherence_dir, calibration, llm)
-    compute = partial(label_all, job, shard_size=shard_size, workers=workers, dask_address=dask_address,
-                      max_workers=max_workers)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, compute, publish_labels, started=started)
+    job = prepare_labeling(contexts, triples, pairs, settings, coherence_dir, llm)
+    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(label_all, job), publish_labels,
+                     started=started)

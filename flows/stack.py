@@ -3,7 +3,7 @@ the embedded LLM server — each a background process with a pid file under $STS
 
     ./stsgen stack up        # then, from any shell:
     export PREFECT_API_URL=http://127.0.0.1:4200/api
-    prefect deployment run 'generate-sts-triples/adhoc' -p n=20 --watch
+    prefect deployment run 'generate-sts-triples/adhoc' -p settings='{"n": 20}' --watch
     ./stsgen stack down
 """
 

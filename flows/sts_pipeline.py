@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Literal
 
 from prefect import flow
 
@@ -26,17 +25,15 @@ from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
-from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
+from tasks.core.config import ConfigError, LLMSettings, with_seed
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.core.runs import run_scoped
+from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_logger
 from tasks.core.store import read_manifest
-from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.report.run_quality import publish_run_report
-from tasks.retrieve.coherence import CoherenceSettings
-from tasks.retrieve.generated_contexts import ContextSourceSettings
-from tasks.retrieve.retrieval import SelectionSettings
+from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.training import TrainSettings
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
@@ -45,70 +42,47 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 @flow(name="sts-pipeline")
 @run_scoped
 def sts_pipeline(
-    n: int = 30,
-    pattern: Literal["sts", "nli"] = "sts",
-    corpus: str = "default",
-    pattern_source: str = "default",
-    seed: int = 13,
+    generate: GenerateSettings = GenerateSettings(),
+    retrieve: RetrieveSettings = RetrieveSettings(),
+    label: LabelSettings = LabelSettings(),
+    train: TrainSettings | None = TrainSettings(),
     llm: LLMSettings | None = None,
-    sampling: SamplingSettings | None = None,
-    validation: ValidationSettings | None = None,
-    verifier: VerifierSettings | None = None,
-    max_attempts: int = 3,
-    avoid_used_sources: bool = False,
-    context_corpora: list[CorpusSettings] | None = None,
-    context_source: ContextSourceSettings | None = None,
-    window_k: int = 1,
-    selection: SelectionSettings | None = None,
-    coherence: CoherenceSettings | None = None,
-    label: LabelSettings | None = None,
-    calibration: str | None = None,
-    label_shard_size: int = 8,
-    train: bool = True,
-    train_settings: TrainSettings | None = None,
-    eval_sets: list[str] | None = None,
-    workers: Literal["threads", "processes", "dask"] = "threads",
-    max_workers: int = 2,
-    dask_address: str | None = None,
-    output_dir: str = "data/outputs",
+    seed: int | None = None,
+    output_dir: str = OUTPUTS_DIR,
     run: str | None = None,
 ) -> dict[str, dict[str, str]]:
-    """Generate triples from `corpus`, retrieve contexts for their sentences from `context_corpora` (default: the
-    same corpus), label the pairs, train and evaluate a surrogate encoder (`train=False` stops after labeling).
+    """Each stage's settings object as its own flow takes it; `llm`: the endpoint every LLM call goes to (stage 1,
+    written contexts, the rating); `seed`: given, it replaces every stage's seed; `train` None stops after labeling.
+    Stage 1's corpus is stage 2's (unless retrieve.corpora names others) and the one hard negatives are mined from.
     Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
-    generated = generate_sts_triples(n=n, pattern=pattern, corpus=corpus, pattern_source=pattern_source, seed=seed,
-                                     llm=llm, sampling=sampling, validation=validation, verifier=verifier,
-                                     max_attempts=max_attempts, avoid_used_sources=avoid_used_sources,
-                                     output_dir=output_dir)
+    generate, retrieve, label, train = (with_seed(s, seed) if s is not None else None
+                                        for s in (generate, retrieve, label, train))
+    generated = generate_sts_triples(settings=generate, llm=llm, output_dir=output_dir)
     made = (read_manifest(Path(generated["manifest"]).parent) or {}).get("counts", {})
     if not made.get("triples"):
         raise ConfigError(f"Stage 1 produced no complete triple (quarantined rows by reason: "
                           f"{made.get('rejected_by_reason')}; see {generated['rejected']}), so there is nothing for "
                           "the later stages. Re-run to retry failed LLM calls (answered ones are cached), or "
                           "check the endpoint, model and validation settings.")
-    label = label or LabelSettings(seed=seed)
     outputs = {"generate-sts-triples": generated}
     if uses_contexts(label):  # label.method = llm_rating reads no contexts: stage 2 is skipped, not run for nothing
-        corpora = context_corpora or [CorpusSettings() if corpus == "default" else CorpusSettings(source=corpus)]
+        corpora = retrieve.corpora_or(generate.corpus)
         outputs["retrieve-contexts"] = retrieve_contexts(
-            sentences=generated["triples"], corpora=corpora, window_k=window_k, selection=selection,
-            coherence=coherence, source=context_source, llm=llm, workers=workers, max_workers=max_workers, dask_address=dask_address,
+            sentences=generated["triples"], settings=retrieve.model_copy(update={"corpora": corpora}), llm=llm,
             output_dir=output_dir)
-    # The labeler's LM already uses every core: more than one thread-pool worker would only contend.
     outputs["label-pairs"] = label_pairs(
-        contexts=outputs.get("retrieve-contexts", {}).get("contexts"), triples=generated["triples"], label=label,
-        calibration=calibration, llm=llm, workers=workers, shard_size=label_shard_size,
-        max_workers=1 if workers == "threads" else max_workers, dask_address=dask_address, output_dir=output_dir)
-    backbone = (train_settings or TrainSettings()).backbone
+        contexts=outputs.get("retrieve-contexts", {}).get("contexts"), triples=generated["triples"], settings=label,
+        llm=llm, output_dir=output_dir)
+    backbone = (train or TrainSettings()).backbone
     outputs["report-patterns"] = report_patterns(
         triples=generated["triples"], output_dir=output_dir,
         encoder=(backbone.source or "all-minilm-l6-v2") if backbone.kind == "encoder" else "all-minilm-l6-v2")
-    if train:
+    if train is not None:
+        if "corpus" not in train.mining.model_fields_set:  # mine from stage 1's corpus unless told otherwise
+            train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus.source})})
         outputs["train-surrogate"] = train_surrogate(
-            triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"],
-            train_settings=(train_settings or TrainSettings()).model_copy(update={"seed": seed}),
-            eval_sets=eval_sets, output_dir=output_dir, mining_corpus=corpus)
+            triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"], settings=train, output_dir=output_dir)
     publish_run_report(outputs, started, output_dir)
     run_logger().info("sts-pipeline finished in %.0f s", time.perf_counter() - t0)
     return outputs

@@ -8,6 +8,7 @@ from prefect import flow
 from flows.build_dataset import build_dataset
 from flows.train_surrogate import train_surrogate
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
+from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR, TRAINED_DIR
 from tasks.dataset.settings import DatasetSettings
 from tasks.train.training import TrainSettings
 
@@ -16,17 +17,15 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 
 @flow(name="train-on-dataset")
 def train_on_dataset(
-    runs_dir: str = "data/outputs",
-    dataset_settings: DatasetSettings | None = None,
-    datasets_dir: str = "data/datasets",
-    train_settings: TrainSettings | None = None,
-    eval_sets: list[str] | None = None,
-    output_dir: str = "data/trained",
+    runs_dir: str = OUTPUTS_DIR,
+    dataset: DatasetSettings = DatasetSettings(),
+    datasets_dir: str = DATASETS_DIR,
+    train: TrainSettings = TrainSettings(),
+    output_dir: str = TRAINED_DIR,
     run: str | None = "auto",
 ) -> dict[str, dict[str, str]]:
     """The dataset version of the finished runs under `runs_dir` (`datasets_dir`/ds-…), and a surrogate trained on
     it (`output_dir`/<run>/train-surrogate/). Returns both stages' paths."""
-    built = build_dataset(runs_dir=runs_dir, settings=dataset_settings, output_dir=datasets_dir)
-    trained = train_surrogate(dataset=built["dataset"], train_settings=train_settings, eval_sets=eval_sets,
-                              output_dir=output_dir, run=run)
+    built = build_dataset(runs_dir=runs_dir, settings=dataset, output_dir=datasets_dir)
+    trained = train_surrogate(dataset=built["dataset"], settings=train, output_dir=output_dir, run=run)
     return {"build-dataset": built, "train-surrogate": trained}

@@ -25,7 +25,7 @@ from tasks.contracts import dataset_tables
 from tasks.core.config import ConfigError
 from tasks.core.device import resolve_device
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
-from tasks.core.runs import run_scoped
+from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.train.stage import OUTPUT_FILES, STAGE, prepare_training, publish_training, train_and_select
 from tasks.train.training import TrainSettings
@@ -39,25 +39,20 @@ def train_surrogate(
     triples: str | None = None,
     pairs: str | None = None,
     dataset: str | None = None,
-    train_settings: TrainSettings | None = None,
-    eval_sets: list[str] | None = None,
-    output_dir: str = "data/outputs",
+    settings: TrainSettings = TrainSettings(),
+    output_dir: str = OUTPUTS_DIR,
     run: str | None = None,
-    mining_corpus: str = "default",
 ) -> dict[str, str]:
     """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from
-    label-pairs (needed when the regression weight is non-zero); `dataset`: a dataset version from build-dataset
-    instead of the two (its triples and pairs); `mining_corpus`: the corpus hard negatives are mined
-    from when train_settings.mining.num_negatives > 0 (stage 2's, as a path, or 'default'); `eval_sets`: extra
-    STS12–16 folders or SICK files evaluated at the end beside STS-B dev and test. Returns output paths."""
+    label-pairs (needed when settings.losses.regression is non-zero); `dataset`: a dataset version from build-dataset
+    instead of the two (its triples and pairs). Returns output paths."""
     started = time.perf_counter()
-    settings = train_settings or TrainSettings()
     device = resolve_device(settings.device)  # an unavailable GPU fails here, before any work
     if (dataset is None) == (triples is None) or (dataset is not None and pairs is not None):
         raise ConfigError("Give train-surrogate either triples (a run's triples.parquet, and pairs) or dataset (a "
                           "version folder from build-dataset: its own triples and pairs), not both or neither.")
     if dataset is not None:
         triples, pairs = dataset_tables(Path(dataset))
-    job = prepare_training(triples, pairs, settings, eval_sets, mining_corpus, device)
+    job = prepare_training(triples, pairs, settings, device)
     return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(train_and_select, job), publish_training,
                      started=started)

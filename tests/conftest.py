@@ -207,16 +207,18 @@ def shared_stack(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def adhoc_generate_run(shared_stack, tmp_path_factory) -> dict:
-    """`prefect deployment run generate-sts-triples/adhoc -p n=4 … --watch` on the shared stack, once per session:
-    its stdout, flow run id, output folder, corpus and the LLM requests it sent."""
+    """`prefect deployment run generate-sts-triples/adhoc -p settings='{"n": 4, …}' … --watch` on the shared stack,
+    once per session: its stdout, flow run id, output folder, corpus and the LLM requests it sent."""
+    import json
     import re
 
     settings, _, llm = shared_stack
     corpus = write_tiny_corpus(tmp_path_factory.mktemp("adhoc-corpus"))
     out = tmp_path_factory.mktemp("adhoc-outputs")
     sent_before = len(llm.chat_requests())
-    run = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4",
-                      "-p", f"corpus={corpus}", "-p", f"output_dir={out}", "--watch", timeout=300)
+    stage_settings = json.dumps({"n": 4, "corpus": {"source": str(corpus)}})
+    run = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", f"settings={stage_settings}",
+                      "-p", f"output_dir={out}", "--watch", timeout=300)
     assert run.returncode == 0 and "Completed" in run.stdout, run.stdout[-3000:] + run.stderr[-3000:]
     found = re.search(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})", run.stdout)
     assert found, run.stdout[-3000:]
@@ -343,3 +345,12 @@ def shared(path: str) -> Path:
     if not target.exists():
         pytest.skip(f"../shared/data/{path} is not on this machine")
     return target
+
+
+def generate_settings(corpus, **fields):
+    """Stage 1's settings for a test: `corpus` a path (str or Path), the other fields as GenerateSettings takes them
+    (n, seed, pattern, sampling, validation, verifier, max_attempts, batch_size, avoid_used_sources)."""
+    from tasks.core.config import CorpusSettings
+    from tasks.generate.settings import GenerateSettings
+
+    return GenerateSettings(corpus=CorpusSettings(source=str(corpus)), **fields)

@@ -69,24 +69,24 @@ def with_llm(args: argparse.Namespace, job) -> int:
     """Run `job(llm_settings)` against --base-url, or against the embedded local server (stopped afterwards)."""
     from rich.console import Console
 
+    from flows.cli.options import given
     from tasks.core.config import LLMSettings
     from tasks.core.env_settings import env
     from tasks.llm.server import local_server
 
     console = Console(stderr=True)
-    llm_kwargs = dict(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", False))
-    if args.rpm:
-        llm_kwargs["requests_per_minute"] = args.rpm
-    for flag in ("price_prompt", "price_completion"):  # None: STSGEN_LLM_PRICE_*_PER_MILLION, or no price
-        if getattr(args, flag, None) is not None:
-            llm_kwargs[f"{flag}_per_million"] = getattr(args, flag)
+    # Flags left out keep LLMSettings' defaults (prices: STSGEN_LLM_PRICE_*_PER_MILLION, or none).
+    llm_kwargs = given(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", None) or None,
+                       requests_per_minute=args.rpm, price_prompt_per_million=getattr(args, "price_prompt", None),
+                       price_completion_per_million=getattr(args, "price_completion", None))
     if args.base_url:
         model = args.model or env().llm.model  # STSGEN_LLM_MODEL, default qwen2.5-coder-1.5b-instruct
         with progress_bar(console):
             outputs = job(LLMSettings(base_url=args.base_url, model=model, **llm_kwargs))
     else:
         console.print(f"Starting the local LLM server ({args.local_model}) on 127.0.0.1 …")
-        with local_server(args.local_model, engine=args.llm_engine, parallel=args.concurrency) as server:
+        slots = args.concurrency or LLMSettings.model_fields["max_concurrency"].default  # a slot per request in flight
+        with local_server(args.local_model, engine=args.llm_engine, parallel=slots) as server:
             # The server's identity travels in the settings: manifests, the rating's key, the request order.
             with progress_bar(console):
                 outputs = job(LLMSettings(base_url=server.base_url, model=server.model, model_sha256=server.sha256,

@@ -1,14 +1,26 @@
-"""Command-line options shared by several commands, and the settings objects built from them (the flags that were
-given; every other field keeps its settings class's default)."""
+"""Command-line options shared by several commands, and the settings objects built from them: a flag left out is
+None and sets nothing, so every default keeps its one home — the stage's settings class (a preset's sizes come
+between the two: flows/presets.py)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # imported lazily below: `./stsgen --help` stays fast
-    from tasks.generate.settings import VerifierSettings
-    from tasks.label.labeling import LabelSettings
+
+def given(**flags: Any) -> dict:
+    """The flags that were given (not None): the settings fields they set."""
+    return {name: value for name, value in flags.items() if value is not None}
+
+
+def merged(*layers: dict) -> dict:
+    """Settings fields layered left to right (a preset, then the flags), nested settings merged field by field."""
+    out: dict = {}
+    for layer in layers:
+        for name, value in layer.items():
+            out[name] = merged(out[name], value) if isinstance(value, dict) and isinstance(out.get(name), dict) \
+                else value
+    return out
 
 
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
@@ -18,7 +30,8 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
     p.add_argument("--model", help="model name at --base-url")
     add_engine_argument(p)
-    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--concurrency", type=int, default=None, help="requests in flight (llm.max_concurrency; the local "
+                   "server gets as many slots)")
     p.add_argument("--rpm", type=float)
     p.add_argument("--price-prompt", type=float, default=None, metavar="PER_MILLION",
                    help="what the endpoint charges per million prompt tokens (manifests price the tokens used)")
@@ -32,27 +45,49 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
                    "llama-cpp-python's server")
 
 
+def add_generate_arguments(p: argparse.ArgumentParser) -> None:
+    """Stage 1's flags (GenerateSettings, tasks/generate/settings.py): unset ones keep the settings' defaults."""
+    p.add_argument("--n", type=int, default=None, help="source sentences (default: GenerateSettings.n)")
+    p.add_argument("--pattern", choices=("sts", "nli"), default=None, help="pattern kind (default sts)")
+    p.add_argument("--corpus", default=None, help="source corpus: a path (file, folder, zip; default: the embedded "
+                   "corpus)")
+    p.add_argument("--pattern-source", default=None, help="SemEval TSV / SICK file of the pattern's examples")
+    p.add_argument("--seed", type=int, default=None, help="the run's seed: every seeded setting (default 13)")
+    p.add_argument("--max-attempts", type=int, default=None, help="generations tried per slot")
+    p.add_argument("--candidates", type=int, default=None,
+                   help="best of N: choices per request (default 4; 1 = one sample per request)")
+    p.add_argument("--avoid-used-sources", action="store_true", default=None,
+                   help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
+    p.add_argument("--batch-api", action="store_true",
+                   help="stage 1 through the OpenAI Batch API (half price, results within 24 h; needs --base-url "
+                   "of an endpoint serving /files and /batches); an interrupted run re-attaches to its batch")
+    add_verifier_arguments(p)
+
+
 def add_verifier_arguments(p: argparse.ArgumentParser) -> None:
     """Stage 1's verifier (tasks/generate/verification.py): the LLM judge and the encoder ordering check."""
     p.add_argument("--no-judge", action="store_true", help="skip the LLM judge of each generation")
     p.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the judge (default: the generator's)")
     p.add_argument("--judge-model", help="judge model at --judge-base-url")
-    p.add_argument("--judge-threshold", type=float, default=None, help="P(pass) the judge must give, every kind (default: per kind, 0.63 for positives, 0.5 for the others)")
+    p.add_argument("--judge-threshold", type=float, default=None, help="P(pass) the judge must give, every kind "
+                   "(default: per kind, verifier.thresholds)")
     p.add_argument("--judge-templates", help="folder with judge-positive.j2, judge-intermediate.j2, judge-negative.j2")
     p.add_argument("--ordering-margin", type=float, default=None,
                    help="also require cos(a,s+) − cos(a,s−) ≥ this (encoder check; default off)")
 
 
-def verifier_settings(args: argparse.Namespace) -> "VerifierSettings":
-    from tasks.core.config import ConfigError, LLMSettings
-    from tasks.generate.settings import VerifierSettings
+def generate_fields(args: argparse.Namespace) -> dict:
+    """GenerateSettings fields from stage 1's flags (the run seed goes through `with_seed`, not here)."""
+    from tasks.core.config import ConfigError
 
     if bool(args.judge_base_url) != bool(args.judge_model):
         raise ConfigError("--judge-base-url and --judge-model go together (the judge's endpoint and its model).")
-    given = {"judge": not args.no_judge, "threshold": args.judge_threshold, "template_dir": args.judge_templates,
-             "ordering_margin": args.ordering_margin,
-             "llm": LLMSettings(base_url=args.judge_base_url, model=args.judge_model) if args.judge_base_url else None}
-    return VerifierSettings(**{k: v for k, v in given.items() if v is not None})
+    verifier = given(judge=False if args.no_judge else None, threshold=args.judge_threshold,
+                     template_dir=args.judge_templates, ordering_margin=args.ordering_margin,
+                     llm={"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_base_url else None)
+    return given(n=args.n, max_attempts=args.max_attempts, avoid_used_sources=args.avoid_used_sources) | {
+        "corpus": given(source=args.corpus), "pattern": given(kind=args.pattern, source=args.pattern_source),
+        "sampling": given(candidates=args.candidates), "verifier": verifier}
 
 
 def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
@@ -69,17 +104,14 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
                    help="how two sentences' context-score rows become a label")
 
 
-def label_settings(args: argparse.Namespace, defaults: dict | None = None, **extra) -> "LabelSettings":
-    """LabelSettings from the flags that were given, then `defaults` (a preset's sizes); the rest keep the settings'
-    defaults."""
-    from tasks.label.labeling import LabelSettings
-
-    given = {"lm": args.label_lm, "method": args.label_method, "similarity": args.similarity,
-             "lm_model": args.lm_model, "lm_tokenizer": args.lm_tokenizer,
-             "contexts_per_sentence": getattr(args, "contexts_per_sentence", None)}
+def label_fields(args: argparse.Namespace) -> dict:
+    """LabelSettings fields from the labeler's flags."""
+    fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity, lm_model=args.lm_model,
+                   lm_tokenizer=args.lm_tokenizer, contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
+                   calibration=getattr(args, "calibration", None))
     if getattr(args, "lambdas", None):
-        given |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
-    return LabelSettings(**(defaults or {}) | {k: v for k, v in given.items() if v is not None}, **extra)
+        fields |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
+    return fields
 
 
 def add_device_argument(p: argparse.ArgumentParser) -> None:
@@ -96,14 +128,9 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
                    "cuda, cuda:N")
 
 
-def with_device(settings, device: str | None):
-    """A settings object with its `device` field set from --device (the flag's type already checked it)."""
-    return settings if device is None else settings.model_copy(update={"device": device})
-
-
 def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     """Where the CPU stages' shards run (retrieval and labeling), and the torch device."""
-    p.add_argument("--workers", choices=("threads", "processes", "dask"), default="threads",
+    p.add_argument("--workers", choices=("threads", "processes", "dask"), default=None,
                    help="shard runner of the CPU stages; dask without --dask-address starts a loopback LocalCluster")
     p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster (tcp://host:8786)")
     add_device_argument(p)
@@ -111,19 +138,18 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """Where a stage command writes: a run folder under the output directory."""
-    p.add_argument("--output-dir", default="data/outputs")
+    from tasks.core.runs import OUTPUTS_DIR
+
+    p.add_argument("--output-dir", default=OUTPUTS_DIR)
     p.add_argument("--run", default="auto", help="this run's folder under --output-dir (default auto: <UTC "
                    "date-time>-<flow run name>); <output-dir>/latest points at the last finished run")
 
 
-def preset_settings(preset: str, device: str | None) -> dict:
-    """The preset's coherence and training settings (flows/presets.py), on `device` when --device was given."""
-    from flows.presets import PRESETS
-    from tasks.retrieve.coherence import CoherenceSettings
-    from tasks.train.training import TrainSettings
+def execution_fields(args: argparse.Namespace) -> dict:
+    """ExecutionSettings fields (tasks/core/runners.py) from --workers / --dask-address."""
+    return given(workers=args.workers, dask_address=args.dask_address)
 
-    sizes = PRESETS[preset]
-    return {"coherence": with_device(sizes.get("coherence", CoherenceSettings()), device),
-            "train_settings": with_device(sizes.get("train_settings", TrainSettings()), device),
-            "label": sizes.get("label", {})}
 
+def device_fields(args: argparse.Namespace) -> dict:
+    """The `device` field of a torch stage's settings from --device."""
+    return given(device=getattr(args, "device", None))

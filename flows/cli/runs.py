@@ -7,17 +7,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from tasks.core.runs import DATASETS_DIR, LATEST, OUTPUTS_DIR
+
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """This module's commands, added to `stsgen`'s subcommands."""
     p = sub.add_parser("runs", help="list the run folders under --output-dir, or prune the older ones")
     p.add_argument("action", choices=("list", "prune"))
-    p.add_argument("--output-dir", default="data/outputs")
+    p.add_argument("--output-dir", default=OUTPUTS_DIR)
     p.add_argument("--keep", type=int, default=5, help="prune: finished runs to keep besides latest")
     p.set_defaults(func=_runs)
 
     p = sub.add_parser("export", help="write stage tables as Hugging Face datasets with dataset cards")
-    p.add_argument("--output-dir", default="data/outputs/latest", help="the run folder the stages wrote to")
+    p.add_argument("--output-dir", default=f"{OUTPUTS_DIR}/{LATEST}", help="the run folder the stages wrote to")
     p.add_argument("--table", action="append", choices=("triples", "pairs"), help="default: both")
     p.add_argument("--push-to-hub", metavar="REPO", help="also upload (needs a hub token and network; "
                    "REPO-triples / REPO-pairs when both are exported)")
@@ -25,11 +27,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("build-dataset", help="one dataset version from finished runs: deduplicated, decontaminated "
                        "against the evaluation sets (flow build-dataset)")
-    p.add_argument("--runs-dir", default="data/outputs", help="the output directory the runs wrote to (every "
+    p.add_argument("--runs-dir", default=OUTPUTS_DIR, help="the output directory the runs wrote to (every "
                    "finished run is used unless --run names some)")
     p.add_argument("--run", action="append", dest="runs", metavar="RUN", help="a run (name under --runs-dir, or a "
                    "folder) to use; repeatable")
-    p.add_argument("--output-dir", default="data/datasets", help="where versions are written (ds-<key>/, latest)")
+    p.add_argument("--output-dir", default=DATASETS_DIR, help="where versions are written (ds-<key>/, latest)")
     p.add_argument("--eval-set", action="append", default=[], metavar="SOURCE", help="another evaluation set to "
                    "decontaminate against, besides STS-B dev and test: a SICK file, a SemEval STS folder, an STS-B "
                    ".tsv/.csv, a Parquet or a text file; repeatable")

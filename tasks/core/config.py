@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tasks.core.errors import ConfigError  # noqa: F401  (re-exported: most modules import it from here)
 from tasks.core.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
 
+DEFAULT_SEED = 13  # the default of every seeded setting; a run's seed (sts-pipeline's `seed`) replaces them all
+
 
 def settings_problem(exc: ValidationError) -> str:
     """A pydantic validation error as the user reads it: the settings class, each refused field with the value given
@@ -43,6 +45,18 @@ class Settings(BaseModel):
         """The fields left out of the cache key: `NOT_IN_KEY`; a class whose exclusions depend on its values
         overrides this."""
         return self.NOT_IN_KEY
+
+
+def with_seed(settings: Settings, seed: int | None) -> Settings:
+    """`settings` with every `seed` field in it, nested settings too, set to `seed`: one run seed reaches every
+    stage's sampling the same way. None: unchanged."""
+    if seed is None:
+        return settings
+    update = {name: with_seed(value, seed) for name in type(settings).model_fields
+              if isinstance(value := getattr(settings, name), Settings)}
+    if "seed" in type(settings).model_fields:
+        update["seed"] = seed
+    return settings.model_copy(update=update)
 
 
 def key_fields(settings: Settings) -> dict[str, Any]:

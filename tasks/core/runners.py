@@ -3,7 +3,31 @@ loopback LocalCluster when `workers="dask"` without an address, or the scheduler
 
 from __future__ import annotations
 
+from typing import ClassVar, Literal
+
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
+from pydantic import Field
+
+from tasks.core.config import Settings
+
+POOL_SIZE = 2  # shards at once on a process pool or a loopback Dask cluster (the 2-core machines it is built on)
+
+
+class ExecutionSettings(Settings):
+    """Where a sharded stage's shards run (retrieve-contexts, label-pairs): how the work is done, never what it
+    returns, so none of it enters a cache key."""
+
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"workers", "max_workers", "dask_address"})
+
+    workers: Literal["threads", "processes", "dask"] = Field(
+        "threads", description="Shard runner; 'dask' without dask_address starts a loopback LocalCluster.")
+    max_workers: int | None = Field(None, ge=1, description="Shards at once; None: the stage's own choice on threads "
+                                    f"(retrieve 2; label 1, its LM already uses every core), {POOL_SIZE} otherwise.")
+    dask_address: str | None = Field(None, description="Scheduler of an existing Dask cluster (tcp://host:8786).")
+
+    def pool_size(self, threads: int) -> int:
+        """Shards at once: max_workers, else `threads` (the stage's choice) on a thread pool, POOL_SIZE otherwise."""
+        return self.max_workers or (threads if self.workers == "threads" else POOL_SIZE)
 
 
 def runner_kind(workers: str, dask_address: str | None) -> str:
@@ -23,13 +47,13 @@ def task_runner(workers: str, dask_address: str | None, max_workers: int):
     return ThreadPoolTaskRunner(max_workers=max_workers)
 
 
-def map_shards(shard_task, parameters: list[dict], workers: str, dask_address: str | None, max_workers: int,
+def map_shards(shard_task, parameters: list[dict], execution: ExecutionSettings, threads: int,
                progress=None) -> list:
     """Run `shard_task` once per parameter set on the chosen runner; results in submission order, `progress`
     advanced as each finishes. Each shard task writes its own file (skipped when it exists and verifies), so an
-    interrupted stage resumes at the first unfinished shard."""
+    interrupted stage resumes at the first unfinished shard. `threads`: the stage's pool size on threads."""
     results = []
-    with task_runner(workers, dask_address, max_workers) as runner:
+    with task_runner(execution.workers, execution.dask_address, execution.pool_size(threads)) as runner:
         futures = [runner.submit(shard_task, parameters=params) for params in parameters]
         for future in futures:
             results.append(future.result())

@@ -21,7 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.core.config import LLMSettings
 from tasks.generate.candidates import Chooser
 from tasks.generate.combined_verifier import VerifierModel, stage_signals
-from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner
@@ -40,6 +40,7 @@ class Judge:
 
     template: JudgeTemplate
     settings: VerifierSettings
+    seed: int  # the run's (GenerateSettings.seed): the judge samples a re-ask with it
     combined: VerifierModel | None = None
 
 
@@ -151,18 +152,20 @@ def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: Ju
 
 
 async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplate, system: str,
-                        sampling: SamplingSettings, validation: ValidationSettings, max_attempts: int, run_seed: int,
-                        chooser: Chooser, judge: Judge | None = None) -> tuple[Generation | None, list[dict]]:
-    """One slot: up to `max_attempts` requests of `sampling.candidates` choices each until one is accepted: the
+                        settings: GenerateSettings, chooser: Chooser, judge: Judge | None = None
+                        ) -> tuple[Generation | None, list[dict]]:
+    """One slot: up to `settings.max_attempts` requests of `settings.sampling.candidates` choices each (seeded by the
+    run's `settings.seed`, rules `settings.validation`) until one is accepted: the
     best-ranked rule-passing choice, judged when `judge` is given. Returns (the accepted generation or None, its
     quarantine rows)."""
     rejected: list[dict] = []
     messages = template.messages(system, slot.base_text)
     tokens = [0, 0, 0.0]
-    for attempt in range(max_attempts):
-        seed = request_seed(run_seed, slot.source_id, slot.kind, attempt)
-        params = attempt_params(sampling, seed, attempt)
-        ranked, rows = _screen(slot, attempt, seed, params, await call(messages, params), tokens, validation, chooser)
+    for attempt in range(settings.max_attempts):
+        seed = request_seed(settings.seed, slot.source_id, slot.kind, attempt)
+        params = attempt_params(settings.sampling, seed, attempt)
+        ranked, rows = _screen(slot, attempt, seed, params, await call(messages, params), tokens, settings.validation,
+                               chooser)
         rejected.extend(rows)
         if rows and rows[0]["reason"] in FAILED_CALL_REASONS:
             return None, rejected  # the client already retried transport errors: another attempt would fail too
@@ -170,7 +173,7 @@ async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplat
             continue
         best, row = ranked[0], None
         if judge is not None:
-            verdict = await judge_one(judge_call, judge.template, slot.anchor, best.text, judge.settings)
+            verdict = await judge_one(judge_call, judge.template, slot.anchor, best.text, judge.settings, judge.seed)
             best, row = _apply_verdict(slot, attempt, best, verdict, judge.combined)
         if row is not None:
             rejected.append(row)
@@ -199,10 +202,7 @@ async def generate_slots(
     template: PromptTemplate,
     system: str,
     client: LLMClient,
-    sampling: SamplingSettings,
-    validation: ValidationSettings,
-    max_attempts: int,
-    run_seed: int,
+    settings: GenerateSettings,
     chooser: Chooser = Chooser(),
     judge: Judge | None = None,
     judge_client: LLMClient | None = None,
@@ -211,8 +211,7 @@ async def generate_slots(
     rule-passing generation is verified (through `judge_client`, default: `client`) before it counts."""
     async with _calls(client, judge_client) as (call, judge_call):
         outcomes = await asyncio.gather(*(
-            generate_slot(call, judge_call, s, template=template, system=system, sampling=sampling,
-                          validation=validation, max_attempts=max_attempts, run_seed=run_seed, chooser=chooser,
+            generate_slot(call, judge_call, s, template=template, system=system, settings=settings, chooser=chooser,
                           judge=judge)
             for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
@@ -259,10 +258,7 @@ async def generate_chains(
     templates: dict[str, PromptTemplate],
     systems: dict[str, str],
     client: LLMClient,
-    sampling: SamplingSettings,
-    validation: ValidationSettings,
-    max_attempts: int,
-    run_seed: int,
+    settings: GenerateSettings,
     judges: dict[str, Judge],
     chooser: Chooser = Chooser(),
     judge_client: LLMClient | None = None,
@@ -282,8 +278,8 @@ async def generate_chains(
                 rows.append(row)
                 continue
             generation, rejected = await generate_slot(
-                call, judge_call, slot, template=templates[kind], system=systems[kind], sampling=sampling, validation=validation,
-                max_attempts=max_attempts, run_seed=run_seed, chooser=chooser, judge=judges.get(kind))
+                call, judge_call, slot, template=templates[kind], system=systems[kind], settings=settings,
+                chooser=chooser, judge=judges.get(kind))
             rows.extend(rejected)
             if generation is not None:
                 accepted[kind] = generation
@@ -300,10 +296,7 @@ def generate_slots_batched(
     template: PromptTemplate,
     system: str,
     runner: BatchRunner,
-    sampling: SamplingSettings,
-    validation: ValidationSettings,
-    max_attempts: int,
-    run_seed: int,
+    settings: GenerateSettings,
     chooser: Chooser = Chooser(),
     judge: Judge | None = None,
     judge_runner: BatchRunner | None = None,
@@ -316,20 +309,20 @@ def generate_slots_batched(
     accepted: list[Generation | None] = [None] * len(slots)
     rejected: list[list[dict]] = [[] for _ in slots]
     open_slots = list(range(len(slots)))
-    for attempt in range(max_attempts):
+    for attempt in range(settings.max_attempts):
         if not open_slots:
             break
-        seeds = {i: request_seed(run_seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
-        params = {i: attempt_params(sampling, seeds[i], attempt) for i in open_slots}
+        seeds = {i: request_seed(settings.seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
+        params = {i: attempt_params(settings.sampling, seeds[i], attempt) for i in open_slots}
         results = runner.run([(messages[i], params[i]) for i in open_slots])
-        screened = {i: _screen(slots[i], attempt, seeds[i], params[i], result, tokens[i], validation, chooser)
+        screened = {i: _screen(slots[i], attempt, seeds[i], params[i], result, tokens[i], settings.validation, chooser)
                     for i, result in zip(open_slots, results)}
         best: dict[int, Generation | None] = {i: ranked[0] if ranked else None for i, (ranked, _) in screened.items()}
         verdict_rows: dict[int, dict | None] = {i: None for i in open_slots}
         if judge is not None:
             passing = [i for i in open_slots if best[i] is not None]
             verdicts = judge_rounds(judge_runner or runner, [(judge.template, slots[i].anchor, best[i].text)
-                                                             for i in passing], judge.settings)
+                                                             for i in passing], judge.settings, judge.seed)
             for i, verdict in zip(passing, verdicts):
                 best[i], verdict_rows[i] = _apply_verdict(slots[i], attempt, best[i], verdict, judge.combined)
         still_open = []
@@ -360,10 +353,7 @@ def generate_batch(
     template: PromptTemplate,
     system: str,
     llm: LLMSettings,
-    sampling: SamplingSettings,
-    validation: ValidationSettings,
-    max_attempts: int,
-    run_seed: int,
+    settings: GenerateSettings,
     judge: Judge | None = None,
     chooser: Chooser = Chooser(),
 ) -> tuple[list[dict], list[dict], dict]:
@@ -378,14 +368,13 @@ def generate_batch(
         runner = BatchRunner(client)
         judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
         accepted, rejected = generate_slots_batched(
-            slots, template=template, system=system, runner=runner, sampling=sampling, validation=validation,
-            max_attempts=max_attempts, run_seed=run_seed, chooser=chooser, judge=judge, judge_runner=judge_runner)
+            slots, template=template, system=system, runner=runner, settings=settings, chooser=chooser, judge=judge,
+            judge_runner=judge_runner)
         stats = {**asdict(client.stats), **asdict(runner.stats)}
     else:
         accepted, rejected = asyncio.run(
-            generate_slots(slots, template=template, system=system, client=client, sampling=sampling,
-                           validation=validation, max_attempts=max_attempts, run_seed=run_seed, chooser=chooser,
-                           judge=judge, judge_client=judge_client))
+            generate_slots(slots, template=template, system=system, client=client, settings=settings,
+                           chooser=chooser, judge=judge, judge_client=judge_client))
         stats = asdict(client.stats)
     return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
 
@@ -397,10 +386,7 @@ def generate_source_batch(
     templates: dict[str, PromptTemplate],
     systems: dict[str, str],
     llm: LLMSettings,
-    sampling: SamplingSettings,
-    validation: ValidationSettings,
-    max_attempts: int,
-    run_seed: int,
+    settings: GenerateSettings,
     judges: dict[str, Judge],
     chooser: Chooser = Chooser(),
 ) -> tuple[list[dict], list[dict], dict]:
@@ -411,7 +397,6 @@ def generate_source_batch(
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
     accepted, rejected = asyncio.run(generate_chains(
-        sources, kinds, templates=templates, systems=systems, client=client, sampling=sampling,
-        validation=validation, max_attempts=max_attempts, run_seed=run_seed, judges=judges, chooser=chooser,
-        judge_client=judge_client))
+        sources, kinds, templates=templates, systems=systems, client=client, settings=settings, judges=judges,
+        chooser=chooser, judge_client=judge_client))
     return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

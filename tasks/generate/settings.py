@@ -1,6 +1,7 @@
 """Stage 1's settings (generate-sts-triples), owned by the stage: sampling, validation rules, the pattern source, the
-verifier, and `GenerateConfig` — everything that determines the stage's output (its cache key is computed from it
-and the input hashes). Shared settings (the LLM endpoint, the corpus) are tasks.core.config's."""
+verifier, and `GenerateSettings` — the one settings object the stage's flow takes: everything that determines the
+stage's output but the LLM endpoint (its cache key is computed from both and the input hashes). Shared settings (the
+LLM endpoint, the corpus) are tasks.core.config's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tasks.core.config import CorpusSettings, LLMSettings, Settings
+from tasks.core.config import DEFAULT_SEED, CorpusSettings, LLMSettings, Settings
 
 PatternKind = Literal["sts", "nli"]
 
@@ -87,7 +88,6 @@ class VerifierSettings(Settings):
     top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "
                               "(0: the answered word only).")
     attempts: int = Field(2, ge=1, le=5, description="Calls per generation when the judge answers neither yes nor no.")
-    seed: int = 13
     ordering_margin: float | None = Field(
         None, ge=0, le=2, description="Encoder ordering check: cos(a, s+) − cos(a, s−) must be at least this; "
         "None = off. A triple that fails is quarantined as ordering.")
@@ -98,17 +98,17 @@ class VerifierSettings(Settings):
                               "counts and the length; at or above the model's threshold → verifier_rejected. None: off.")
 
 
-class GenerateConfig(Settings):
-    """Everything that determines stage 1's output (the cache key is computed from this and input hashes)."""
+class GenerateSettings(Settings):
+    """Stage 1's settings: everything that determines its output besides the LLM endpoint (the cache key is computed
+    from these, the endpoint's model and the input hashes). The judge samples with `seed` too."""
 
     # avoid_used_sources enters the key as the set of sources it avoided (none: the key of a run without it).
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"output_dir", "batch_size", "avoid_used_sources"})
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"batch_size", "avoid_used_sources"})
 
-    n: int = Field(20, ge=1, description="Number of source sentences.")
-    seed: int = 13
+    n: int = Field(30, ge=1, description="Number of source sentences.")
+    seed: int = DEFAULT_SEED
     corpus: CorpusSettings = CorpusSettings()
     pattern: PatternSettings = PatternSettings()
-    llm: LLMSettings = Field(default_factory=LLMSettings)
     sampling: SamplingSettings = SamplingSettings()
     validation: ValidationSettings = ValidationSettings()
     verifier: VerifierSettings = VerifierSettings()
@@ -117,4 +117,3 @@ class GenerateConfig(Settings):
     avoid_used_sources: bool = Field(
         False, description="Sample no source sentence an earlier run under the same output directory already used "
         "(its triples or its quarantine): scheduled runs grow one dataset instead of repeating sources.")
-    output_dir: str = "data/outputs"

@@ -37,7 +37,7 @@ from tasks.generate.generation import (
     next_slot,
 )
 from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
-from tasks.generate.settings import GenerateConfig, VerifierSettings
+from tasks.generate.settings import GenerateSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
@@ -86,7 +86,7 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
     return max(batch_size, 4 * max_concurrency)
 
 
-def chooser_of(cfg: GenerateConfig, patterns: PatternSource) -> Chooser:
+def chooser_of(cfg: GenerateSettings, patterns: PatternSource) -> Chooser:
     """The run's best-of-N rule: for the STS pattern, intermediates and negatives nearest the pattern source's own
     cosine in their band (computed once, only when there are choices to rank); NLI contradictions the first."""
     if cfg.sampling.candidates < 2 or cfg.pattern.kind != "sts":
@@ -96,17 +96,15 @@ def chooser_of(cfg: GenerateConfig, patterns: PatternSource) -> Chooser:
     return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands))
 
 
-def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges, chooser,
-                       accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+def generate_by_source(sources: list[Source], kinds, cfg: GenerateSettings, llm: LLMSettings, templates, systems,
+                       judges, chooser, accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
     """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
     `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    step = batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    step = batch_step(cfg.batch_size, llm.max_concurrency)
     for start in range(0, len(sources), step):
         batch = sources[start : start + step]
-        gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, cfg.llm, cfg.sampling,
-                                                      cfg.validation, cfg.max_attempts, cfg.seed, judges,
-                                                      chooser)
+        gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, llm, cfg, judges, chooser)
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
         quarantine.extend(rejected)
@@ -115,12 +113,12 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateConfig, templa
     return stats_total
 
 
-def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, templates, systems, judges, chooser,
-                     accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+def generate_by_kind(sources: list[Source], kinds, cfg: GenerateSettings, llm: LLMSettings, templates, systems,
+                     judges, chooser, accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
     """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
     batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    step = MAX_BATCH_LINES if cfg.llm.batch_api else batch_step(cfg.batch_size, cfg.llm.max_concurrency)
+    step = MAX_BATCH_LINES if llm.batch_api else batch_step(cfg.batch_size, llm.max_concurrency)
     for kind in kinds:
         slots = []
         for src in sources:
@@ -133,8 +131,7 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
         progress.advance(len(sources) - len(slots))
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
-            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], cfg.llm, cfg.sampling,
-                                                   cfg.validation, cfg.max_attempts, cfg.seed, judges.get(kind),
+            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], llm, cfg, judges.get(kind),
                                                    chooser)
             accepted[kind].update({g["source_id"]: g for g in gens})
             quarantine.extend(rejected)
@@ -148,7 +145,8 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateConfig, template
 class GenerationJob:
     """Stage 1's inputs, read and checked: the settings, prompt templates, judges, few-shot examples and sources."""
 
-    cfg: GenerateConfig
+    cfg: GenerateSettings
+    llm: LLMSettings  # the generator's endpoint
     kinds: tuple[str, ...]
     templates: dict[str, PromptTemplate]
     judges: dict[str, Judge]
@@ -168,40 +166,41 @@ class GenerationJob:
 
     @property
     def judge_llm(self) -> LLMSettings | None:
-        return (self.cfg.verifier.llm or self.cfg.llm) if self.judges else None
+        return (self.cfg.verifier.llm or self.llm) if self.judges else None
 
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
         avoided = {"avoided": fingerprint(sorted(self.avoided))} if self.avoided else {}
-        return stage_key(STAGE, params=self.cfg, inputs=[i["sha256"] for i in self.inputs], choice=CHOICE_VERSION,
+        return stage_key(STAGE, params=self.cfg, llm=self.llm, inputs=[i["sha256"] for i in self.inputs], choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
                          | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}, **avoided)
 
 
-def prepare_generation(cfg: GenerateConfig) -> GenerationJob:
+def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str) -> GenerationJob:
     """Every input read and validated before anything is spent on the LLM: bad files fail here, nothing written."""
     t0 = time.perf_counter()
     kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
     templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
     combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
-    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, combined) for k in kinds
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, cfg.seed, combined) for k in kinds
               if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus = load_corpus_task(cfg.corpus)
-    if cfg.avoid_used_sources and run_version(cfg.output_dir) is None:
-        raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {cfg.output_dir} is not a run "
+    if cfg.avoid_used_sources and run_version(output_dir) is None:
+        raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {output_dir} is not a run "
                           "folder: give run='auto' (or a run name) with it, so the earlier runs are its neighbours.")
-    avoided = used_source_ids(Path(cfg.output_dir)) if cfg.avoid_used_sources else frozenset()
+    avoided = used_source_ids(Path(output_dir)) if cfg.avoid_used_sources else frozenset()
     sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed, exclude=avoided)
-    return GenerationJob(cfg, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,
+    return GenerationJob(cfg, llm, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,
                          round(time.perf_counter() - t0, 3), avoided)
 
 
 def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     """Generate, verify and write the triples and the quarantine into `out`; returns the manifest's body."""
     cfg, kinds, templates, judges = job.cfg, job.kinds, job.templates, job.judges
-    served = check_llm_endpoint(cfg.llm)  # only when there is work for it: a reused stage needs no endpoint
+    llm = job.llm
+    served = check_llm_endpoint(llm)  # only when there is work for it: a reused stage needs no endpoint
     if judges and cfg.verifier.llm:
         check_llm_endpoint(cfg.verifier.llm)  # a separate judge endpoint must be reachable before any spending
     systems = {k: templates[k].system_message([vars(e) for e in job.examples[k]]) for k in kinds}
@@ -209,11 +208,11 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     quarantine: list[dict] = list(job.corpus.rejected)
     progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
     t_gen = time.perf_counter()
-    request_order = cfg.llm.resolved_request_order()
+    request_order = llm.resolved_request_order()
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    stats = generate(sources, kinds, cfg, templates, systems, judges, chooser, accepted, quarantine, progress)
+    stats = generate(sources, kinds, cfg, llm, templates, systems, judges, chooser, accepted, quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 
@@ -221,7 +220,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     quarantine.sort(key=lambda r: (r.get("stage") != "input", order.get(r.get("source_id"), -1),
                                    kinds.index(r["kind"]) if r.get("kind") in kinds else -1, r.get("attempt") or 0))
     judge_llm = job.judge_llm
-    triples = triples_table(job.sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=cfg.llm.model,
+    triples = triples_table(job.sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=llm.model,
                             prompts={k: t.name for k, t in templates.items()},
                             example_ids={k: [e.example_id for e in job.examples[k]] for k in kinds},
                             bases={k: BASE_OF_KIND[k] for k in kinds},
@@ -238,7 +237,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     out.preview = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
     out.write_parquet("rejected.parquet", rejected_table(quarantine))
     return {
-        "seed": cfg.seed, "parameters": cfg.model_dump(mode="json"), "inputs": job.inputs,
+        "seed": cfg.seed, "parameters": {**cfg.model_dump(mode="json"), "llm": llm.model_dump(mode="json")}, "inputs": job.inputs,
         "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
         "examples": {k: [vars(e) for e in job.examples[k]] for k in kinds},
         "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
@@ -249,13 +248,13 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                                        for k, j in judges.items()},
                      "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
                      "ordering_margin": cfg.verifier.ordering_margin},
-        "llm": {"model": cfg.llm.model, "served_models": served,
-                "model_sha256": cfg.llm.model_sha256,
+        "llm": {"model": llm.model, "served_models": served,
+                "model_sha256": llm.model_sha256,
                 # Set by whoever started the embedded server (the CLI, the local stack): llama-server or
                 # llama-cpp-python; None for an endpoint stsgen did not start.
-                "server_engine": cfg.llm.server_engine, "request_order": request_order,
-                "endpoint_kind": endpoint_kind(cfg.llm.base_url)},
-        "llm_stats": stats, "cost": llm_cost(stats, triples.num_rows, "triple", prices_of(cfg.llm)),
+                "server_engine": llm.server_engine, "request_order": request_order,
+                "endpoint_kind": endpoint_kind(llm.base_url)},
+        "llm_stats": stats, "cost": llm_cost(stats, triples.num_rows, "triple", prices_of(llm)),
         "counts": counts, "timings": {"prepare_s": job.prepare_s, "generation_s": generation_s},
     }
 

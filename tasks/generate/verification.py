@@ -104,9 +104,9 @@ def load_judge_template(kind: str, template_dir: str | None = None) -> JudgeTemp
     return JudgeTemplate(kind, name, source)
 
 
-def judge_params(settings: VerifierSettings, attempt: int) -> dict:
+def judge_params(settings: VerifierSettings, attempt: int, seed: int) -> dict:
     # Attempt 0 is greedy; a re-ask after a garbled answer samples (else the cache would return the same answer).
-    params = {"temperature": 0.0 if attempt == 0 else 0.7, "max_tokens": 3, "seed": settings.seed + attempt,
+    params = {"temperature": 0.0 if attempt == 0 else 0.7, "max_tokens": 3, "seed": seed + attempt,
               ALLOWED_ANSWERS: ["yes", "no"]}  # a grammar where the endpoint takes one (tasks.llm.client)
     if settings.top_logprobs:
         params |= {"logprobs": True, "top_logprobs": settings.top_logprobs}
@@ -146,17 +146,17 @@ def verdict_of(results: list[CallResult], settings: VerifierSettings, passes: st
 
 
 async def judge_one(call, template: JudgeTemplate, anchor: str, candidate: str,
-                    settings: VerifierSettings) -> JudgeVerdict:
+                    settings: VerifierSettings, seed: int) -> JudgeVerdict:
     """Ask until a yes/no answer (or `attempts` calls); `call` is an LLMClient.open() caller."""
     messages, results = template.messages(anchor, candidate), []
     while True:
-        results.append(await call(messages, judge_params(settings, len(results))))
+        results.append(await call(messages, judge_params(settings, len(results), seed)))
         verdict = verdict_of(results, settings, template.passes, template.kind)
         if verdict is not None:
             return verdict
 
 
-def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: VerifierSettings
+def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: VerifierSettings, seed: int
                  ) -> list[JudgeVerdict]:
     """`judge_one` for the Batch API: round a asks every item still garbled after a rounds (one batch per round)."""
     results: list[list[CallResult]] = [[] for _ in items]
@@ -164,7 +164,7 @@ def judge_rounds(runner, items: list[tuple[JudgeTemplate, str, str]], settings: 
     open_items = list(range(len(items)))
     while open_items:
         answers = runner.run([(items[i][0].messages(items[i][1], items[i][2]),
-                               judge_params(settings, len(results[i]))) for i in open_items])
+                               judge_params(settings, len(results[i]), seed)) for i in open_items])
         still = []
         for i, result in zip(open_items, answers):
             results[i].append(result)

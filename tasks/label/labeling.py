@@ -34,8 +34,9 @@ from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
 from models.coherence import encode_texts
 from models.llama_cpp_lm import load_llama_cpp_lm
 from tasks.contracts import TrainedCoherence, load_trained_cached
-from tasks.core.config import ConfigError, LLMSettings, Settings, key_fields
+from tasks.core.config import DEFAULT_SEED, ConfigError, LLMSettings, Settings, key_fields
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
+from tasks.core.runners import ExecutionSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import fingerprint, read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
@@ -54,8 +55,10 @@ LabelMethod = Literal["context", "llm_rating", "combined"]
 
 class LabelSettings(Settings):
     # How the scoring runs, not what it computes: left out of every cache key (tasks.core.config.key_fields).
+    # `calibration` enters the stage key as its file's content (tasks/label/stage.py), not its path.
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
-                                                      "lm_max_concurrency"})
+                                                      "lm_max_concurrency", "shard_size", "execution",
+                                                      "calibration"})
     # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
     # them, so changing them re-scores nothing.
     LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight"})
@@ -125,10 +128,15 @@ class LabelSettings(Settings):
     context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
                                    "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
     reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
-    seed: int = 13
+    seed: int = DEFAULT_SEED
     threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION + " On a GPU, dtype='bfloat16' halves the "
                                   "memory and time of the LM passes.")
+    calibration: str | None = Field(None, description="A labeled pairs.parquet (label and gold columns) to fit a "
+                                    "monotone map of labels onto 0–5; None: labels as computed.")
+    shard_size: int = Field(8, ge=1, description="Pairs' sentences per scoring shard (a shard is the unit of "
+                            "resumption).")
+    execution: ExecutionSettings = ExecutionSettings()
 
     @model_validator(mode="after")
     def _usable(self) -> "LabelSettings":

@@ -20,7 +20,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
-from tasks.core.config import LLMSettings, Settings
+from tasks.core.config import DEFAULT_SEED, LLMSettings, Settings
 from tasks.llm.client import ALLOWED_ANSWERS, CallResult, LLMClient
 from tasks.llm.prompting import load_template
 
@@ -35,7 +35,7 @@ class RatingSettings(Settings):
         "to 5 (same meaning); 'guidelines' gives the STS annotation scale (lower on STS-B dev: docs/labeling.md)")
     top_logprobs: int = Field(20, ge=0, le=20, description="Alternatives of the answer token used for the expected "
                               "rating (0: the answered digit only)")
-    seed: int = 13
+    seed: int = DEFAULT_SEED
 
 
 @dataclass

@@ -66,6 +66,7 @@ from tasks.llm.client import check_endpoint, model_identity
 from tasks.llm.cost import llm_cost, prices_of
 
 STAGE = "label-pairs"
+LABEL_THREADS = 1  # shards at once on a thread pool: the LM already uses every core, more would only contend
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
 OUTPUT_FILES = {"pairs": "pairs.parquet", "rejected": "rejected.parquet"}
 IO = StageIO(reads={"generate-sts-triples/triples.parquet": ("source_id", *TRIPLE_SLOTS), "retrieve-contexts/contexts.parquet": CONTEXT_COLUMNS},
@@ -133,7 +134,7 @@ class LabelJob:
 
 
 def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | None, settings: LabelSettings,
-                     coherence_dir: str | None, calibration: str | None, llm: LLMSettings | None) -> LabelJob:
+                     coherence_dir: str | None, llm: LLMSettings | None) -> LabelJob:
     """Read the units and check every model and endpoint the labeler uses, before any scoring."""
     t0 = time.perf_counter()
     if (triples is None) == (pairs is None):
@@ -170,6 +171,7 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
         except (OSError, ValueError, ImportError) as exc:
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
+    calibration = settings.calibration
     calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
     inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"}] + (
         [{"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}] if contexts_path
@@ -178,11 +180,11 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
                     calibration_info, round(time.perf_counter() - t0, 3))
 
 
-def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, dask_address: str | None,
-              max_workers: int) -> dict:
+def label_all(job: LabelJob, out: StageFolder) -> dict:
     """Score the units in shards, rate and calibrate, write pairs.parquet, rejected.parquet and the label plot;
     returns the manifest's body."""
     settings, units = job.settings, job.units
+    shard_size, execution = settings.shard_size, settings.execution
     timings = {"prepare_s": job.prepare_s}
     reference = reference_sentences(units, settings.reference_sentences, settings.seed)
     # Shards are keyed by what they score — their units' sentences and contexts, the reference sentences, settings
@@ -202,7 +204,7 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
         "units": shard, "settings": settings, "reference": reference, "coherence_dir": job.coherence[0],
         "lm_path": job.lm_path and str(job.lm_path), "lm_sha256": job.lm_sha,
         "out_path": str(shard_dir / f"{fingerprint([asdict(u) for u in shard])[:16]}.parquet")}
-        for shard in shards], workers, dask_address, max_workers, progress)
+        for shard in shards], execution, LABEL_THREADS, progress)
     timings["label_s"] = round(time.perf_counter() - t1, 3)
 
     merged = pa.concat_tables([pq.read_table(r["path"], schema=SHARD_SCHEMA) for r in results]) if results \
@@ -240,7 +242,7 @@ def label_all(job: LabelJob, out: StageFolder, shard_size: int, workers: str, da
     return {
         "code_version": CODE_VERSION, "seed": settings.seed, "inputs": job.inputs,
         "parameters": {"label": settings.model_dump() | {"lm": lm_public(settings)}, "shard_size": shard_size,
-                       "workers": runner_kind(workers, dask_address)},
+                       "workers": runner_kind(execution.workers, execution.dask_address)},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": job.coherence[0], "sha256": job.coherence[1]},
         "lm": {"source": lm_public(settings), "path": job.lm_path and str(job.lm_path), "sha256": job.lm_sha,

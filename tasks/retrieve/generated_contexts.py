@@ -25,7 +25,7 @@ from prefect.cache_policies import NO_CACHE
 from pydantic import Field
 
 from models.coherence import tokenize
-from tasks.core.config import LLMSettings, Settings
+from tasks.core.config import DEFAULT_SEED, LLMSettings, Settings
 from tasks.core.store import fingerprint
 from tasks.llm.client import CallResult, LLMClient
 from tasks.llm.prompting import load_template
@@ -52,7 +52,7 @@ class ContextSourceSettings(Settings):
                                     "sentence is a copy of it")
     max_jaccard: float = Field(0.5, gt=0, le=1, description="Diversity: a c< this similar to an accepted one is "
                                "rejected (the rule of the retrieved contexts)")
-    seed: int = 13
+    seed: int = DEFAULT_SEED
 
     @property
     def generates(self) -> bool:

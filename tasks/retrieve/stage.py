@@ -50,8 +50,10 @@ from tasks.retrieve.retrieval import (
     build_or_load_index,
     retrieve_shard,
 )
+from tasks.retrieve.settings import RetrieveSettings
 
 STAGE = "retrieve-contexts"
+RETRIEVE_THREADS = 2  # shards at once on a thread pool: screening and ranking release the GIL in numpy / torch
 OUTPUT_FILES = {"contexts": "contexts.parquet", "rejected": "rejected.parquet"}
 # A sentence without any context, and with written contexts every rejected answer (its reason and raw text).
 REJECTED_SCHEMA = pa.schema([("sentence_id", pa.string()), ("sentence", pa.string()), ("reason", pa.string()),
@@ -117,13 +119,21 @@ class RetrievalJob:
     corpus_key: str
     index_dir: Path
     trained: TrainedCoherence
-    selection: SelectionSettings
-    coherence: CoherenceSettings
-    window_k: int
-    chunk_size: int
+    settings: RetrieveSettings
     timings: dict[str, float]
-    source: ContextSourceSettings
     llm: LLMSettings | None  # the endpoint that writes contexts (source generated / both)
+
+    @property
+    def selection(self) -> SelectionSettings:
+        return self.settings.selection
+
+    @property
+    def source(self) -> ContextSourceSettings:
+        return self.settings.source
+
+    @property
+    def window_k(self) -> int:
+        return self.settings.window_k
 
     @functools.cached_property
     def inputs(self) -> list[dict]:
@@ -138,36 +148,33 @@ class RetrievalJob:
                          selection=self.selection, k=self.window_k, **({"writer": writer} if writer else {}))
 
 
-def prepare_retrieval(sentences: str, corpora: list[CorpusSettings], window_k: int, chunk_size: int,
-                      selection: SelectionSettings, coherence: CoherenceSettings,
-                      source: ContextSourceSettings | None = None, llm: LLMSettings | None = None) -> RetrievalJob:
+def prepare_retrieval(sentences: str, settings: RetrieveSettings, llm: LLMSettings | None = None) -> RetrievalJob:
     """Read the query sentences, split the corpora into contexts, build (or reuse) the screening index and train (or
     reuse) the coherence model: what the stage key is computed from."""
     t0 = time.perf_counter()
-    source = source or ContextSourceSettings()
-    llm = (llm or LLMSettings()) if source.generates else None
+    llm = (llm or LLMSettings()) if settings.source.generates else None
     if llm is not None:
         check_endpoint(llm)  # before any work: unreachable endpoint, unknown model, bad key
     queries = load_query_sentences(Path(sentences))
-    corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(corpora, window_k, chunk_size,
-                                                                                    selection)
-    if len(contexts) < selection.screen_k:
+    corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(
+        settings.corpora_or(CorpusSettings()), settings.window_k, settings.chunk_size, settings.selection)
+    if len(contexts) < settings.selection.screen_k:
         run_logger().warning("The corpus has %d contexts, fewer than screen_k=%d: every context is a candidate.",
-                                 len(contexts), selection.screen_k)
+                                 len(contexts), settings.selection.screen_k)
     timings = {"index_s": round(time.perf_counter() - t0, 3)}
     t1 = time.perf_counter()
-    trained = coherence_task(contexts, corpus_sentences, corpus_key, coherence, window_k)
+    trained = coherence_task(contexts, corpus_sentences, corpus_key, settings.coherence, settings.window_k)
     timings["coherence_s"] = round(time.perf_counter() - t1, 3)
     return RetrievalJob(Path(sentences), queries, corpus_sentences, contexts, inputs, stats, corpus_key, index_dir,
-                        trained, selection, coherence, window_k, chunk_size, timings, source, llm)
+                        trained, settings, timings, llm)
 
 
-def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, workers: str,
-                 dask_address: str | None, max_workers: int) -> dict:
+def retrieve_all(job: RetrievalJob, out: StageFolder, device) -> dict:
     """Shards of query sentences on the chosen runner (each keyed by the stage key and its sentences: a re-run skips
     the shards already written), merged into contexts.parquet; returns the manifest's body."""
     shard_dir = out.work_dir("shards", out.key)
     texts = job.queries["sentence"].tolist() if job.source.source != "generated" else []
+    shard_size, execution = job.settings.shard_size, job.settings.execution
     shards = [texts[i : i + shard_size] for i in range(0, len(texts), shard_size)]
     progress = Progress("retrieve", len(shards) + job.source.generates,
                         f"{len(job.queries)} sentences, {len(shards)} retrieval shards"
@@ -176,7 +183,7 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
     shard_paths = map_shards(retrieve_shard, [{
         "sentences": shard, "index_dir": str(job.index_dir), "coherence_dir": str(job.trained.folder),
         "settings": job.selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet"),
-        "device": str(device)} for shard in shards], workers, dask_address, max_workers, progress)
+        "device": str(device)} for shard in shards], execution, RETRIEVE_THREADS, progress)
     timings = {**job.timings, "retrieve_s": round(time.perf_counter() - t0, 3)}
 
     table = pa.concat_tables([pq.read_table(p, schema=CONTEXTS_SCHEMA) for p in shard_paths]) if shard_paths \
@@ -215,10 +222,8 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device, shard_size: int, w
     trained = job.trained
     return {
         "inputs": job.inputs,
-        "parameters": {"window_k": job.window_k, "chunk_size": job.chunk_size, "selection": job.selection.model_dump(),
-                       "contexts_source": job.source.model_dump(),
-                       "coherence": job.coherence.model_dump(), "device": device_info(device), "shard_size": shard_size,
-                       "workers": runner_kind(workers, dask_address)},
+        "parameters": {**job.settings.model_dump(mode="json"), "device": device_info(device),
+                       "workers": runner_kind(execution.workers, execution.dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],
                             "reused": trained.reused},

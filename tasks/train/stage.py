@@ -115,8 +115,7 @@ train_task = task(train, name="train-encoder", cache_policy=NO_CACHE)
 evaluate_task = task(evaluate_sources, name="evaluate-sts", cache_policy=NO_CACHE)
 
 
-def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, eval_sets: list[str] | None,
-                     mining_corpus: str, device) -> TrainJob:
+def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, device) -> TrainJob:
     """Read and check the training data (before anything is loaded or written) and the mining corpus, and find the
     backbone (loaded by `train_and_select`: a reused stage never loads it)."""
     triples_frame = read_triples(Path(triples))
@@ -132,11 +131,11 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, e
     check_training_data(data, settings.losses, triples, pairs or "pairs")
     candidates = None
     if settings.mining.num_negatives:
-        corpus = load_corpus(CorpusSettings(source=mining_corpus))  # an empty corpus fails here, nothing written
+        corpus = load_corpus(CorpusSettings(source=settings.mining.corpus))  # an empty corpus fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
     return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,
-                    ["stsb-dev", "stsb-test", *(eval_sets or [])])
+                    ["stsb-dev", "stsb-test", *settings.eval_sets])
 
 
 def train_and_select(job: TrainJob, out: StageFolder) -> dict:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from tasks.core.config import Settings
+from tasks.core.config import DEFAULT_SEED, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.train.backbones import BackboneSettings
 from tasks.train.hard_negatives import MiningSettings
@@ -38,7 +38,8 @@ class LossSettings(Settings):
 
 
 class TrainSettings(Settings):
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
+    # Where it trains, not what (tasks.core.stage); the evaluation sets enter the stage key as their content.
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device", "eval_sets"})
 
     backbone: BackboneSettings = BackboneSettings()
     losses: LossSettings = LossSettings()
@@ -51,8 +52,10 @@ class TrainSettings(Settings):
     heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
     dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
     encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
-    seed: int = 13
+    seed: int = DEFAULT_SEED
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+    eval_sets: list[str] = Field([], description="STS12–16 folders or SICK files evaluated at the end beside STS-B "
+                                 "dev and test")
 
     @model_validator(mode="after")
     def _mined_negatives_need_mining(self) -> "TrainSettings":

@@ -48,19 +48,19 @@ def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):
 
 def test_device_flag_reaches_every_torch_stage_of_the_main_job():
     from flows.cli import build_parser
-    from flows.cli.options import label_settings, preset_settings, with_device
+    from flows.cli.stages import pipeline_settings
     from flows.presets import PRESETS
 
-    args = build_parser().parse_args(["run", "--device", "cpu", "--preset", "quick"])
-    sizes = preset_settings(args.preset, args.device)
-    assert sizes["coherence"].device == sizes["train_settings"].device == "cpu"
-    assert with_device(label_settings(args), args.device).device == "cpu"
+    settings = pipeline_settings(build_parser().parse_args(["run", "--device", "cpu", "--preset", "quick"]))
+    assert settings["retrieve"].coherence.device == settings["train"].device == "cpu"
+    assert settings["label"].device == "cpu"
     # Everything else is the preset's: only the device changed.
     quick = PRESETS["quick"]
-    assert sizes["coherence"].model_dump(exclude={"device"}) == quick["coherence"].model_dump(exclude={"device"})
-    assert sizes["train_settings"].steps == quick["train_settings"].steps
-    default = preset_settings("full", None)
-    assert default["coherence"] == CoherenceSettings() and default["train_settings"].device == "auto"
+    assert settings["retrieve"].coherence.model_dump(exclude={"device"}) == CoherenceSettings.model_validate(
+        quick["retrieve"]["coherence"]).model_dump(exclude={"device"})
+    assert settings["train"].steps == quick["train"]["steps"]
+    default = pipeline_settings(build_parser().parse_args(["run", "--preset", "full"]))
+    assert default["retrieve"].coherence == CoherenceSettings() and default["train"].device == "auto"
 
 
 def test_the_device_is_not_part_of_any_cache_key():
@@ -75,13 +75,15 @@ def test_every_torch_stage_fails_on_cuda_before_any_work(prefect_harness, tmp_pa
     from flows.label_pairs import label_pairs
     from flows.retrieve_contexts import retrieve_contexts
     from flows.train_surrogate import train_surrogate
+    from tasks.retrieve.settings import RetrieveSettings
 
     missing = str(tmp_path / "missing.parquet")
     out = tmp_path / "out"
     with pytest.raises(ConfigError, match="device 'cuda'"):
-        train_surrogate(triples=missing, train_settings=TrainSettings(device="cuda"), output_dir=str(out))
+        train_surrogate(triples=missing, settings=TrainSettings(device="cuda"), output_dir=str(out))
     with pytest.raises(ConfigError, match="device 'cuda'"):
-        retrieve_contexts(sentences=missing, coherence=CoherenceSettings(device="cuda"), output_dir=str(out))
+        retrieve_contexts(sentences=missing, settings=RetrieveSettings(coherence=CoherenceSettings(device="cuda")),
+                          output_dir=str(out))
     triples = tmp_path / "triples.parquet"
     pq.write_table(pa.Table.from_pandas(pd.DataFrame({
         "source_id": ["a"], "anchor": ["the river flooded the town ."], "positive": ["the town was flooded ."],
@@ -89,7 +91,7 @@ def test_every_torch_stage_fails_on_cuda_before_any_work(prefect_harness, tmp_pa
     contexts = tmp_path / "contexts.parquet"
     with pytest.raises(ConfigError, match="device 'cuda'"):
         label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(out),
-                    label=LabelSettings(method="context", lm=str(tiny_lm_dir), lambda_disc=0, device="cuda"))
+                    settings=LabelSettings(method="context", lm=str(tiny_lm_dir), lambda_disc=0, device="cuda"))
     assert not out.exists()
 
 
@@ -123,14 +125,16 @@ def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
     assert (cos > 0.99).all()
 
 
-def test_the_quick_preset_sizes_the_labeler_unless_a_flag_does():
+def test_the_quick_preset_sizes_the_labeler_unless_a_flag_does(monkeypatch):
     from flows.cli import build_parser
-    from flows.cli.options import label_settings, preset_settings
+    from flows.cli.stages import pipeline_settings
+    from flows.presets import PRESETS
 
-    quick = preset_settings("quick", None)["label"]
-    args = build_parser().parse_args(["run"])
-    assert label_settings(args, defaults=quick).contexts_per_sentence == 8
-    flagged = build_parser().parse_args(["run", "--label-method", "context", "--similarity", "rank"])
-    settings = label_settings(flagged, defaults=quick | {"similarity": "contrast"})
+    parse = build_parser().parse_args
+    assert pipeline_settings(parse(["run"]))["label"].contexts_per_sentence == 8  # --preset quick is the default
+    # A preset that also sets the similarity: the flag wins over it; the preset's sizes stay.
+    monkeypatch.setitem(PRESETS["quick"], "label", PRESETS["quick"]["label"] | {"similarity": "contrast"})
+    settings = pipeline_settings(parse(["run", "--label-method", "context", "--similarity", "rank"]))["label"]
     assert settings.similarity == "rank" and settings.method == "context" and settings.candidates() == 16
-    assert label_settings(args, defaults=preset_settings("full", None)["label"]).contexts_per_sentence == 24
+    assert settings.contexts_per_sentence == 8
+    assert pipeline_settings(parse(["run", "--preset", "full"]))["label"].contexts_per_sentence == 24

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, generate_settings
 from tests.faults.conftest import spec
 from tests.faults.processes import pipeline_process
 from tests.scripted_openai import ScriptedOpenAI
@@ -84,7 +84,7 @@ def test_llm_output_that_looks_like_code_is_only_text(prefect_harness, tiny_corp
 
     payload = "__import__('os').system('touch PWNED') or 1"
     with ScriptedOpenAI(responder=lambda messages, body: payload) as server:
-        paths = generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+        paths = generate_sts_triples(settings=generate_settings(tiny_corpus, n=2), llm=llm(server, tmp_path),
                                      output_dir=str(tmp_path / "out"))
     rejected = pq.read_table(paths["rejected"]).to_pandas()
     assert (rejected["text"] == payload).any()  # kept verbatim, with the reason it was rejected

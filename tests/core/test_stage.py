@@ -13,22 +13,29 @@ from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
-from tasks.generate.settings import GenerateConfig
+from tasks.generate.settings import GenerateSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings
 from tasks.train.training import TrainSettings
 
 
 def test_key_fields_leave_out_what_each_settings_class_declares_nested_included():
-    base = GenerateConfig(llm=LLMSettings(base_url="http://a/v1", model="m"))
-    transport = GenerateConfig(llm=LLMSettings(base_url="http://b/v1", model="m", max_concurrency=64, timeout_s=5),
-                               batch_size=7, output_dir="elsewhere")
-    assert key_fields(base) == key_fields(transport)
-    assert "output_dir" not in key_fields(base) and "base_url" not in key_fields(base)["llm"]
-    assert stage_key("s", settings=base) == stage_key("s", settings=transport)
-    assert stage_key("s", settings=base) != stage_key("s", settings=GenerateConfig(llm=LLMSettings(
-        base_url="http://a/v1", model="other")))  # the model changes what comes back
-    assert stage_key("s", settings=base) != stage_key("s", settings=base.model_copy(update={"n": 3}))
-    assert stage_key("s", settings=base) != stage_key("t", settings=base)
+    base_llm = LLMSettings(base_url="http://a/v1", model="m")
+    transport_llm = LLMSettings(base_url="http://b/v1", model="m", max_concurrency=64, timeout_s=5)
+    # The judge's endpoint is nested in the stage's settings: its transport fields stay out of the key as well.
+    base = GenerateSettings(verifier=VerifierSettings(llm=base_llm))
+    transport = GenerateSettings(verifier=VerifierSettings(llm=transport_llm), batch_size=7)
+    assert key_fields(base) == key_fields(transport) and key_fields(base_llm) == key_fields(transport_llm)
+    assert "output_dir" not in key_fields(base) and "llm" not in key_fields(base)
+    assert "batch_size" not in key_fields(base) and "base_url" not in key_fields(base)["verifier"]["llm"]
+    assert "base_url" not in key_fields(base_llm)
+    assert stage_key("s", settings=base, llm=base_llm) == stage_key("s", settings=transport, llm=transport_llm)
+    assert stage_key("s", settings=base, llm=base_llm) != stage_key("s", settings=base, llm=LLMSettings(
+        base_url="http://a/v1", model="other"))  # the model changes what comes back
+    assert stage_key("s", settings=base, llm=base_llm) != stage_key("s", settings=GenerateSettings(
+        verifier=VerifierSettings(llm=LLMSettings(base_url="http://a/v1", model="other"))), llm=base_llm)
+    assert stage_key("s", settings=base, llm=base_llm) != stage_key("s", settings=base.model_copy(update={"n": 3}),
+                                                                    llm=base_llm)
+    assert stage_key("s", settings=base, llm=base_llm) != stage_key("t", settings=base, llm=base_llm)
     assert "device" not in key_fields(TrainSettings()) and "steps" in key_fields(TrainSettings())
 
 

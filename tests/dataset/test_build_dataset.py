@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from functools import partial
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -20,10 +19,9 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.sts_data import read_sts_source, read_stsb
 from tasks.dataset.settings import DatasetSettings
-from tasks.generate.settings import SamplingSettings, VerifierSettings
-from tests.conftest import PROJECT, write_tiny_corpus
+from tasks.generate.settings import PatternSettings, SamplingSettings, VerifierSettings
+from tests.conftest import PROJECT, generate_settings, write_tiny_corpus
 
-generate = partial(generate_sts_triples, sampling=SamplingSettings(candidates=1), verifier=VerifierSettings(judge=False))
 # The n-gram checks alone (no encoder): the embedding checks have their own test with the real encoder.
 NGRAMS_ONLY = DatasetSettings(paraphrase_cosine=None, eval_cosine=None, eval_sets=["stsb-dev"])
 
@@ -32,8 +30,15 @@ def llm(server, tmp_path) -> LLMSettings:
     return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"))
 
 
-def make_run(server, tmp_path, corpus, name, n, **kw) -> Path:
-    generate(n=n, corpus=str(corpus), llm=llm(server, tmp_path), output_dir=str(tmp_path / "runs"), run=name, **kw)
+def stage1(corpus, n, **fields):
+    """Stage 1's settings for `n` sources from `corpus`, one sample per request, no judge; `fields`: more of them."""
+    return generate_settings(corpus, n=n, sampling=SamplingSettings(candidates=1),
+                             verifier=VerifierSettings(judge=False), **fields)
+
+
+def make_run(server, tmp_path, corpus, name, n, **fields) -> Path:
+    generate_sts_triples(settings=stage1(corpus, n, **fields), llm=llm(server, tmp_path),
+                         output_dir=str(tmp_path / "runs"), run=name)
     return tmp_path / "runs" / name
 
 
@@ -178,24 +183,24 @@ def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_co
                            output_dir=str(tmp_path / "ds"))["dataset"]
     settings = TrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
                              backbone=BackboneSettings(source=str(tiny_encoder_dir)))
-    paths = train_surrogate(dataset=folder, train_settings=settings, output_dir=str(tmp_path / "trained"))
+    paths = train_surrogate(dataset=folder, settings=settings, output_dir=str(tmp_path / "trained"))
     manifest = json.loads(Path(paths["manifest"]).read_text())
     sha = json.loads((Path(folder) / "manifest.json").read_text())["outputs"]["triples.parquet"]["sha256"]
     assert [i["sha256"] for i in manifest["inputs"] if i["role"] == "triples"] == [sha]
     assert manifest["counts"]["train_triples"] + manifest["counts"]["heldout_triples"] == 9
     with pytest.raises(ConfigError, match="either triples"):
-        train_surrogate(dataset=folder, triples=str(Path(folder) / "triples.parquet"), train_settings=settings,
+        train_surrogate(dataset=folder, triples=str(Path(folder) / "triples.parquet"), settings=settings,
                         output_dir=str(tmp_path / "t2"))
     with pytest.raises(ConfigError, match="is not a dataset version"):
-        train_surrogate(dataset=str(tmp_path / "runs" / "r1"), train_settings=settings,
+        train_surrogate(dataset=str(tmp_path / "runs" / "r1"), settings=settings,
                         output_dir=str(tmp_path / "t2"))
     assert not (tmp_path / "t2").exists()
 
 
 def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path):
     make_run(scripted, tmp_path, tiny_corpus, "sts", 3)
-    make_run(scripted, tmp_path, tiny_corpus, "nli", 3, pattern="nli",
-             pattern_source=str(PROJECT / "data" / "examples" / "sick.txt"))
+    make_run(scripted, tmp_path, tiny_corpus, "nli", 3,
+             pattern=PatternSettings(kind="nli", source=str(PROJECT / "data" / "examples" / "sick.txt")))
     (tmp_path / "runs" / "unfinished" / "generate-sts-triples").mkdir(parents=True)
     out = tmp_path / "ds"
     with pytest.raises(ConfigError, match=r"unfinished: no finished generate-sts-triples"):
@@ -265,8 +270,8 @@ def test_a_second_build_into_the_same_folder_waits_its_turn(prefect_harness, scr
 
 def test_avoid_used_sources_needs_a_run_folder(prefect_harness, scripted, tiny_corpus, tmp_path):
     with pytest.raises(ConfigError, match="is not a run folder: give run='auto'"):
-        generate(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "plain"),
-                 avoid_used_sources=True)
+        generate_sts_triples(settings=stage1(tiny_corpus, 2, avoid_used_sources=True), llm=llm(scripted, tmp_path),
+                             output_dir=str(tmp_path / "plain"))
     assert scripted.chat_requests() == []
 
 

@@ -20,8 +20,9 @@ def fault_corpus(tmp_path_factory) -> Path:
 
 
 def spec(server, work: Path, corpus: Path, lm: Path, encoder: Path, **extra) -> dict:
+    """The child's parameters (JSON): plain values tests.faults.processes._pipeline puts into the stage settings."""
     return dict(base_url=server.base_url, work=str(work), corpus=str(corpus), lm=str(lm), encoder=str(encoder),
-                max_workers=1, label_shard_size=1,  # one unit per shard: many resume points
+                max_workers=1, label_shard_size=1,  # one shard at a time, one unit per shard: many resume points
                 train=extra.pop("train", False), **extra)  # stage 4's resume is tested in tests/train/test_training.py
 
 

@@ -117,11 +117,21 @@ def _serve(port: int, latency_s: float, log: str) -> None:
 
 
 def _pipeline(spec: dict) -> None:
+    """The tiny sts-pipeline with the spec's plain values in its stage settings: `max_workers` shards at once in
+    stages 2 and 3, `label_shard_size` units per label shard, `train` false: stop after labeling."""
     from flows.sts_pipeline import sts_pipeline
+    from tasks.core.runners import ExecutionSettings
     from tests.pipeline.test_pipeline import tiny_pipeline_kwargs
 
     kwargs = tiny_pipeline_kwargs(spec.pop("base_url"), Path(spec.pop("work")), Path(spec.pop("corpus")),
                                   Path(spec.pop("lm")), Path(spec.pop("encoder")), llm=spec.pop("llm", None))
+    label = kwargs["label"]
+    execution = ExecutionSettings(max_workers=spec.pop("max_workers", None))
+    kwargs["retrieve"] = kwargs["retrieve"].model_copy(update={"execution": execution})
+    kwargs["label"] = label.model_copy(update={"execution": execution,
+                                               "shard_size": spec.pop("label_shard_size", label.shard_size)})
+    if not spec.pop("train", True):
+        kwargs["train"] = None
     kwargs.update(spec)
     outputs = sts_pipeline(**kwargs)
     print(json.dumps(outputs), flush=True)

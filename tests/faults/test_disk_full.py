@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.store import sha256_path, write_parquet
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, generate_settings
 
 FILE_SIZE_LIMITED_WRITE = """
 import resource, signal, sys
@@ -72,7 +72,7 @@ def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scri
 
     fill(small_disk, leave_bytes=2048)  # room for the folder, not for the outputs
     with pytest.raises(OutputWriteError, match="No space left on device") as raised:
-        generate_sts_triples(n=5, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
+        generate_sts_triples(settings=generate_settings(tiny_corpus, n=5), llm=llm(scripted, tmp_path),
                              output_dir=str(small_disk / "out"))
     assert "Could not write" in str(raised.value) and str(small_disk / "out") in str(raised.value)
     stage = small_disk / "out" / "generate-sts-triples"
@@ -82,7 +82,7 @@ def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scri
     assert (sent - judged, judged) == (15, 15)  # 5 triples: 15 generations, each judged once
 
     (small_disk / "filler").unlink()
-    paths = generate_sts_triples(n=5, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
+    paths = generate_sts_triples(settings=generate_settings(tiny_corpus, n=5), llm=llm(scripted, tmp_path),
                                  output_dir=str(small_disk / "out"))
     assert len(scripted.chat_requests()) == sent  # every answer came from the cache
     assert pq.read_table(paths["triples"]).num_rows == 5

@@ -39,8 +39,9 @@ def restart_during_a_run(settings, llm, tiny_corpus, tmp_path):
     sent_before = len(llm.chat_requests())
     out = tmp_path / "outputs"
     # seed 7: other requests than the session's adhoc run (seed 13), which the shared LLM cache would answer.
-    started = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", "n=4", "-p", "seed=7",
-                          "-p", f"corpus={tiny_corpus}", "-p", f"output_dir={out}")
+    stage1 = json.dumps({"n": 4, "seed": 7, "corpus": {"source": str(tiny_corpus)}})
+    started = prefect_cli(settings, "deployment", "run", "generate-sts-triples/adhoc", "-p", f"settings={stage1}",
+                          "-p", f"output_dir={out}")
     assert started.returncode == 0, started.stdout[-2000:] + started.stderr[-2000:]
     run_id = re.search(r"UUID: ([0-9a-f-]{36})", started.stdout).group(1)
 

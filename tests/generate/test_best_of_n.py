@@ -13,11 +13,12 @@ from pydantic import ValidationError
 from tasks.core.config import LLMSettings, settings_problem
 from tasks.generate.candidates import Chooser, rank
 from tasks.generate.generation import Judge, Slot, generate_slots
-from tasks.generate.settings import SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import load_template
+from tests.conftest import generate_settings
 from tests.scripted_openai import ScriptedOpenAI, is_judge_request
 
 ANCHOR = "Malaysian police arrested 12 men in Kuala Lumpur on Monday."
@@ -37,8 +38,8 @@ def run_positive(server, tmp_path, candidates: int, max_attempts: int = 3, judge
     slot = Slot("s1", "positive", ANCHOR, ANCHOR, ())
     return asyncio.run(generate_slots(
         [slot], template=template, system=system, client=LLMClient(llm(server, tmp_path)),
-        sampling=SamplingSettings(candidates=candidates), validation=ValidationSettings(), max_attempts=max_attempts,
-        run_seed=13, chooser=Chooser(), judge=judge))
+        settings=GenerateSettings(sampling=SamplingSettings(candidates=candidates), max_attempts=max_attempts, seed=13),
+        chooser=Chooser(), judge=judge))
 
 
 def chat_bodies(server) -> list[dict]:
@@ -109,7 +110,7 @@ def test_constrained_answers_sent_where_the_endpoint_takes_a_grammar(tmp_path, l
 
     with ScriptedOpenAI(responder=responder, props=props) as server:
         settings = VerifierSettings()
-        judge = Judge(load_judge_template("positive"), settings)
+        judge = Judge(load_judge_template("positive"), settings, 13)
         accepted, _ = run_positive(server, tmp_path, candidates=1, judge=judge)
         rate_pairs([(ANCHOR, KEEPS_CLOSE)], llm(server, tmp_path), RatingSettings())
         bodies = chat_bodies(server)
@@ -128,14 +129,14 @@ def test_judge_endpoint_down_fails_the_slot_clearly_and_keeps_the_generation(tmp
     with ScriptedOpenAI() as generator:
         down = LLMSettings(base_url="http://127.0.0.1:9/v1", model="scripted-model", cache_path="off",
                            max_retries=0, timeout_s=2)
-        judge = Judge(load_judge_template("positive"), VerifierSettings(llm=down))
+        judge = Judge(load_judge_template("positive"), VerifierSettings(llm=down), 13)
         template = load_template("sts", "positive")
         system = template.system_message([{"sentence1": "a", "sentence2": "b"}])
         accepted, rejected = asyncio.run(generate_slots(
             [Slot("s1", "positive", ANCHOR, ANCHOR, ())], template=template, system=system,
-            client=LLMClient(llm(generator, tmp_path)), sampling=SamplingSettings(candidates=2),
-            validation=ValidationSettings(), max_attempts=3, run_seed=13, chooser=Chooser(), judge=judge,
-            judge_client=LLMClient(down)))
+            client=LLMClient(llm(generator, tmp_path)),
+            settings=GenerateSettings(sampling=SamplingSettings(candidates=2), max_attempts=3, seed=13),
+            chooser=Chooser(), judge=judge, judge_client=LLMClient(down)))
         assert len(generator.chat_requests()) == 1  # a failed judge call ends the slot: no new generation
     assert accepted == []
     reasons = [r["reason"] for r in rejected]
@@ -184,7 +185,7 @@ def test_combined_verifier_rejects_in_the_slot_and_the_next_attempt_is_tried(tmp
         return long_one if body["temperature"] < 0.8 else KEEPS_CLOSE
 
     with ScriptedOpenAI(responder=responder) as server:
-        judge = Judge(load_judge_template("positive"), VerifierSettings(), model)
+        judge = Judge(load_judge_template("positive"), VerifierSettings(), 13, model)
         accepted, rejected = run_positive(server, tmp_path, candidates=1, judge=judge)
     assert [g.text for g in accepted] == [KEEPS_CLOSE]
     assert [r["reason"] for r in rejected] == ["verifier_rejected"] and "P(bad)" in rejected[0]["detail"]
@@ -198,12 +199,13 @@ def test_a_verifier_model_that_does_not_fit_the_stage_fails_clearly(tmp_path, pr
     out = tmp_path / "out"
     with ScriptedOpenAI() as server:
         with pytest.raises(ConfigError, match=r"signal\(s\) rating that stage 1 does not compute"):
-            generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(server, tmp_path), output_dir=str(out),
-                                 verifier=VerifierSettings(model=str(bad)))
+            generate_sts_triples(settings=generate_settings(tiny_corpus, n=2, verifier=VerifierSettings(model=str(bad))),
+                                 llm=llm(server, tmp_path), output_dir=str(out))
         (tmp_path / "garbled.json").write_text("{not json")
         with pytest.raises(ConfigError, match="garbled.json is not a combined-verifier model file"):
-            generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(server, tmp_path), output_dir=str(out),
-                                 verifier=VerifierSettings(model=str(tmp_path / "garbled.json")))
+            garbled = VerifierSettings(model=str(tmp_path / "garbled.json"))
+            generate_sts_triples(settings=generate_settings(tiny_corpus, n=2, verifier=garbled),
+                                 llm=llm(server, tmp_path), output_dir=str(out))
         assert server.chat_requests() == []  # refused before any request
     assert not any(out.rglob("*.parquet"))  # nothing written
 
@@ -227,7 +229,7 @@ def test_the_flow_with_best_of_n_keeps_every_choice_and_records_the_targets(pref
     from flows.generate_sts_triples import generate_sts_triples
 
     with ScriptedOpenAI() as server:
-        paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+        paths = generate_sts_triples(settings=generate_settings(tiny_corpus, n=3), llm=llm(server, tmp_path),
                                      output_dir=str(tmp_path / "out"))
         bodies = chat_bodies(server)
     triples = pq.read_table(paths["triples"]).to_pylist()
@@ -257,10 +259,10 @@ def test_a_rerun_with_best_of_n_sends_nothing_and_writes_the_same_triples(prefec
     from tasks.contracts import VOLATILE_COLUMNS
 
     with ScriptedOpenAI() as server:
-        first = generate_sts_triples(n=4, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+        first = generate_sts_triples(settings=generate_settings(tiny_corpus, n=4), llm=llm(server, tmp_path),
                                      output_dir=str(tmp_path / "a"))
         sent = len(server.chat_requests())
-        again = generate_sts_triples(n=4, corpus=str(tiny_corpus), llm=llm(server, tmp_path),
+        again = generate_sts_triples(settings=generate_settings(tiny_corpus, n=4), llm=llm(server, tmp_path),
                                      output_dir=str(tmp_path / "b"))
         assert len(server.chat_requests()) == sent  # nothing sent again
     a, b = (pq.read_table(p["triples"]).drop(list(VOLATILE_COLUMNS)) for p in (first, again))

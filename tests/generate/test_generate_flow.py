@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import json
 import os
-from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples as generate_flow
+from flows.generate_sts_triples import generate_sts_triples
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.generate.settings import SamplingSettings, VerifierSettings
-from tests.conftest import latest_artifacts, shared
+from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
+from tests.conftest import generate_settings, latest_artifacts, shared
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
+
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
 # One choice per request: these tests count requests, attempts and quarantine rows of the one-candidate path; best of
 # N has its own tests (test_best_of_n.py).
-generate_with_judge = partial(generate_flow, sampling=SamplingSettings(candidates=1))
-generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False))
+def with_judge(corpus, **fields) -> GenerateSettings:
+    return generate_settings(corpus, **{"sampling": SamplingSettings(candidates=1), **fields})
+
+
+def without_judge(corpus, **fields) -> GenerateSettings:
+    return with_judge(corpus, **{"verifier": VerifierSettings(judge=False), **fields})
 
 
 def llm(server, tmp_path, **kw) -> LLMSettings:
@@ -35,8 +39,8 @@ def read(paths):
 
 
 def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, tiny_corpus, tmp_path):
-    paths = generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), batch_size=3,
-                                output_dir=str(tmp_path / "out"))
+    paths = generate_sts_triples(settings=with_judge(tiny_corpus, n=8, batch_size=3), llm=llm(scripted, tmp_path),
+                                 output_dir=str(tmp_path / "out"))
     triples, rejected, manifest = read(paths)
     assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)
     assert triples.num_rows == 8 and rejected.num_rows == 0
@@ -70,8 +74,8 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
 
     # Same inputs and parameters: nothing is requested again, outputs untouched.
     mtime = os.stat(paths["triples"]).st_mtime_ns
-    generate_with_judge(n=8, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path, max_concurrency=2),
-                        batch_size=5, output_dir=str(tmp_path / "out"))
+    generate_sts_triples(settings=with_judge(tiny_corpus, n=8, batch_size=5),
+                         llm=llm(scripted, tmp_path, max_concurrency=2), output_dir=str(tmp_path / "out"))
     assert len(scripted.chat_requests()) == 48 and os.stat(paths["triples"]).st_mtime_ns == mtime
 
 
@@ -89,9 +93,9 @@ def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, t
 
     with ScriptedOpenAI(responder=responder) as server:
         server.push(*[("status", 500)] * 3)  # the first request fails for good (max_retries=2)
-        paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), llm=llm(server, tmp_path, max_retries=2,
-                                                                            max_concurrency=1),
-                                     max_attempts=3, output_dir=str(tmp_path / "out"))
+        paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=3),
+                                     llm=llm(server, tmp_path, max_retries=2, max_concurrency=1),
+                                     output_dir=str(tmp_path / "out"))
     triples, rejected, manifest = read(paths)
     rej = rejected.to_pylist()
     reasons = [r["reason"] for r in rej]
@@ -116,17 +120,22 @@ def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, t
 def test_bad_inputs_fail_clearly_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path, case):
     bad_pattern = tmp_path / "pattern.tsv"
     bad_pattern.write_text("not a score\tx\n")
-    kwargs = dict(n=3, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
-    expected = {
-        "missing_corpus": ("does not exist", dict(corpus=str(tmp_path / "nowhere"))),
-        "malformed_pattern": ("pattern.tsv:1", dict(pattern_source=str(bad_pattern))),
-        "unreachable": ("unreachable", dict(llm=LLMSettings(base_url="http://127.0.0.1:9/v1", model="m"))),
-        "wrong_model": ("does not serve model 'gpt-x'", dict(llm=llm(scripted, tmp_path).model_copy(
-            update={"model": "gpt-x"}))),
+    corpus, fields = tiny_corpus, {}
+    kwargs = dict(llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
+    message = {
+        "missing_corpus": "does not exist", "malformed_pattern": "pattern.tsv:1", "unreachable": "unreachable",
+        "wrong_model": "does not serve model 'gpt-x'",
     }[case]
-    kwargs.update(expected[1])
-    with pytest.raises(ConfigError, match=expected[0]):
-        generate_sts_triples(**kwargs)
+    if case == "missing_corpus":
+        corpus = tmp_path / "nowhere"
+    elif case == "malformed_pattern":
+        fields["pattern"] = PatternSettings(source=str(bad_pattern))
+    elif case == "unreachable":
+        kwargs["llm"] = LLMSettings(base_url="http://127.0.0.1:9/v1", model="m")
+    else:
+        kwargs["llm"] = llm(scripted, tmp_path).model_copy(update={"model": "gpt-x"})
+    with pytest.raises(ConfigError, match=message):
+        generate_sts_triples(settings=without_judge(corpus, n=3, **fields), **kwargs)
     assert not (tmp_path / "out").exists() and len(scripted.chat_requests()) == 0
 
 
@@ -143,7 +152,7 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
     for order in ("by_kind", "by_source"):
         (tmp_path / order).mkdir()
         with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
-            paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), max_attempts=2, batch_size=4,
+            paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=2, batch_size=4),
                                          llm=llm(server, tmp_path / order, request_order=order, max_concurrency=3),
                                          output_dir=str(tmp_path / order / "out"))
             sent = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"], r["t"]) for r in server.chat_requests()]
@@ -175,7 +184,8 @@ def test_the_batch_api_cannot_be_sent_source_by_source():
 
 def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):
     sick = shared("sick2014/SICK_train.txt")
-    paths = generate_sts_triples(n=4, pattern="nli", pattern_source=str(sick), corpus=str(tiny_corpus),
+    paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=4, pattern=PatternSettings(kind="nli",
+                                                                                                  source=str(sick))),
                                  llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
     triples, _, manifest = read(paths)
     assert triples.num_rows == 4 and triples.column("intermediate").null_count == 4
@@ -188,7 +198,7 @@ def test_api_key_is_used_but_never_written(prefect_harness, scripted, tiny_corpu
     canary = "sk-canary-7f3a9c1e5b"
     monkeypatch.setenv("STSGEN_TEST_KEY", canary)
     scripted.push(("status", 500))  # an error path too: error messages must not carry the key
-    paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), output_dir=str(tmp_path / "out"),
+    paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=3), output_dir=str(tmp_path / "out"),
                                  llm=llm(scripted, tmp_path, api_key_env="STSGEN_TEST_KEY"))
     assert {r["authorization"] for r in scripted.chat_requests()} == {f"Bearer {canary}"}
     written = [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from functools import partial
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples as generate_flow
+from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.generate.settings import SamplingSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes
+from tests.conftest import generate_settings
 from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 
+
 # One choice per request: these tests count the judge's verdicts per generation (best of N: test_best_of_n.py).
-generate_sts_triples = partial(generate_flow, sampling=SamplingSettings(candidates=1))
+def one_choice(corpus, **fields) -> GenerateSettings:
+    return generate_settings(corpus, **{"sampling": SamplingSettings(candidates=1), **fields})
 
 QUESTION_KIND = {"sentence A says also said by sentence B": "positive",
                  "sentence B says also said by sentence A": "intermediate", "mean the same thing": "negative"}
@@ -67,7 +69,7 @@ def test_judge_answers_accept_quarantine_and_retry(prefect_harness, tiny_corpus,
         return "Yes" if seen_negatives[anchor] == 1 else "no"
 
     with ScriptedOpenAI(responder=responder) as server:
-        paths = generate_sts_triples(n=6, corpus=str(tiny_corpus), llm=llm(server, tmp_path), max_attempts=3,
+        paths = generate_sts_triples(settings=one_choice(tiny_corpus, n=6, max_attempts=3), llm=llm(server, tmp_path),
                                      output_dir=str(tmp_path / "out"))
         judge_calls = [r for r in server.chat_requests() if is_judge_request(r["body"]["messages"])]
     triples = pq.read_table(paths["triples"]).to_pandas()
@@ -101,8 +103,8 @@ def test_judge_with_log_probs_and_its_own_endpoint(prefect_harness, tiny_corpus,
                                                        logprobs=judge_logprobs) as judge:
         verifier = VerifierSettings(llm=llm(judge, tmp_path).model_copy(update={"model": "judge-model"}),
                                     threshold=0.5)
-        paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), llm=llm(generator, tmp_path), max_attempts=2,
-                                     verifier=verifier, output_dir=str(tmp_path / "out"))
+        paths = generate_sts_triples(settings=one_choice(tiny_corpus, n=3, max_attempts=2, verifier=verifier),
+                                     llm=llm(generator, tmp_path), output_dir=str(tmp_path / "out"))
         assert not any(is_judge_request(r["body"]["messages"]) for r in generator.chat_requests())
         assert len(judge.chat_requests()) == 3 + 3 + 3 * 2
     triples = pq.read_table(paths["triples"]).to_pandas()
@@ -130,8 +132,9 @@ def test_failed_judge_calls_are_quarantined_and_the_next_run_judges_only_them(pr
     with ScriptedOpenAI() as generator:
         with ScriptedOpenAI(models=("judge-model",), responder=healthy) as broken:
             broken.push(*[("status", 500, {})] * 50)
-            paths = generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(generator, tmp_path), max_attempts=2,
-                                         verifier=verifier(broken), output_dir=out)
+            paths = generate_sts_triples(settings=one_choice(tiny_corpus, n=2, max_attempts=2,
+                                                             verifier=verifier(broken)),
+                                         llm=llm(generator, tmp_path), output_dir=out)
             assert len(broken.chat_requests()) == 2  # one call per positive: no retries, no second attempt
         rejected = pq.read_table(paths["rejected"]).to_pandas()
         assert pq.read_table(paths["triples"]).num_rows == 0
@@ -141,8 +144,9 @@ def test_failed_judge_calls_are_quarantined_and_the_next_run_judges_only_them(pr
         assert len(generator.chat_requests()) == 2
 
         with ScriptedOpenAI(models=("judge-model",), responder=healthy) as working:
-            again = generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(generator, tmp_path), max_attempts=2,
-                                         verifier=verifier(working), output_dir=out)
+            again = generate_sts_triples(settings=one_choice(tiny_corpus, n=2, max_attempts=2,
+                                                             verifier=verifier(working)),
+                                         llm=llm(generator, tmp_path), output_dir=out)
             assert len(working.chat_requests()) == 2 * 3  # every kind of both sources judged once
         # Only the intermediates and negatives are new generations; the positives came from the cache.
         assert len(generator.chat_requests()) == 2 + 2 * 2
@@ -159,12 +163,12 @@ def test_bad_judge_template_and_unreachable_judge_fail_before_any_work(prefect_h
                                                  "Answer yes or no.")
     (folder / "judge-negative.j2").write_text("Is this sentence a contradiction: {{ candidate }}? Answer yes or no.")
     with pytest.raises(ConfigError, match=r"judge-negative.j2 lacks the placeholder\(s\) \{\{ anchor \}\}"):
-        generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
-                             verifier=VerifierSettings(template_dir=str(folder)), output_dir=str(tmp_path / "out"))
+        generate_sts_triples(settings=one_choice(tiny_corpus, n=2, verifier=VerifierSettings(template_dir=str(folder))),
+                             llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
     unreachable = LLMSettings(base_url="http://127.0.0.1:9/v1", model="judge")
     with pytest.raises(ConfigError, match="unreachable"):
-        generate_sts_triples(n=2, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
-                             verifier=VerifierSettings(llm=unreachable), output_dir=str(tmp_path / "out"))
+        generate_sts_triples(settings=one_choice(tiny_corpus, n=2, verifier=VerifierSettings(llm=unreachable)),
+                             llm=llm(scripted, tmp_path), output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists() and scripted.chat_requests() == []
     assert load_judge_template("positive").name == "judge-positive.v2"
 
@@ -174,9 +178,8 @@ def test_ordering_gap_and_the_ordering_check(prefect_harness, scripted, tiny_cor
     gaps = ordering_gaps(["a", "a"], ["p", "p"], ["n", "n2"], lambda s: np.array([vectors[x] for x in s]))
     assert gaps == pytest.approx([0.8, 0.0])
     # A margin no triple can meet (cosines differ by at most 2): every triple is quarantined as `ordering`.
-    paths = generate_sts_triples(n=3, corpus=str(tiny_corpus), llm=llm(scripted, tmp_path),
-                                 verifier=VerifierSettings(judge=False, ordering_margin=2.0,
-                                                           ordering_model=str(tiny_encoder_dir)),
+    verifier = VerifierSettings(judge=False, ordering_margin=2.0, ordering_model=str(tiny_encoder_dir))
+    paths = generate_sts_triples(settings=one_choice(tiny_corpus, n=3, verifier=verifier), llm=llm(scripted, tmp_path),
                                  output_dir=str(tmp_path / "out"))
     rejected = pq.read_table(paths["rejected"]).to_pandas()
     assert pq.read_table(paths["triples"]).num_rows == 0

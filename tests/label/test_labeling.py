@@ -267,6 +267,7 @@ def stage2(prefect_harness, tmp_path_factory):
     from flows.retrieve_contexts import retrieve_contexts
     from tasks.core.config import CorpusSettings
     from tasks.retrieve.retrieval import SelectionSettings
+    from tasks.retrieve.settings import RetrieveSettings
     from tests.conftest import write_topic_corpus
     from tests.retrieve.test_retrieval import SMALL_MODEL
 
@@ -284,20 +285,28 @@ def stage2(prefect_harness, tmp_path_factory):
     })
     path = tmp_path / "triples.parquet"
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), path)
-    out = retrieve_contexts(sentences=str(path), corpora=[CorpusSettings(source=str(topic_corpus))],
-                            coherence=SMALL_MODEL, output_dir=str(tmp_path / "out"),
-                            selection=SelectionSettings(screen_k=50, contexts_per_sentence=3))
+    out = retrieve_contexts(sentences=str(path), output_dir=str(tmp_path / "out"), settings=RetrieveSettings(
+        corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
+        selection=SelectionSettings(screen_k=50, contexts_per_sentence=3)))
     return path, Path(out["contexts"])
 
 
-def run_label(stage2, tmp_path, tiny_lm_dir, **kw):
-    from flows.label_pairs import label_pairs
+def context_settings(tiny_lm_dir, **fields):
+    """The tiny LM's context labels; `fields`: more LabelSettings fields (shard_size, execution)."""
     from tasks.label.labeling import LabelSettings
 
+    return LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
+                         **fields)
+
+
+def run_label(stage2, tmp_path, tiny_lm_dir, settings=None, **kw):
+    """label-pairs on `stage2` with `settings` (default: context_settings); `kw`: more label_pairs arguments."""
+    from flows.label_pairs import label_pairs
+
     triples, contexts = stage2
-    kw.setdefault("label", LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3,
-                                         reference_sentences=4))
-    return label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(tmp_path / "out"), **kw)
+    settings = context_settings(tiny_lm_dir) if settings is None else settings
+    return label_pairs(contexts=str(contexts), triples=str(triples), settings=settings,
+                       output_dir=str(tmp_path / "out"), **kw)
 
 
 def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir):
@@ -356,7 +365,7 @@ def test_unchanged_labels_are_reused_across_run_folders_without_rescoring(stage2
 
 
 def test_interrupted_run_scores_only_unfinished_shards(stage2, tmp_path, tiny_lm_dir):
-    first = run_label(stage2, tmp_path, tiny_lm_dir, shard_size=1)
+    first = run_label(stage2, tmp_path, tiny_lm_dir, context_settings(tiny_lm_dir, shard_size=1))
     folder = tmp_path / "out" / "label-pairs"
     shards = sorted(folder.glob(".shards/*/*.parquet"))
     assert len(shards) == 6  # 3 triples + 3 cross pairs
@@ -365,7 +374,7 @@ def test_interrupted_run_scores_only_unfinished_shards(stage2, tmp_path, tiny_lm
     # A run killed before it committed: no manifest, one shard never written.
     (folder / "manifest.json").unlink()
     shards[0].unlink()
-    again = run_label(stage2, tmp_path, tiny_lm_dir, shard_size=1)
+    again = run_label(stage2, tmp_path, tiny_lm_dir, context_settings(tiny_lm_dir, shard_size=1))
     counts = json.loads(Path(again["manifest"]).read_text())["counts"]
     assert counts["shards_reused"] == 5 and counts["sentence_context_scores_this_run"] == lost
     assert pq.read_table(again["pairs"]).equals(expected)
@@ -384,7 +393,7 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), pairs_path)
     settings = LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                              similarity="centered_cosine")  # labels that vary on the tiny corpus (calibration)
-    first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings,
+    first = label_pairs(contexts=str(contexts), pairs=str(pairs_path), settings=settings,
                         output_dir=str(tmp_path / "dev"))
     labeled = pq.read_table(first["pairs"]).to_pandas()
     assert labeled["gold"].notna().all() and labeled["label_calibrated"].isna().all()
@@ -397,7 +406,8 @@ def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
     assert quality == {"pairs": len(both), "spearman": expected}
     summary = latest_artifacts()["label-summary"].data
     assert f"**{expected:.1f}** on {len(both)} pairs with gold" in summary
-    second = label_pairs(contexts=str(contexts), pairs=str(pairs_path), label=settings, calibration=first["pairs"],
+    second = label_pairs(contexts=str(contexts), pairs=str(pairs_path),
+                         settings=settings.model_copy(update={"calibration": first["pairs"]}),
                          output_dir=str(tmp_path / "cal"))
     cal = pq.read_table(second["pairs"]).to_pandas()
     assert cal["label_calibrated"].between(0, 5).all()
@@ -443,10 +453,15 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
 def test_flow_on_a_loopback_dask_cluster_matches_threads(stage2, tmp_path, tiny_lm_dir):
     from distributed import LocalCluster
 
-    threads = pq.read_table(run_label(stage2, tmp_path / "t", tiny_lm_dir, shard_size=1)["pairs"]).to_pandas()
+    from tasks.core.runners import ExecutionSettings
+
+    threads = pq.read_table(run_label(stage2, tmp_path / "t", tiny_lm_dir,
+                                      context_settings(tiny_lm_dir, shard_size=1))["pairs"]).to_pandas()
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
-        paths = run_label(stage2, tmp_path / "d", tiny_lm_dir, shard_size=1, dask_address=cluster.scheduler_address)
+        dask = ExecutionSettings(dask_address=cluster.scheduler_address)
+        paths = run_label(stage2, tmp_path / "d", tiny_lm_dir, context_settings(tiny_lm_dir, shard_size=1,
+                                                                                execution=dask))
     manifest = json.loads(Path(paths["manifest"]).read_text())
     assert manifest["parameters"]["workers"] == "dask" and manifest["counts"]["shards_reused"] == 0
     dask = pq.read_table(paths["pairs"]).to_pandas()
@@ -486,7 +501,7 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                              method="combined", rating_weight=0.75, similarity="contrast")
     rater.push(("status", 400, {}), "ok", ("status", 400, {}))  # two calls fail for good (a 400 is not retried)
-    first = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+    first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
     pairs = pq.read_table(first["pairs"]).to_pandas()
     rejected = pq.read_table(first["rejected"]).to_pandas()
     failed = rejected[rejected["reason"] == "llm_error"]
@@ -509,7 +524,7 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
 
     # The re-run sends exactly the two failed requests again; every answered one comes from the cache.
     sent = len(rater.chat_requests())
-    second = run_label(stage2, tmp_path, tiny_lm_dir, label=settings.model_copy(update={"rating_weight": 0.5}),
+    second = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings.model_copy(update={"rating_weight": 0.5}),
                        llm=llm)
     assert len(rater.chat_requests()) - sent == 2
     again = pq.read_table(second["pairs"]).to_pandas()
@@ -559,7 +574,7 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
     listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
     add_progress_listener(listener)
     try:
-        paths = run_label(stage2, tmp_path, tiny_lm_dir, label=settings, llm=llm)
+        paths = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
     finally:
         remove_progress_listener(listener)
     pairs = pq.read_table(paths["pairs"]).to_pandas()
@@ -571,7 +586,7 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
     assert manifest["counts"]["sentence_context_scores"] == 0
     assert [i["role"] for i in manifest["inputs"]] == ["triples"]  # contexts are not an input of the rating
     with pytest.raises(ConfigError, match="does not serve the model 'other'|model 'other'"):
-        run_label(stage2, tmp_path / "bad", tiny_lm_dir, label=settings, llm=llm.model_copy(update={"model": "other"}))
+        run_label(stage2, tmp_path / "bad", tiny_lm_dir, settings=settings, llm=llm.model_copy(update={"model": "other"}))
     assert not (tmp_path / "bad" / "out" / "label-pairs").exists()
 
 
@@ -586,14 +601,14 @@ def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, 
         LabelSettings(similarity="dot")
     # The same through the flow's parameters (a deployment run passes a dict): refused before anything is written.
     with pytest.raises(Exception, match="similarity"):
-        run_label(stage2, tmp_path, tiny_lm_dir, label={"method": "context", "similarity": "dot"})
+        run_label(stage2, tmp_path, tiny_lm_dir, settings={"method": "context", "similarity": "dot"})
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValidationError, match="right_first"):
         LabelSettings(lm_prompt="right_first", lambda_right=1.0)
     # A folder that holds a model, but not a causal LM (an encoder): one clear error, nothing written.
     encoder = LabelSettings(method="context", lm=str(tiny_encoder_dir), contexts_per_sentence=3)
     with pytest.raises(ConfigError, match="cannot be loaded as a causal LM.*not a causal LM .*BertModel"):
-        run_label(stage2, tmp_path, tiny_lm_dir, label=encoder)
+        run_label(stage2, tmp_path, tiny_lm_dir, settings=encoder)
     assert not (tmp_path / "out" / "label-pairs").exists()
 
 
@@ -603,7 +618,7 @@ def test_scoring_endpoint_without_prompt_logprobs_fails_before_any_shard(stage2,
     served = LabelSettings(method="context", lm=scripted.base_url, lm_model="scripted-model",
                            lm_tokenizer=str(tiny_lm_dir), contexts_per_sentence=3, lambda_disc=0.0)
     with pytest.raises(ConfigError, match=f"{scripted.base_url}.*returns no prompt log-probs"):
-        run_label(stage2, tmp_path, tiny_lm_dir, label=served)
+        run_label(stage2, tmp_path, tiny_lm_dir, settings=served)
     assert not (tmp_path / "out" / "label-pairs").exists()
 
 

@@ -8,25 +8,27 @@ import os
 import subprocess
 import sys
 import time
-from functools import partial
 
 import pyarrow.parquet as pq
 import pytest
 
-from flows.generate_sts_triples import generate_sts_triples as generate_with_judge
+from flows.generate_sts_triples import generate_sts_triples
 from tasks.contracts import VOLATILE_COLUMNS
 from tasks.core.config import LLMSettings
-from tasks.generate.settings import SamplingSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, generate_settings
 from tests.faults.processes import kill_group
 from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
+
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
-generate_sts_triples = partial(generate_with_judge, verifier=VerifierSettings(judge=False),
-                               sampling=SamplingSettings(candidates=1))  # request counts of the one-choice path
+def unjudged(corpus, **fields) -> GenerateSettings:
+    """No judge, one choice per request: the request counts of the one-choice path."""
+    return generate_settings(corpus, **{"verifier": VerifierSettings(judge=False),
+                                        "sampling": SamplingSettings(candidates=1), **fields})
 
 CANARY = "sk-canary-batch-4d1e9b"
 SYSTEM = "Your task is to generate a new sentence that is semantically similar."
@@ -58,10 +60,10 @@ def meta_first(messages, body):
 def test_batch_flow_matches_direct_calls(prefect_harness, tiny_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("STSGEN_TEST_KEY", CANARY)
     with ScriptedOpenAI(responder=meta_first) as direct:
-        ref = generate_sts_triples(n=6, corpus=str(tiny_corpus), output_dir=str(tmp_path / "direct"),
+        ref = generate_sts_triples(settings=unjudged(tiny_corpus, n=6), output_dir=str(tmp_path / "direct"),
                                    llm=llm(direct, tmp_path / "direct", batch_api=False))
     with ScriptedOpenAI(responder=meta_first, batch_polls=3) as server:
-        paths = generate_sts_triples(n=6, corpus=str(tiny_corpus), output_dir=str(tmp_path / "batch"),
+        paths = generate_sts_triples(settings=unjudged(tiny_corpus, n=6), output_dir=str(tmp_path / "batch"),
                                      llm=llm(server, tmp_path / "batch", api_key_env="STSGEN_TEST_KEY"))
         assert server.chat_requests() == []
         # positive: round 0 (all meta-text) + round 1; intermediate and negative: one round each.
@@ -98,7 +100,7 @@ def test_line_failures_are_quarantined_as_llm_error(prefect_harness, tiny_corpus
 
     with ScriptedOpenAI() as server:
         server.batch_line_fault = fault
-        paths = generate_sts_triples(n=11, corpus=str(tiny_corpus), output_dir=str(tmp_path / "out"),
+        paths = generate_sts_triples(settings=unjudged(tiny_corpus, n=11), output_dir=str(tmp_path / "out"),
                                      llm=llm(server, tmp_path))
         triples, rejected, manifest = read(paths)
         rows = rejected.to_pylist()
@@ -118,7 +120,7 @@ def test_line_failures_are_quarantined_as_llm_error(prefect_harness, tiny_corpus
         # Failures are never cached: a later run (fault gone) submits only the three failed requests again.
         server.batch_line_fault = None
         created = server.batches_created
-        again = generate_sts_triples(n=11, corpus=str(tiny_corpus), output_dir=str(tmp_path / "again"),
+        again = generate_sts_triples(settings=unjudged(tiny_corpus, n=11), output_dir=str(tmp_path / "again"),
                                      llm=llm(server, tmp_path))
         stats = read(again)[2]["llm_stats"]
         assert read(again)[0].num_rows == 11 and server.batches_created == created + 3
@@ -209,12 +211,13 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
 RUNNER = """
 import sys
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings
-from tasks.generate.settings import SamplingSettings, VerifierSettings
+from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 base_url, cache, out, corpus = sys.argv[1:5]
 no_judge = VerifierSettings(judge=False)
-generate_sts_triples(n=5, corpus=corpus, output_dir=out, verifier=no_judge, sampling=SamplingSettings(candidates=1),
-                     llm=LLMSettings(
+settings = GenerateSettings(n=5, corpus=CorpusSettings(source=corpus), verifier=no_judge,
+                            sampling=SamplingSettings(candidates=1))
+generate_sts_triples(settings=settings, output_dir=out, llm=LLMSettings(
     base_url=base_url, model="scripted-model", cache_path=cache, batch_api=True, batch_poll_s=0.05))
 """
 
@@ -236,7 +239,7 @@ def test_flow_killed_while_polling_reattaches_on_rerun(prefect_harness, tiny_cor
         assert not (tmp_path / "out" / "generate-sts-triples" / "manifest.json").exists()
 
         server.batch_polls = 1  # the batch finishes at the next poll
-        paths = generate_sts_triples(n=5, corpus=str(tiny_corpus), output_dir=str(tmp_path / "out"),
+        paths = generate_sts_triples(settings=unjudged(tiny_corpus, n=5), output_dir=str(tmp_path / "out"),
                                      llm=llm(server, tmp_path))
         triples, _, manifest = read(paths)
         # The positive batch was re-attached, not paid twice; intermediate and negative are new batches.
@@ -247,14 +250,14 @@ def test_flow_killed_while_polling_reattaches_on_rerun(prefect_harness, tiny_cor
 
 def test_rerun_after_completion_sends_nothing(prefect_harness, tiny_corpus, tmp_path):
     with ScriptedOpenAI() as server:
-        first = generate_sts_triples(n=4, corpus=str(tiny_corpus), output_dir=str(tmp_path / "a"),
+        first = generate_sts_triples(settings=unjudged(tiny_corpus, n=4), output_dir=str(tmp_path / "a"),
                                      llm=llm(server, tmp_path))
         control = len(server.control_requests)
         # Another output folder: the stage is not reused as a whole, every request is answered by the cache.
-        second = generate_sts_triples(n=4, corpus=str(tiny_corpus), output_dir=str(tmp_path / "b"),
+        second = generate_sts_triples(settings=unjudged(tiny_corpus, n=4), output_dir=str(tmp_path / "b"),
                                       llm=llm(server, tmp_path))
         # The same folder: the stage is reused without any LLM work.
-        generate_sts_triples(n=4, corpus=str(tiny_corpus), output_dir=str(tmp_path / "a"), llm=llm(server, tmp_path))
+        generate_sts_triples(settings=unjudged(tiny_corpus, n=4), output_dir=str(tmp_path / "a"), llm=llm(server, tmp_path))
         assert len(server.control_requests) == control and server.batches_created == 3 and server.files_uploaded == 3
         assert server.chat_requests() == []
     (t1, _, _), (t2, _, m2) = read(first), read(second)

@@ -29,8 +29,9 @@ def test_deployment_run_via_worker(shared_stack, adhoc_generate_run):
     assert "0 2 * * *" in nightly.stdout and "'avoid_used_sources': True" in nightly.stdout  # grows one dataset
     assert "0 4 * * 0" in prefect_cli(settings, "deployment", "inspect", "train-on-dataset/weekly").stdout
 
-    # The run `prefect deployment run generate-sts-triples/adhoc -p n=4 … --watch` (tests/conftest.py) started:
-    # the worker picked it up, ran it in its own process against the scripted LLM server, and it completed.
+    # The run `prefect deployment run generate-sts-triples/adhoc -p settings='{"n": 4, …}' … --watch`
+    # (tests/conftest.py) started: the worker picked it up, ran it in its own process against the scripted LLM
+    # server, and it completed.
     out, requests = adhoc_generate_run["out"], adhoc_generate_run["requests"]
     triples = pq.read_table(out / "latest" / "generate-sts-triples" / "triples.parquet")
     judged = sum(is_judge_request(r["body"]["messages"]) for r in requests)

@@ -15,30 +15,32 @@ from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings
 from tasks.report.pattern_report import match_error_rates
 from tasks.retrieve.retrieval import SelectionSettings
-from tests.conftest import latest_artifacts
+from tasks.retrieve.settings import RetrieveSettings
+from tests.conftest import generate_settings, latest_artifacts
 from tests.retrieve.test_retrieval import SMALL_MODEL
 
 
 def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_dir: Path, tiny_encoder_dir: Path,
                          llm: dict | None = None, **label_kw) -> dict:
     """sts-pipeline parameters for 5 sources of the topic corpus, tiny models, LLM cache and outputs under `work`
-    (shared with the fault-injection suite, which runs the same pipeline in subprocesses)."""
+    (shared with the fault-injection suite, which runs the same pipeline in subprocesses); `label_kw`: more
+    LabelSettings fields."""
     from tasks.train.backbones import BackboneSettings
     from tasks.train.training import LossSettings, TrainSettings
 
     return dict(
-        n=5, corpus=str(topic_corpus),
-        llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
         # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below, best
         # of N in tests/generate/test_best_of_n.py.
-        verifier=VerifierSettings(judge=False), sampling=SamplingSettings(candidates=1),
-        context_corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
-        selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
+        generate=generate_settings(topic_corpus, n=5, verifier=VerifierSettings(judge=False),
+                                   sampling=SamplingSettings(candidates=1)),
+        retrieve=RetrieveSettings(corpora=[CorpusSettings(source=str(topic_corpus))], coherence=SMALL_MODEL,
+                                  selection=SelectionSettings(screen_k=50, contexts_per_sentence=3)),
         # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
         label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                             **label_kw),
-        train_settings=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
-                                     batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
+        train=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                            batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
+        llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
         output_dir=str(work / "out"))
 
 
@@ -135,7 +137,8 @@ def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(pref
         label = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, candidates_per_sentence=3,
                               reference_sentences=4)
         assert label.method == LabelSettings().method == "combined"
-        outputs = sts_pipeline(**kwargs | {"label": label, "verifier": VerifierSettings(), "train": False})
+        generate = kwargs["generate"].model_copy(update={"verifier": VerifierSettings()})
+        outputs = sts_pipeline(**kwargs | {"generate": generate, "label": label, "train": None})
         rated = [r for r in server.requests if "Sentence 1:" in r["body"]["messages"][-1]["content"]]
     assert list(outputs) == ["generate-sts-triples", "retrieve-contexts", "label-pairs", "report-patterns"]
     triples = pq.read_table(outputs["generate-sts-triples"]["triples"]).to_pandas()

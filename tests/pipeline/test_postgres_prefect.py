@@ -127,13 +127,13 @@ def test_missing_or_unusable_limit_fails_fast(pg_prefect):
 FLOW_SCRIPT = """
 import json, sys, time
 from flows.generate_sts_triples import generate_sts_triples
-from tasks.core.config import LLMSettings
-from tasks.generate.settings import SamplingSettings
+from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings
 a = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 # One choice per request: this test counts requests and quarantine rows per source (best of N: test_best_of_n.py).
-paths = generate_sts_triples(n=a["n"], corpus=a["corpus"], llm=LLMSettings(**a["llm"]), output_dir=a["out"],
-                             sampling=SamplingSettings(candidates=1))
+settings = GenerateSettings(n=a["n"], corpus=CorpusSettings(source=a["corpus"]), sampling=SamplingSettings(candidates=1))
+paths = generate_sts_triples(settings=settings, llm=LLMSettings(**a["llm"]), output_dir=a["out"])
 print(json.dumps({"paths": paths, "seconds": time.perf_counter() - t0}))
 """
 

@@ -221,7 +221,7 @@ def test_ui_shows_stage_artifacts(shared_stack, adhoc_generate_run, tiny_lm_dir,
     label_out = tmp_path / "outputs"
     label_id = run_deployment(settings, "label-pairs/label-adhoc", {
         "triples": str(triples_path), "contexts": str(contexts), "output_dir": str(label_out),
-        "label": {"method": "context", "lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3,
+        "settings": {"method": "context", "lm": str(tiny_lm_dir), "lambda_disc": 0.0, "contexts_per_sentence": 3,
                   "reference_sentences": 0}})
     assert (label_out / "latest" / "label-pairs" / "label_distribution.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -17,6 +17,7 @@ from tasks.retrieve.generated_contexts import (
     parse_context,
 )
 from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings
+from tasks.retrieve.settings import RetrieveSettings
 from tests.retrieve.test_retrieval import SMALL_MODEL
 
 SETTINGS = ContextSourceSettings(source="generated", genres=["news report", "forum post"], draws_per_genre=2)
@@ -69,10 +70,11 @@ def test_generated_contexts_flow_quarantines_and_reuses(prefect_harness, tiny_co
         llm = LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(tmp_path / "cache.sqlite"))
 
         def run(source: str, out: str) -> dict:
-            return retrieve_contexts(sentences=str(queries), corpora=[CorpusSettings(source=str(tiny_corpus))],
-                                     coherence=SMALL_MODEL, llm=llm, output_dir=str(tmp_path / out),
-                                     selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
-                                     source=SETTINGS.model_copy(update={"source": source}))
+            settings = RetrieveSettings(corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
+                                        selection=SelectionSettings(screen_k=50, contexts_per_sentence=3),
+                                        source=SETTINGS.model_copy(update={"source": source}))
+            return retrieve_contexts(sentences=str(queries), settings=settings, llm=llm,
+                                     output_dir=str(tmp_path / out))
 
         paths = run("generated", "gen")
         sent = len(server.chat_requests())
@@ -105,7 +107,9 @@ def test_a_down_writer_endpoint_fails_before_any_work(prefect_harness, tiny_corp
     queries = tmp_path / "q.txt"
     queries.write_text("A sentence to place in a text.\n")
     with pytest.raises(ConfigError):
-        retrieve_contexts(sentences=str(queries), corpora=[CorpusSettings(source=str(tiny_corpus))],
-                          coherence=SMALL_MODEL, source=SETTINGS, output_dir=str(tmp_path / "out"),
+        retrieve_contexts(sentences=str(queries),
+                          settings=RetrieveSettings(corpora=[CorpusSettings(source=str(tiny_corpus))],
+                                                    coherence=SMALL_MODEL, source=SETTINGS),
+                          output_dir=str(tmp_path / "out"),
                           llm=LLMSettings(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0))
     assert not (tmp_path / "out" / "retrieve-contexts").exists()

@@ -15,10 +15,12 @@ from models.coherence import CoherenceModel, Vocab, encode_texts, tokenize
 from tasks.contracts import load_query_sentences
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import detokenize_tagged_line, load_corpus
+from tasks.core.runners import ExecutionSettings
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load, training_examples
 from tasks.retrieve.contexts import context_windows, select_diverse
 from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings
 from tasks.retrieve.screening import build_index, top_k
+from tasks.retrieve.settings import RetrieveSettings
 from tests.conftest import shared
 
 SMALL_MODEL = CoherenceSettings(max_train_contexts=400, epochs=1, hidden=16, embedding_dim=16, batch_size=64)
@@ -183,12 +185,13 @@ def query_file(tmp_path):
     return path
 
 
-def run_flow(tiny_corpus, query_file, tmp_path, **kw):
+def run_flow(tiny_corpus, query_file, tmp_path, **fields):
+    """retrieve-contexts on the tiny corpus; `fields`: more RetrieveSettings fields (shard_size, execution)."""
     from flows.retrieve_contexts import retrieve_contexts
 
-    return retrieve_contexts(sentences=str(query_file), corpora=[CorpusSettings(source=str(tiny_corpus))],
-                             coherence=SMALL_MODEL, output_dir=str(tmp_path / "out"),
-                             selection=SelectionSettings(screen_k=50, contexts_per_sentence=3), **kw)
+    settings = RetrieveSettings(corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
+                                selection=SelectionSettings(screen_k=50, contexts_per_sentence=3), **fields)
+    return retrieve_contexts(sentences=str(query_file), settings=settings, output_dir=str(tmp_path / "out"))
 
 
 def test_flow_writes_contexts_and_quarantines_unmatched(prefect_harness, tiny_corpus, query_file, tmp_path):
@@ -217,8 +220,8 @@ def test_flow_on_a_loopback_dask_cluster_matches_threads(prefect_harness, tiny_c
     threads = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "t")["contexts"])
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None) as cluster:
-        paths = run_flow(tiny_corpus, query_file, tmp_path / "d", dask_address=cluster.scheduler_address,
-                         shard_size=1)
+        paths = run_flow(tiny_corpus, query_file, tmp_path / "d",
+                         execution=ExecutionSettings(dask_address=cluster.scheduler_address), shard_size=1)
     dask, threads = pq.read_table(paths["contexts"]).to_pandas(), threads.to_pandas()
     floats = ["screen_score", "coherence_score", "rank_score"]  # other shard sizes pad batches differently
     assert dask.drop(columns=floats).equals(threads.drop(columns=floats))
@@ -271,7 +274,8 @@ def test_interrupted_run_reuses_finished_shards(prefect_harness, tiny_corpus, qu
 @pytest.mark.slow
 def test_flow_on_a_process_pool_matches_threads(prefect_harness, tiny_corpus, query_file, tmp_path):
     threads = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "t")["contexts"]).to_pandas()
-    procs = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "p", workers="processes",
+    procs = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "p",
+                                   execution=ExecutionSettings(workers="processes"),
                                    shard_size=1)["contexts"]).to_pandas()
     floats = ["screen_score", "coherence_score", "rank_score"]
     assert procs.drop(columns=floats).equals(threads.drop(columns=floats))
@@ -292,11 +296,12 @@ def test_a_corpus_sentence_never_gets_a_window_that_contains_it(prefect_harness,
     queries.write_text(anchor + "\n")
 
     def contexts(exclude_self: bool) -> pd.DataFrame:
-        paths = retrieve_contexts(sentences=str(queries), corpora=[CorpusSettings(source=str(tiny_corpus))],
-                                  coherence=SMALL_MODEL, output_dir=str(tmp_path / f"out-{exclude_self}"),
-                                  selection=SelectionSettings(screen_k=50, contexts_per_sentence=10,
-                                                              exclude_self=exclude_self, max_jaccard=1.0,
-                                                              one_per_chunk=False))
+        settings = RetrieveSettings(corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
+                                    selection=SelectionSettings(screen_k=50, contexts_per_sentence=10,
+                                                                exclude_self=exclude_self, max_jaccard=1.0,
+                                                                one_per_chunk=False))
+        paths = retrieve_contexts(sentences=str(queries), settings=settings,
+                                  output_dir=str(tmp_path / f"out-{exclude_self}"))
         return pq.read_table(paths["contexts"]).to_pandas()
 
     def holds_anchor(frame: pd.DataFrame) -> pd.Series:

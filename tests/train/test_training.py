@@ -255,7 +255,7 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir))})
     with pytest.raises(ConfigError, match="triples.parquet: the triples lack column"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
-                        train_settings=settings, output_dir=str(tmp_path / "out"))
+                        settings=settings, output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
     # Labels outside [-1, 1] (a 0–5 gold column passed as labels) with the regression on: refused, nothing written.
@@ -264,16 +264,16 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     regression = settings.model_copy(update={"losses": LossSettings(regression=1.0)})
     with pytest.raises(ConfigError, match=r"pairs-0-5.parquet.*outside \[-1, 1\]"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs-0-5.parquet"),
-                        train_settings=regression, output_dir=str(tmp_path / "out"))
+                        settings=regression, output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
     (tmp_path / "empty-corpus").mkdir()
     (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
-    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2),
+    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2,
+                                                                  corpus=str(tmp_path / "empty-corpus")),
                                          "losses": LossSettings(regression=1.0, negatives="both")})
     with pytest.raises(ConfigError, match="yielded no sentences"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
-                        train_settings=mining, output_dir=str(tmp_path / "out"),
-                        mining_corpus=str(tmp_path / "empty-corpus"))
+                        settings=mining, output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
 
 
@@ -292,13 +292,14 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
     # Mining on (LLM negatives + mined ones): the corpus is an input of the manifest but no dataset row of the card.
+    corpus = write_tiny_corpus(tmp_path)
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
                                            "dev_pairs": 50, "mining": MiningSettings(num_negatives=1,
-                                                                                     relative_margin=0.0),
+                                                                                     relative_margin=0.0,
+                                                                                     corpus=str(corpus)),
                                            "losses": LossSettings(regression=1.0, negatives="both")})
-    corpus = write_tiny_corpus(tmp_path)
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
-                                  train_settings=settings, output_dir=str(tmp_path / "out"), mining_corpus=str(corpus))
+                                  settings=settings, output_dir=str(tmp_path / "out"))
     paths = run()
     printed = capfd.readouterr()
     assert "'loss'" not in printed.out + printed.err  # no trainer log record on the console (the history has them)

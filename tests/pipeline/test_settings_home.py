@@ -1,0 +1,116 @@
+"""Every default has one home: each stage's flow takes one settings object of its stage's class, sts-pipeline takes
+the same four, the CLI's flags restate no default (a flag left out sets nothing), prefect.yaml's parameters validate
+against the flows, and one run seed reaches every seeded setting."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+
+import pytest
+
+from flows.cli import build_parser
+from flows.cli.stages import generate_settings, pipeline_settings, train_fields
+from flows.generate_sts_triples import generate_sts_triples
+from flows.label_pairs import label_pairs
+from flows.presets import PRESETS
+from flows.retrieve_contexts import retrieve_contexts
+from flows.serve import deployment_specs, load_flow
+from flows.sts_pipeline import sts_pipeline
+from flows.train_surrogate import train_surrogate
+from tasks.core.config import LLMSettings, Settings, with_seed
+from tasks.generate.settings import GenerateSettings
+from tasks.label.labeling import LabelSettings
+from tasks.retrieve.settings import RetrieveSettings
+from tasks.train.training import TrainSettings
+
+STAGES = {"generate": (generate_sts_triples, GenerateSettings), "retrieve": (retrieve_contexts, RetrieveSettings),
+          "label": (label_pairs, LabelSettings), "train": (train_surrogate, TrainSettings)}
+# CLI options that are not settings fields: where to write, which inputs, which local server, the preset.
+NOT_SETTINGS = {"help", "local_model", "llm_engine", "output_dir", "run", "preset", "sentences", "contexts", "triples",
+                "pairs", "dataset", "base_url", "model", "rpm", "price_prompt", "price_completion", "judge_base_url",
+                "judge_model"}
+
+
+def _settings_parameters(fn) -> dict[str, type]:
+    return {name: p.annotation for name, p in inspect.signature(fn, eval_str=True).parameters.items()
+            if isinstance(p.annotation, type) and issubclass(p.annotation, Settings)}
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_stage_flow_takes_one_settings_object_of_its_stage_class(stage):
+    flow, cls = STAGES[stage]
+    params = inspect.signature(flow.fn).parameters
+    assert _settings_parameters(flow.fn) == {"settings": cls}, params
+    assert params["settings"].default == cls()  # the default is the class's own, not a restated one
+    assert not {"n", "seed", "corpus", "selection", "coherence", "workers", "train_settings"} & set(params)
+
+
+def test_the_pipeline_takes_the_stage_objects_and_restates_no_stage_parameter():
+    params = inspect.signature(sts_pipeline.fn, eval_str=True).parameters
+    for stage, (flow, cls) in STAGES.items():
+        assert cls in (params[stage].annotation, *getattr(params[stage].annotation, "__args__", ()))
+        assert params[stage].default == cls()
+    stage_params = set().union(*(inspect.signature(f.fn).parameters for f, _ in STAGES.values()))
+    # Only what is shared by all stages (the endpoint, where outputs go) or is the pipeline's own (the run seed).
+    assert set(params) - set(STAGES) == {"llm", "seed", "output_dir", "run"}
+    assert set(params) - set(STAGES) - {"seed"} <= stage_params
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    return next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+@pytest.mark.parametrize("command", ["run", "pipeline", "generate", "retrieve", "label", "train"])
+def test_stage_command_flags_restate_no_settings_default(command):
+    restated = {a.dest: a.default for a in _subparsers()[command]._actions
+                if a.dest not in NOT_SETTINGS and a.default is not None and a.default is not False}
+    assert not restated, f"`stsgen {command}` flags with their own default (the settings class's is the one): " \
+                         f"{restated}"
+
+
+def test_no_flags_build_the_settings_defaults_and_flags_set_only_their_field():
+    parse = build_parser().parse_args
+    assert generate_settings(parse(["generate"])) == GenerateSettings()
+    assert TrainSettings.model_validate(train_fields(parse(["train"]))) == TrainSettings()
+    built = pipeline_settings(parse(["run"]))  # the quick preset's sizes over the class defaults, nothing else
+    assert built["generate"] == GenerateSettings()
+    assert built["label"] == LabelSettings.model_validate(PRESETS["quick"]["label"])
+    assert built["train"] == TrainSettings.model_validate(PRESETS["quick"]["train"])
+    assert built["retrieve"] == RetrieveSettings.model_validate(PRESETS["quick"]["retrieve"])
+    flagged = pipeline_settings(parse(["run", "--n", "7", "--workers", "processes", "--candidates", "2"]))
+    assert flagged["generate"] == GenerateSettings(n=7, sampling={"candidates": 2})
+    assert flagged["retrieve"].execution.workers == flagged["label"].execution.workers == "processes"
+    assert generate_settings(parse(["generate", "--seed", "5"])).seed == 5
+
+
+def test_one_run_seed_reaches_every_seeded_setting():
+    def seeds(settings: Settings, at: str = "") -> dict[str, int]:
+        found = {f"{at}seed": settings.seed} if "seed" in type(settings).model_fields else {}
+        for name in type(settings).model_fields:
+            if isinstance(value := getattr(settings, name), Settings):
+                found |= seeds(value, f"{at}{name}.")
+        return found
+
+    for cls in (GenerateSettings, RetrieveSettings, LabelSettings, TrainSettings):
+        before, after = seeds(cls()), seeds(with_seed(cls(), 7))
+        assert before and set(after) == set(before) and set(after.values()) == {7}, (cls, after)
+    assert "rating.seed" in seeds(LabelSettings()) and "coherence.seed" in seeds(RetrieveSettings())
+    assert with_seed(GenerateSettings(n=3), None) == GenerateSettings(n=3)
+
+
+def test_prefect_yaml_parameters_validate_against_their_flows_and_a_nested_typo_fails():
+    from prefect.exceptions import ParameterTypeError
+
+    for spec in deployment_specs():
+        flow = load_flow(spec["entrypoint"])
+        validated = flow.validate_parameters(spec.get("parameters") or {})
+        for name, value in (spec.get("parameters") or {}).items():
+            if isinstance(value, dict):  # a settings object: the fields given, the class's defaults for the rest
+                assert validated[name].model_dump(include=set(value)) == value
+    with pytest.raises(ParameterTypeError):
+        generate_sts_triples.validate_parameters({"settings": {"nn": 3}})
+    nightly = next(s for s in deployment_specs() if s["name"] == "nightly")
+    assert load_flow(nightly["entrypoint"]).validate_parameters(nightly["parameters"])["settings"].n == 200
+    assert isinstance(sts_pipeline.validate_parameters({"llm": {"base_url": "http://h/v1", "model": "m"}})["llm"],
+                      LLMSettings)
