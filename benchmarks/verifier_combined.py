@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.verifier import _pr as verifier_pr
-from tasks.core.config import LLMSettings
+from tasks.core.config import DEFAULT_SEED, LLMSettings
 from tasks.generate.combined_verifier import STAGE_SIGNALS
 from tasks.generate.facts import check_facts
 from tasks.generate.settings import VerifierSettings
@@ -50,7 +50,7 @@ async def _judged(client: LLMClient, rows: pd.DataFrame) -> dict[str, list[float
     }
     async with client.open() as call:
         async def one(template, a, b):
-            verdict = await judge_one(call, template, a, b, settings)
+            verdict = await judge_one(call, template, a, b, settings, DEFAULT_SEED)
             return np.nan if verdict.p_pass is None else verdict.p_pass
 
         out = {"judge": await asyncio.gather(*(one(templates[r.kind], r.anchor, r.candidate)

@@ -4,7 +4,7 @@ corpus → context windows → screening index + coherence model (both reused wh
 shards → screen top-K → rank by coherence → greedy diverse selection (and/or contexts the LLM writes around each
 sentence: source = generated | both, tasks/retrieve/generated_contexts.py) → `<output_dir>/<run>/retrieve-contexts/`:
 contexts.parquet, rejected.parquet, manifest.json. Shards run on a thread pool (default), a process pool, or a Dask
-cluster (`dask_address`).
+cluster (`settings.execution`).
 """
 
 from __future__ import annotations

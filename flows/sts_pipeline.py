@@ -53,7 +53,8 @@ def sts_pipeline(
 ) -> dict[str, dict[str, str]]:
     """Each stage's settings object as its own flow takes it; `llm`: the endpoint every LLM call goes to (stage 1,
     written contexts, the rating); `seed`: given, it replaces every stage's seed; `train` None stops after labeling.
-    Stage 1's corpus is stage 2's (unless retrieve.corpora names others) and the one hard negatives are mined from.
+    Stage 1's corpus is stage 2's unless retrieve.corpora names others, and the one hard negatives are mined from
+    unless train.mining.corpus names another.
     Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
     generate, retrieve, label, train = (with_seed(s, seed) if s is not None else None
@@ -79,8 +80,8 @@ def sts_pipeline(
         triples=generated["triples"], output_dir=output_dir,
         encoder=(backbone.source or "all-minilm-l6-v2") if backbone.kind == "encoder" else "all-minilm-l6-v2")
     if train is not None:
-        if "corpus" not in train.mining.model_fields_set:  # mine from stage 1's corpus unless told otherwise
-            train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus.source})})
+        if train.mining.corpus is None:  # mine from stage 1's corpus unless told otherwise
+            train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus})})
         outputs["train-surrogate"] = train_surrogate(
             triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"], settings=train, output_dir=output_dir)
     publish_run_report(outputs, started, output_dir)

@@ -48,14 +48,18 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     """Stage 1's flags (GenerateSettings, tasks/generate/settings.py): unset ones keep the settings' defaults."""
     p.add_argument("--n", type=int, default=None, help="source sentences (default: GenerateSettings.n)")
-    p.add_argument("--pattern", choices=("sts", "nli"), default=None, help="pattern kind (default sts)")
+    p.add_argument("--pattern", choices=("sts", "nli"), default=None,
+                   help="pattern kind (default: PatternSettings.kind)")
     p.add_argument("--corpus", default=None, help="source corpus: a path (file, folder, zip; default: the embedded "
                    "corpus)")
     p.add_argument("--pattern-source", default=None, help="SemEval TSV / SICK file of the pattern's examples")
-    p.add_argument("--seed", type=int, default=None, help="the run's seed: every seeded setting (default 13)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="the run's seed, set in every seeded setting (sampling, judge, coherence model, written contexts, rating, training; default: tasks/core/config.DEFAULT_SEED): another seed "
+                   "recomputes every stage and re-asks the LLM")
     p.add_argument("--max-attempts", type=int, default=None, help="generations tried per slot")
     p.add_argument("--candidates", type=int, default=None,
-                   help="best of N: choices per request (default 4; 1 = one sample per request)")
+                   help="best of N: choices per request (default: SamplingSettings.candidates; 1 = one sample "
+                   "per request)")
     p.add_argument("--avoid-used-sources", action="store_true", default=None,
                    help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
     p.add_argument("--batch-api", action="store_true",
@@ -138,7 +142,7 @@ def add_runner_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """Where a stage command writes: a run folder under the output directory."""
-    from tasks.core.runs import OUTPUTS_DIR
+    from tasks.core.home import OUTPUTS_DIR
 
     p.add_argument("--output-dir", default=OUTPUTS_DIR)
     p.add_argument("--run", default="auto", help="this run's folder under --output-dir (default auto: <UTC "

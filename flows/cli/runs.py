@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from tasks.core.runs import DATASETS_DIR, LATEST, OUTPUTS_DIR
+from tasks.core.home import DATASETS_DIR, LATEST, OUTPUTS_DIR
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from tasks.core.runs import list_runs, prune_runs
+    from tasks.core.home import list_runs, prune_runs
 
     if args.action == "prune":
         removed = prune_runs(args.output_dir, args.keep)

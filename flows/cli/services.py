@@ -57,7 +57,8 @@ def _stack(args: argparse.Namespace) -> int:
         info = stack.up(settings)
         print(f"Prefect UI:  {info['ui']}\nLLM:         {info['llm_model']} at {info['llm_base_url']}\n"
               f"Logs:        {info['logs']}\n\nFrom another shell:\n  export PREFECT_API_URL={info['api_url']}\n"
-              "  prefect deployment run 'generate-sts-triples/adhoc' -p settings='{\"n\": 20}' --watch\n\nStop: ./stsgen stack down")
+              "  prefect deployment run 'generate-sts-triples/adhoc' -p settings='{\"n\": 20}' --watch\n\n"
+              "Stop: ./stsgen stack down")
     else:
         print("stopped:", ", ".join(stack.down(settings)) or "nothing was running")
     return 0

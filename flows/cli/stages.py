@@ -20,13 +20,13 @@ from flows.cli.options import (
     label_fields,
     merged,
 )
-from tasks.core.runs import latest_output
+from tasks.core.home import latest_output
 
 
 def add_context_source_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contexts-source", choices=("retrieved", "generated", "both"), default=None,
-                   help="stage 2's contexts: retrieved from the corpus (default), written by the LLM around each "
-                   "sentence, or both (tasks/retrieve/generated_contexts.py)")
+                   help="stage 2's contexts: retrieved from the corpus, written by the LLM around each sentence, "
+                   "or both (default: ContextSourceSettings.source; tasks/retrieve/generated_contexts.py)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +48,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sentences", default=latest_output("generate-sts-triples", "triples.parquet"))
     p.add_argument("--corpus", action="append", default=None,
                    help="corpus source (repeatable); default: the gensim default corpus")
-    p.add_argument("--document-split", choices=("file", "blank_lines"), default=None)
-    p.add_argument("--sentence-per-line", action="store_true", default=None)
+    p.add_argument("--document-split", choices=("file", "blank_lines"), default=None,
+                   help="how the --corpus paths split into documents (CorpusSettings.document_split)")
+    p.add_argument("--sentence-per-line", action="store_true", default=None,
+                   help="the --corpus paths hold one sentence per line (CorpusSettings.sentence_per_line)")
     p.add_argument("--k", type=int, default=None, help="sentences on each side of a context (window_k)")
     p.add_argument("--screener", choices=("tfidf", "bm25"), default=None)
     p.add_argument("--screen-k", type=int, default=None, help="candidates screened per sentence")
@@ -83,8 +85,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
     p.add_argument("--dataset", default=None, help="a dataset version from build-dataset (its triples and pairs) "
                    "instead of --triples / --pairs")
-    p.add_argument("--backbone", choices=("encoder", "bellm"), default=None, help="backbone kind (default encoder)")
-    p.add_argument("--model", default=None, help="backbone source (default: all-MiniLM-L6-v2 / SmolLM2-135M)")
+    p.add_argument("--backbone", choices=("encoder", "bellm"), default=None,
+                   help="backbone kind (default: BackboneSettings.kind)")
+    p.add_argument("--model", default=None, help="backbone source (default: the kind's model, tasks/train/backbones.py)")
     p.add_argument("--bidirectional-layers", type=int, default=None)
     p.add_argument("--train-layers", type=int, default=None, help="train only the top k layers")
     p.add_argument("--lora-rank", type=int, default=None, help="train only rank-r LoRA adapters (merged on export)")
@@ -96,8 +99,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--infonce-mini-batch", type=int, default=None,
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
     p.add_argument("--negatives", choices=("generated", "mined", "both"), default=None,
-                   help="InfoNCE's hard negatives: the LLM's s⁻ (default), mined from the corpus (--mine N), or both")
-    p.add_argument("--mine", type=int, default=None, help="hard negatives to mine per triple (default 0: none)")
+                   help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both (default: "
+                   "LossSettings.negatives)")
+    p.add_argument("--mine", type=int, default=None,
+                   help="hard negatives to mine per triple (default: MiningSettings.num_negatives, none)")
     p.add_argument("--mining-corpus", default=None, help="corpus to mine from (stage 1's: a path; default: the "
                    "embedded corpus)")
     p.add_argument("--cross-encoder", default=None, help="a local cross-encoder folder to rescore mined candidates")
@@ -140,7 +145,7 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
 
     preset, device, execution = PRESETS[args.preset], device_fields(args), execution_fields(args)
     retrieve = {"coherence": device, "source": given(source=args.contexts_source), "execution": execution}
-    return {"generate": GenerateSettings.model_validate(generate_fields(args)),
+    return {"generate": GenerateSettings.model_validate(merged(preset.get("generate", {}), generate_fields(args))),
             "retrieve": RetrieveSettings.model_validate(merged(preset.get("retrieve", {}), retrieve)),
             "label": LabelSettings.model_validate(merged(preset.get("label", {}), label_fields(args), device,
                                                          {"execution": execution})),
@@ -161,7 +166,7 @@ def _retrieve(args: argparse.Namespace) -> int:
 
     corpus = given(document_split=args.document_split, sentence_per_line=args.sentence_per_line)
     settings = RetrieveSettings.model_validate({
-        "corpora": [corpus | given(source=c) for c in args.corpus] if args.corpus else None,
+        "corpora": [{} if c == "default" else corpus | {"source": c} for c in args.corpus] if args.corpus else None,
         "selection": given(screener=args.screener, screen_k=args.screen_k,
                            contexts_per_sentence=args.contexts_per_sentence),
         "source": given(source=args.contexts_source), "coherence": device_fields(args),
@@ -208,7 +213,8 @@ def train_fields(args: argparse.Namespace) -> dict:
         "losses": given(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
                         regression_loss=args.regression_loss, infonce_mini_batch=args.infonce_mini_batch,
                         negatives=args.negatives, simcse=args.simcse),
-        "mining": given(num_negatives=args.mine, cross_encoder=args.cross_encoder, corpus=args.mining_corpus)}
+        "mining": given(num_negatives=args.mine, cross_encoder=args.cross_encoder,
+                        corpus={"source": args.mining_corpus} if args.mining_corpus else None)}
 
 
 def _train(args: argparse.Namespace) -> int:

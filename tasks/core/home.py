@@ -11,6 +11,15 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+LATEST = "latest"  # <output_dir>/latest → the last finished run (tasks/core/runs.py)
+# The default folders (relative to the project checkout): runs, dataset versions, surrogates trained on them.
+OUTPUTS_DIR, DATASETS_DIR, TRAINED_DIR = "data/outputs", "data/datasets", "data/trained"
+
+
+def latest_output(stage: str, name: str) -> str:
+    """A file of the last finished run under the default output folder (the stage commands' default inputs)."""
+    return f"{OUTPUTS_DIR}/{LATEST}/{stage}/{name}"
+
 
 def default_home() -> Path:
     """STSGEN_HOME when it is not set (or set to an empty string)."""

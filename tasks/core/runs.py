@@ -32,18 +32,10 @@ from pathlib import Path
 from typing import Iterator
 
 from tasks.core.errors import ConfigError
-from tasks.core.home import stsgen_home
+from tasks.core.home import DATASETS_DIR, LATEST, OUTPUTS_DIR, TRAINED_DIR, latest_output, stsgen_home  # noqa: F401
 from tasks.core.store import MANIFEST, committed, read_manifest, sha256_bytes, write_json
 
 RUN_FILE = ".run.json"
-LATEST = "latest"
-# The default folders (relative to the project checkout): runs, dataset versions, surrogates trained on them.
-OUTPUTS_DIR, DATASETS_DIR, TRAINED_DIR = "data/outputs", "data/datasets", "data/trained"
-
-
-def latest_output(stage: str, name: str) -> str:
-    """A file of the last finished run under the default output folder (the stage commands' default inputs)."""
-    return f"{OUTPUTS_DIR}/{LATEST}/{stage}/{name}"
 INDEX = ".stage-index"
 
 _held: dict[str, int] = {}  # folders whose lock this process holds → nesting depth (stage subflows of a pipeline)

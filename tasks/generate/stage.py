@@ -171,7 +171,8 @@ class GenerationJob:
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
         avoided = {"avoided": fingerprint(sorted(self.avoided))} if self.avoided else {}
-        return stage_key(STAGE, params=self.cfg, llm=self.llm, inputs=[i["sha256"] for i in self.inputs], choice=CHOICE_VERSION,
+        return stage_key(STAGE, params=self.cfg, llm=self.llm, inputs=[i["sha256"] for i in self.inputs],
+                         choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
                          | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}, **avoided)
 
@@ -182,8 +183,8 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
     kinds = KINDS_BY_PATTERN[cfg.pattern.kind]
     templates = {k: load_template(cfg.pattern.kind, k) for k in kinds}
     combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
-    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, cfg.seed, combined) for k in kinds
-              if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
+    judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, cfg.seed, combined)
+              for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     corpus = load_corpus_task(cfg.corpus)
@@ -237,7 +238,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     out.preview = triples.slice(0, 10).select(["anchor", "positive", "intermediate", "negative"]).to_pylist()
     out.write_parquet("rejected.parquet", rejected_table(quarantine))
     return {
-        "seed": cfg.seed, "parameters": {**cfg.model_dump(mode="json"), "llm": llm.model_dump(mode="json")}, "inputs": job.inputs,
+        "seed": cfg.seed, "parameters": {**cfg.model_dump(mode="json"), "llm": llm.model_dump(mode="json")},
+        "inputs": job.inputs,
         "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
         "examples": {k: [vars(e) for e in job.examples[k]] for k in kinds},
         "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},

@@ -32,5 +32,5 @@ class RetrieveSettings(Settings):
     execution: ExecutionSettings = ExecutionSettings()
 
     def corpora_or(self, default: CorpusSettings) -> list[CorpusSettings]:
-        """The corpora to read: the ones given, else `default` (the default corpus, or the pipeline's stage-1 corpus)."""
+        """The corpora to read: the ones given, else `default` (the default corpus, or the pipeline's stage 1's)."""
         return list(self.corpora) if self.corpora else [default]

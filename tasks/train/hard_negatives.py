@@ -18,7 +18,7 @@ from typing import ClassVar
 import pandas as pd
 from pydantic import Field
 
-from tasks.core.config import ConfigError, Settings
+from tasks.core.config import ConfigError, CorpusSettings, Settings
 
 MINED_PREFIX = "mined_negative_"
 
@@ -26,8 +26,8 @@ MINED_PREFIX = "mined_negative_"
 class MiningSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"corpus"})  # it enters the stage key as its content
 
-    corpus: str = Field("default", description="Corpus the negatives are mined from: 'default' or a path (in "
-                        "sts-pipeline: stage 1's corpus)")
+    corpus: CorpusSettings | None = Field(None, description="Corpus the negatives are mined from; None: the "
+                                          "default corpus (in sts-pipeline: stage 1's)")
     num_negatives: int = Field(0, ge=0, description="Mined negatives per triple (0 = no mining)")
     range_max: int = Field(50, ge=1, description="Candidates: the anchor's top range_max corpus sentences")
     relative_margin: float = Field(0.05, ge=0, lt=1, description="A candidate must score below "

@@ -131,7 +131,7 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, d
     check_training_data(data, settings.losses, triples, pairs or "pairs")
     candidates = None
     if settings.mining.num_negatives:
-        corpus = load_corpus(CorpusSettings(source=settings.mining.corpus))  # an empty corpus fails here, nothing written
+        corpus = load_corpus(settings.mining.corpus or CorpusSettings())  # an empty one fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
     return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,

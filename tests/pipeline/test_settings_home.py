@@ -114,3 +114,14 @@ def test_prefect_yaml_parameters_validate_against_their_flows_and_a_nested_typo_
     assert load_flow(nightly["entrypoint"]).validate_parameters(nightly["parameters"])["settings"].n == 200
     assert isinstance(sts_pipeline.validate_parameters({"llm": {"base_url": "http://h/v1", "model": "m"}})["llm"],
                       LLMSettings)
+
+
+def test_corpus_flags_build_corpus_settings():
+    from flows.cli.stages import train_fields
+    from tasks.core.config import CorpusSettings
+
+    parse = build_parser().parse_args
+    mined = TrainSettings.model_validate(train_fields(parse(["train", "--mine", "2", "--negatives", "both",
+                                                             "--mining-corpus", "docs.zip"])))
+    assert mined.mining.corpus == CorpusSettings(source="docs.zip")
+    assert TrainSettings().mining.corpus is None  # the pipeline fills in stage 1's corpus, a lone run the default

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tasks.core.config import ConfigError
+from tasks.core.config import ConfigError, CorpusSettings
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.trainer import check_training_data, train, training_datasets
 from tasks.train.training import LossSettings, TrainSettings, split_data
@@ -268,8 +268,8 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
     assert not (tmp_path / "out").exists()
     (tmp_path / "empty-corpus").mkdir()
     (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
-    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2,
-                                                                  corpus=str(tmp_path / "empty-corpus")),
+    empty = CorpusSettings(source=str(tmp_path / "empty-corpus"))
+    mining = settings.model_copy(update={"mining": MiningSettings(num_negatives=2, corpus=empty),
                                          "losses": LossSettings(regression=1.0, negatives="both")})
     with pytest.raises(ConfigError, match="yielded no sentences"):
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
@@ -293,10 +293,9 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
     # Mining on (LLM negatives + mined ones): the corpus is an input of the manifest but no dataset row of the card.
     corpus = write_tiny_corpus(tmp_path)
+    mining = MiningSettings(num_negatives=1, relative_margin=0.0, corpus=CorpusSettings(source=str(corpus)))
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
-                                           "dev_pairs": 50, "mining": MiningSettings(num_negatives=1,
-                                                                                     relative_margin=0.0,
-                                                                                     corpus=str(corpus)),
+                                           "dev_pairs": 50, "mining": mining,
                                            "losses": LossSettings(regression=1.0, negatives="both")})
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
                                   settings=settings, output_dir=str(tmp_path / "out"))
