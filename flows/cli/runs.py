@@ -46,7 +46,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
 
 
 def _runs(args: argparse.Namespace) -> int:
-    from tasks.core.home import list_runs, prune_runs
+    from tasks.core.runs import list_runs, prune_runs
 
     if args.action == "prune":
         removed = prune_runs(args.output_dir, args.keep)

@@ -19,7 +19,7 @@ import pytest
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.runs import RunFolderBusy, list_runs, open_run, prune_runs
 from tasks.generate.settings import VerifierSettings
-from tests.conftest import PROJECT
+from tests.conftest import PROJECT, generate_settings
 
 # A stage-like flow: writes a committed folder (outputs, then the manifest), optionally waiting in between.
 CHILD = """
@@ -121,7 +121,8 @@ def test_unchanged_generation_is_reused_across_run_folders_without_llm_requests(
                                                                                  tiny_corpus, tmp_path):
     from flows.generate_sts_triples import generate_sts_triples
 
-    generate = partial(generate_sts_triples, n=6, corpus=str(tiny_corpus), verifier=VerifierSettings(judge=False),
+    generate = partial(generate_sts_triples, settings=generate_settings(tiny_corpus, n=6,
+                                                                        verifier=VerifierSettings(judge=False)),
                        llm=LLMSettings(base_url=scripted.base_url, model="scripted-model",
                                        cache_path=str(tmp_path / "llm.sqlite")), output_dir=str(tmp_path / "out"))
     first = generate(run="scheduled")
