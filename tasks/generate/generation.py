@@ -251,18 +251,20 @@ def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str
     return Slot(source.source_id, kind, source.text, base, siblings), None
 
 
-async def generate_chains(
-    sources: list[Source],
-    kinds: tuple[str, ...],
-    *,
-    templates: dict[str, PromptTemplate],
-    systems: dict[str, str],
-    client: LLMClient,
-    settings: GenerateSettings,
-    judges: dict[str, Judge],
-    chooser: Chooser = Chooser(),
-    judge_client: LLMClient | None = None,
-) -> tuple[list[Generation], list[dict]]:
+@dataclass(frozen=True)
+class Plan:
+    """What a run's requests are made of: each kind's prompt template and system message (the run's fixed examples),
+    its judge, the best-of-N rule and stage 1's settings (sampling, validation, attempts, seed)."""
+
+    templates: dict[str, PromptTemplate]
+    systems: dict[str, str]
+    judges: dict[str, Judge]
+    chooser: Chooser
+    settings: GenerateSettings
+
+
+async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: Plan, client: LLMClient,
+                          judge_client: LLMClient | None = None) -> tuple[list[Generation], list[dict]]:
     """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
     accepted, so the endpoint always has `max_concurrency` requests to serve (kind by kind, each kind's last requests
     leave it part idle). Servers that cache prompt prefixes per slot (llama-server, vLLM) keep each kind's few-shot
@@ -278,8 +280,8 @@ async def generate_chains(
                 rows.append(row)
                 continue
             generation, rejected = await generate_slot(
-                call, judge_call, slot, template=templates[kind], system=systems[kind], settings=settings,
-                chooser=chooser, judge=judges.get(kind))
+                call, judge_call, slot, template=plan.templates[kind], system=plan.systems[kind],
+                settings=plan.settings, chooser=plan.chooser, judge=plan.judges.get(kind))
             rows.extend(rejected)
             if generation is not None:
                 accepted[kind] = generation
@@ -348,20 +350,14 @@ def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) ->
 
 
 @task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_batch(
-    slots: list[Slot],
-    template: PromptTemplate,
-    system: str,
-    llm: LLMSettings,
-    settings: GenerateSettings,
-    judge: Judge | None = None,
-    chooser: Chooser = Chooser(),
-) -> tuple[list[dict], list[dict], dict]:
+def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -> tuple[list[dict], list[dict], dict]:
     """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
     its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
     verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
 
     No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
+    template, system, judge = plan.templates[kind], plan.systems[kind], plan.judges.get(kind)
+    settings, chooser = plan.settings, plan.chooser
     client = LLMClient(llm)
     judge_client = LLMClient(judge.settings.llm) if judge is not None and judge.settings.llm else client
     if llm.batch_api:
@@ -380,23 +376,13 @@ def generate_batch(
 
 
 @task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_source_batch(
-    sources: list[Source],
-    kinds: tuple[str, ...],
-    templates: dict[str, PromptTemplate],
-    systems: dict[str, str],
-    llm: LLMSettings,
-    settings: GenerateSettings,
-    judges: dict[str, Judge],
-    chooser: Chooser = Chooser(),
-) -> tuple[list[dict], list[dict], dict]:
-    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`, whose parameters it takes:
-    a thin task around the async function). Like `generate_batch`: no Prefect result cache (the LLM response cache
+def generate_source_batch(sources: list[Source], kinds: tuple[str, ...], plan: Plan, llm: LLMSettings
+                          ) -> tuple[list[dict], list[dict], dict]:
+    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`: a thin task around the
+    async function, with the endpoint's clients). Like `generate_batch`: no Prefect result cache (the LLM response cache
     makes a retried batch free); the judge's calls count in the stats."""
-    judge_llm = next((j.settings.llm for j in judges.values() if j.settings.llm), None)
+    judge_llm = next((j.settings.llm for j in plan.judges.values() if j.settings.llm), None)
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
-    accepted, rejected = asyncio.run(generate_chains(
-        sources, kinds, templates=templates, systems=systems, client=client, settings=settings, judges=judges,
-        chooser=chooser, judge_client=judge_client))
+    accepted, rejected = asyncio.run(generate_chains(sources, kinds, plan, client, judge_client))
     return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

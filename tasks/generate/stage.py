@@ -30,6 +30,7 @@ from tasks.generate.combined_verifier import load_verifier_model
 from tasks.generate.generation import (
     FAILED_CALL_REASONS,
     Judge,
+    Plan,
     Source,
     generate_batch,
     generate_source_batch,
@@ -96,15 +97,15 @@ def chooser_of(cfg: GenerateSettings, patterns: PatternSource) -> Chooser:
     return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands))
 
 
-def generate_by_source(sources: list[Source], kinds, cfg: GenerateSettings, llm: LLMSettings, templates, systems,
-                       judges, chooser, accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+def generate_by_source(sources: list[Source], kinds, plan: Plan, llm: LLMSettings, accepted: dict[str, dict],
+                       quarantine: list[dict], progress: Progress) -> dict:
     """Batches of sources, every kind of each chained (tasks.generate.generation.generate_chains); fills `accepted` and
     `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    step = batch_step(cfg.batch_size, llm.max_concurrency)
+    step = batch_step(plan.settings.batch_size, llm.max_concurrency)
     for start in range(0, len(sources), step):
         batch = sources[start : start + step]
-        gens, rejected, stats = generate_source_batch(batch, kinds, templates, systems, llm, cfg, judges, chooser)
+        gens, rejected, stats = generate_source_batch(batch, kinds, plan, llm)
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
         quarantine.extend(rejected)
@@ -113,12 +114,12 @@ def generate_by_source(sources: list[Source], kinds, cfg: GenerateSettings, llm:
     return stats_total
 
 
-def generate_by_kind(sources: list[Source], kinds, cfg: GenerateSettings, llm: LLMSettings, templates, systems,
-                     judges, chooser, accepted: dict[str, dict], quarantine: list[dict], progress: Progress) -> dict:
+def generate_by_kind(sources: list[Source], kinds, plan: Plan, llm: LLMSettings, accepted: dict[str, dict],
+                     quarantine: list[dict], progress: Progress) -> dict:
     """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
     batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    step = MAX_BATCH_LINES if llm.batch_api else batch_step(cfg.batch_size, llm.max_concurrency)
+    step = MAX_BATCH_LINES if llm.batch_api else batch_step(plan.settings.batch_size, llm.max_concurrency)
     for kind in kinds:
         slots = []
         for src in sources:
@@ -131,8 +132,7 @@ def generate_by_kind(sources: list[Source], kinds, cfg: GenerateSettings, llm: L
         progress.advance(len(sources) - len(slots))
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
-            gens, rejected, stats = generate_batch(batch, templates[kind], systems[kind], llm, cfg, judges.get(kind),
-                                                   chooser)
+            gens, rejected, stats = generate_batch(batch, kind, plan, llm)
             accepted[kind].update({g["source_id"]: g for g in gens})
             quarantine.extend(rejected)
             stats_total = merge_stats(stats_total, stats)
@@ -213,7 +213,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    stats = generate(sources, kinds, cfg, llm, templates, systems, judges, chooser, accepted, quarantine, progress)
+    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg), llm, accepted, quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 
