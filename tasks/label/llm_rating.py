@@ -113,8 +113,10 @@ async def _complete_reporting(client: LLMClient, requests: list, on_rated: Calla
     while on_rated is not None and not work.done():
         await asyncio.wait({work}, timeout=every_s)
         if finished > reported:
-            await asyncio.to_thread(on_rated, finished - reported)
-            reported = finished
+            told, reported = finished - reported, finished  # snapshot first: ticks land while on_rated runs
+            await asyncio.to_thread(on_rated, told)
+    if on_rated is not None and finished > reported:  # the work ended while the last report ran
+        await asyncio.to_thread(on_rated, finished - reported)
     return await work
 
 

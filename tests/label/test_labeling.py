@@ -557,6 +557,24 @@ def test_rating_reports_progress_while_it_runs_and_keeps_the_input_order(tmp_pat
     assert stats["requests_sent"] == 24
 
 
+def test_a_slow_progress_listener_still_hears_every_pair(tmp_path):
+    """Pairs that finish while `on_rated` is still running (a slow artifact update) are told in a later report,
+    and the ones that finish during the last report are told before `rate_pairs` returns: the counts add up."""
+    import time
+
+    from tasks.core.config import LLMSettings
+    from tasks.label.llm_rating import RatingSettings, rate_pairs
+    from tests.scripted_openai import ScriptedOpenAI
+
+    reports = []
+    on_rated = lambda n: (reports.append(n), time.sleep(0.25))  # noqa: E731  slower than one request
+    with ScriptedOpenAI(models=("rater",), responder=lambda messages, body: "3", latency_s=0.05) as server:
+        llm = LLMSettings(base_url=server.base_url, model="rater", max_concurrency=4, cache_path="off")
+        ratings, _ = rate_pairs([(f"a{i}", f"b{i}") for i in range(40)], llm, RatingSettings(top_logprobs=0),
+                                on_rated=on_rated, report_every_s=0.02)
+    assert len(ratings) == 40 and sum(reports) == 40, reports
+
+
 def _expected_rating(s1, s2):
     lp = _overlap_rating([{"content": f"Sentence 1: {s1}\nSentence 2: {s2}"}], {})
     return sum(int(d) * np.exp(p) for d, p in lp) / sum(np.exp(p) for _, p in lp)
