@@ -28,6 +28,13 @@ if os.environ.get("STSGEN_TEST_CHILD") != "1":  # a test's child process keeps t
         # busy 2-core CI machine while a fresh SQLite database is migrated.
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
     )
+    # Each xdist worker gets its share of the cores for torch's (OpenMP) threads, children included: two workers
+    # with a thread per core each keep 4 spinning threads on 2 cores, and a small model's training loop (many tiny
+    # ops, a barrier after each) then slows 5x to 100x (the coherence test: 7.5 s alone, 35 s and once 11+ min
+    # beside the other worker's training).
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if _workers > 1:
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
 
 import pytest  # noqa: E402
 

@@ -4,6 +4,7 @@ printed when a run ends, and running a job against an LLM endpoint or the embedd
 from __future__ import annotations
 
 import argparse
+import threading
 from pathlib import Path
 
 
@@ -22,10 +23,12 @@ def progress_bar(console):
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                    console=console)
     ids: dict[str, int] = {}
+    rows = threading.Lock()  # listeners are called from task threads: one row per stage, never two
 
     def listener(stage: str, done: int, total: int) -> None:
-        if stage not in ids:
-            ids[stage] = bar.add_task(stage, total=total)
+        with rows:
+            if stage not in ids:
+                ids[stage] = bar.add_task(stage, total=total)
         bar.update(ids[stage], completed=done, total=total)
 
     add_progress_listener(listener)

@@ -37,20 +37,22 @@ class Progress:
 
     def __init__(self, stage: str, total: int, description: str):
         self.stage, self.total, self.done = stage, max(total, 1), 0
+        self._advance_lock = threading.Lock()  # shard callbacks and the rating's worker thread both advance it
         self._id = create_progress_artifact(0.0, key=f"{stage}-progress", description=description)
-        self._notify()
+        self._notify(0)
 
     def advance(self, units: int) -> None:
-        self.done = min(self.total, self.done + units)
+        with self._advance_lock:
+            self.done = done = min(self.total, self.done + units)
         if self._id is not None:
-            update_progress_artifact(self._id, progress=100.0 * self.done / self.total)
-        self._notify()
+            update_progress_artifact(self._id, progress=100.0 * done / self.total)
+        self._notify(done)
 
-    def _notify(self) -> None:
+    def _notify(self, done: int) -> None:
         with _lock:
             listeners = list(_listeners)
         for listener in listeners:
-            listener(self.stage, self.done, self.total)
+            listener(self.stage, done, self.total)
 
 
 def publish_table(key: str, rows: list[dict], description: str) -> None:

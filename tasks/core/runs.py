@@ -25,6 +25,7 @@ import inspect
 import json
 import os
 import shutil
+import threading
 import time
 import typing
 from datetime import datetime, timezone
@@ -40,6 +41,7 @@ INDEX = ".stage-index"
 
 _held: dict[str, int] = {}  # folders whose lock this process holds → nesting depth (stage subflows of a pipeline)
 _versioned: set[str] = set()  # run folders (not plain output_dirs) this process writes: their stages are indexed
+_held_lock = threading.Lock()  # flows on several threads of one process check and join under it
 
 
 class RunFolderBusy(ConfigError):
@@ -76,15 +78,21 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
                           f"(not '{LATEST}', no '/').")
     folder = root if run is None else root / (new_run_name() if run == "auto" else run)
     key = str(folder.resolve())
-    if key in _held:  # this process already runs in it (a pipeline's stage subflow)
-        _held[key] += 1
+    with _held_lock:
+        joined = key in _held  # this process already runs in it (a pipeline's stage subflow)
+        if joined:
+            _held[key] += 1
+    if joined:
         try:
             yield folder
         finally:
-            _held[key] -= 1
+            with _held_lock:
+                if key in _held:  # the owner may have finished first on another thread
+                    _held[key] -= 1
         return
     handle = lock_file(folder)
-    _held[key] = 1
+    with _held_lock:
+        _held[key] = 1
     if run is not None:
         _versioned.add(key)
     record = {"name": folder.name, "started": time.time(), "pid": os.getpid()}
@@ -101,8 +109,9 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
             write_json(folder / RUN_FILE, record | {"status": "finished", "ended": time.time()})
             point_latest(root, folder.name)
     finally:
-        del _held[key]
-        _versioned.discard(key)
+        with _held_lock:
+            del _held[key]
+            _versioned.discard(key)
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()
 

@@ -43,14 +43,14 @@ class ResponseCache:
         if row is None:
             return None
         payload, checksum = row
-        if self._checksum(payload) != checksum:
-            self.corrupt_entries += 1
-            return None
         try:
-            return json.loads(payload)
+            if self._checksum(payload) == checksum:
+                return json.loads(payload)
         except json.JSONDecodeError:
+            pass
+        with self._lock:  # callers on several threads: the count must not lose an increment
             self.corrupt_entries += 1
-            return None
+        return None
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         payload = json.dumps(value, sort_keys=True, ensure_ascii=False)

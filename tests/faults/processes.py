@@ -1,7 +1,8 @@
 """Processes the fault-injection tests can kill: the scripted OpenAI server on a fixed port, and the tiny
 sts-pipeline run as its own Python process.
 
-    python -m tests.faults.processes server PORT LATENCY_S LOG       # one line per chat request: its body's digest
+    python -m tests.faults.processes server PORT LATENCY_S LOG [ANSWERS]  # one line per chat request: its body's digest;
+                                                                          # ANSWERS: answer that many, hold the rest
     python -m tests.faults.processes pipeline SPEC_JSON               # runs sts-pipeline, prints its outputs as JSON
 """
 
@@ -22,8 +23,11 @@ from tests.conftest import PROJECT
 class ScriptedServerProcess:
     """The scripted server in a child process, so that a test can SIGKILL it and start it again on the same port."""
 
-    def __init__(self, port: int, log: Path, latency_s: float = 0.05):
-        self.port, self.log, self.latency_s = port, log, latency_s
+    def __init__(self, port: int, log: Path, latency_s: float = 0.05, answers: int | None = None):
+        """`answers`: answer only the first that many requests and hold every later one unanswered (until the
+        test kills the server), so a test that kills it "after N answers" cuts at exactly N however slow the
+        machine is."""
+        self.port, self.log, self.latency_s, self.answers = port, log, latency_s, answers
         self.proc: subprocess.Popen | None = None
 
     @property
@@ -31,8 +35,9 @@ class ScriptedServerProcess:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> "ScriptedServerProcess":
+        limit = [] if self.answers is None else [str(self.answers)]
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.faults.processes", "server", str(self.port),
-                                      str(self.latency_s), str(self.log)], cwd=PROJECT, stdout=subprocess.PIPE)
+                                      str(self.latency_s), str(self.log), *limit], cwd=PROJECT, stdout=subprocess.PIPE)
         assert self.proc.stdout.readline().strip() == b"ready"
         return self
 
@@ -102,13 +107,23 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
-def _serve(port: int, latency_s: float, log: str) -> None:
+def _serve(port: int, latency_s: float, log: str, answers: int | None = None) -> None:
+    import threading
+
     from tests.scripted_openai import ScriptedOpenAI, default_responder
+
+    answered, count_lock, never = [0], threading.Lock(), threading.Event()
 
     def responder(messages, body):
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
         with open(log, "a") as fh:
             fh.write(digest + "\n")
+        if answers is not None and "choice" not in body:  # a request's first choice: one per request
+            with count_lock:
+                answered[0] += 1
+                held = answered[0] > answers
+            if held:
+                never.wait()  # held open until the test kills the server: the client sees a connection error
         return default_responder(messages, body)
 
     server = ScriptedOpenAI(responder=responder, latency_s=latency_s, port=port)
@@ -139,6 +154,6 @@ def _pipeline(spec: dict) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "server":
-        _serve(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4])
+        _serve(int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else None)
     else:
         _pipeline(json.loads(sys.argv[2]))

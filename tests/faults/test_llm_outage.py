@@ -61,8 +61,9 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
     # (A run that starts while the endpoint is down fails at the endpoint check before any work:
     # tests/generate/test_generate_flow.py's "unreachable" case, and the failing run of tests/core/test_security.py.)
     # Down mid-run: start the run, kill the server once the client holds 11 of its 15 answers (positives,
-    # intermediates and one negative: at least one complete triple) and leave it down.
-    with ScriptedServerProcess(port, tmp_path / "requests2.log", latency_s=0.1) as server:
+    # intermediates and one negative: at least one complete triple) and leave it down. The server answers only those
+    # 11 (it holds the rest), so however late the kill comes, no 12th answer lands.
+    with ScriptedServerProcess(port, tmp_path / "requests2.log", latency_s=0.1, answers=11) as server:
         kill_after(server, lambda: cached_answers(tmp_path) >= 11, down_s=None)
         partial = finish(pipeline_process(run_spec(server), child_env))
     first = manifest(partial)
@@ -92,7 +93,8 @@ def test_long_outage_quarantines_failed_calls_and_a_rerun_completes(tmp_path, fa
 
 def test_outage_before_any_triple_fails_the_pipeline_clearly(tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                                              child_env):
-    with ScriptedServerProcess(free_port(), tmp_path / "requests.log", latency_s=0.1) as server:
+    # Two answers, then held: no source can complete its three (however late the kill comes).
+    with ScriptedServerProcess(free_port(), tmp_path / "requests.log", latency_s=0.1, answers=2) as server:
         kill_after(server, lambda: server.requests() >= 3, down_s=None)
         proc = pipeline_process(spec(server, tmp_path, fault_corpus, tiny_lm_dir, tiny_encoder_dir,
                                      llm={"backoff_base_s": 0.05, "max_retries": 1}), child_env)

@@ -54,6 +54,7 @@ def restart_during_a_run(settings, llm, tiny_corpus, tmp_path):
     time.sleep(3)
     stack.start_prefect_server(settings)  # same port, same SQLite database
 
+    deadline = time.monotonic() + 240  # the run's own time from here (pickup and restart may have used most of it)
     state = "PENDING"
     while state not in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
         assert time.monotonic() < deadline, f"run still {state}"

@@ -50,8 +50,8 @@ def test_500_then_success_and_usage_recorded(scripted, tmp_path):
 
 
 def test_timeout_is_retried(scripted, tmp_path):
-    scripted.push(("sleep", 2.0))
-    client = LLMClient(settings(scripted, tmp_path, timeout_s=0.5))
+    scripted.push(("sleep", 6.0))  # the retry gets 2 s: ample for a loopback answer on a busy 2-core machine
+    client = LLMClient(settings(scripted, tmp_path, timeout_s=2.0))
     result = run(client.complete(MESSAGES, params()))
     assert result.ok and result.http_attempts == 2
     assert client.stats.errors_by_kind.get("timeout") == 1
@@ -119,9 +119,9 @@ def test_requests_per_minute_limit_holds(scripted, tmp_path):
     client = LLMClient(settings(scripted, tmp_path, requests_per_minute=600, max_concurrency=8, cache_path="off"))
     run(client.complete_many([(MESSAGES, params(i)) for i in range(31)]))
     times = [r["t"] for r in scripted.chat_requests()]
-    # 600/min = one start every 0.1 s: 31 requests need >= 3.0 s from the first start to the last (about 0.1 s
-    # unthrottled). Arrival times at the server carry connection-setup jitter, hence the slack.
-    assert len(times) == 31 and times[-1] - times[0] >= 2.5
+    # 600/min = one start every 0.1 s: the 6th to the 31st start need >= 2.5 s (about 0.1 s unthrottled). Arrival
+    # times at the server carry connection-setup jitter, the first connections the most, hence the anchor and slack.
+    assert len(times) == 31 and times[-1] - sorted(times)[5] >= 2.0
     assert client.stats.rate_limit_wait_s > 0
 
 
@@ -136,8 +136,10 @@ def test_request_limiter_holds_over_every_window():
         return sorted(await asyncio.gather(*(one() for _ in range(31))))
 
     starts = asyncio.run(go())
-    # Start times taken on the client side, right after the limiter released each request.
-    assert max(sum(1 for t in starts if t0 <= t < t0 + 1.0) for t0 in starts) <= 11
+    # Start times taken on the client side, right after the limiter released each request. A stalled process wakes
+    # every start that fell due during the stall at once (0.2 s: 2 extra in a window), hence 13, not 11; the span
+    # below is what proves the pacing.
+    assert max(sum(1 for t in starts if t0 <= t < t0 + 1.0) for t0 in starts) <= 13
     assert starts[-1] - starts[0] >= 2.9
 
 

@@ -172,12 +172,13 @@ def test_flow_requests_paced_by_prefect_global_limit(pg_prefect, postgres, tiny_
     assert manifest["parameters"]["llm"]["prefect_limit"] == LIMIT_NAME
 
     # The rate held. A token bucket of capacity LIMIT refilled at DECAY/s lets at most LIMIT + DECAY*w requests
-    # start in any window of w seconds (+1: arrival times at the server carry HTTP jitter). Unpaced, a kind's 15
-    # requests arrive within ~0.1 s, so the short windows fail without the limit.
+    # start in any window of w seconds (+1, and w widened by 0.2 s: arrival times at the server carry HTTP and
+    # scheduling jitter on a busy machine). Unpaced, a kind's 15 requests arrive within ~0.1 s, so the short windows
+    # (bound 10.5 at w = 0.25) still fail without the limit.
     times = sorted(r["t"] for r in requests)
     windows = {w: max_in_window(times, w) for w in (0.25, 0.5, 1.0, 2.0)}
     for w, count in windows.items():
-        assert count <= LIMIT + DECAY * w + 1, (w, count, windows)
+        assert count <= LIMIT + DECAY * (w + 0.2) + 1, (w, count, windows)
     # Within one prompt kind (one batch, all requests queued at once) the limit alone sets the pace:
     # at least (n - LIMIT) / DECAY seconds from the first to the last. Unpaced: ~0.1 s.
     spans = {}
