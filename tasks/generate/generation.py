@@ -151,13 +151,29 @@ def _apply_verdict(slot: Slot, attempt: int, generation: Generation, verdict: Ju
                             generation.candidate)
 
 
-async def generate_slot(call, judge_call, slot: Slot, *, template: PromptTemplate, system: str,
-                        settings: GenerateSettings, chooser: Chooser, judge: Judge | None = None
-                        ) -> tuple[Generation | None, list[dict]]:
+@dataclass(frozen=True)
+class Plan:
+    """What a run's requests are made of: each kind's prompt template and system message (the run's fixed examples),
+    its judge, the best-of-N rule and stage 1's settings (sampling, validation, attempts, seed)."""
+
+    templates: dict[str, PromptTemplate]
+    systems: dict[str, str]
+    judges: dict[str, Judge]
+    chooser: Chooser
+    settings: GenerateSettings
+
+    def kind(self, kind: str) -> tuple[PromptTemplate, str, Judge | None]:
+        """One kind's template, system message and judge (None: not judged)."""
+        return self.templates[kind], self.systems[kind], self.judges.get(kind)
+
+
+async def generate_slot(call, judge_call, slot: Slot, plan: Plan) -> tuple[Generation | None, list[dict]]:
     """One slot: up to `settings.max_attempts` requests of `settings.sampling.candidates` choices each (seeded by the
-    run's `settings.seed`, rules `settings.validation`) until one is accepted: the
-    best-ranked rule-passing choice, judged when `judge` is given. Returns (the accepted generation or None, its
-    quarantine rows)."""
+    run's `settings.seed`, rules `settings.validation`) until one is accepted: the best-ranked rule-passing choice
+    (`plan.chooser`), judged when the plan has a judge for the slot's kind. Returns (the accepted generation or None,
+    its quarantine rows)."""
+    template, system, judge = plan.kind(slot.kind)
+    settings, chooser = plan.settings, plan.chooser
     rejected: list[dict] = []
     messages = template.messages(system, slot.base_text)
     tokens = [0, 0, 0.0]
@@ -196,24 +212,13 @@ async def _calls(client: LLMClient, judge_client: LLMClient | None):
                 yield call, judge_call
 
 
-async def generate_slots(
-    slots: list[Slot],
-    *,
-    template: PromptTemplate,
-    system: str,
-    client: LLMClient,
-    settings: GenerateSettings,
-    chooser: Chooser = Chooser(),
-    judge: Judge | None = None,
-    judge_client: LLMClient | None = None,
-) -> tuple[list[Generation], list[dict]]:
-    """Generate one kind for a batch of slots. Returns (accepted generations, quarantine rows). With `judge`, each
-    rule-passing generation is verified (through `judge_client`, default: `client`) before it counts."""
+async def generate_slots(slots: list[Slot], plan: Plan, client: LLMClient, judge_client: LLMClient | None = None
+                         ) -> tuple[list[Generation], list[dict]]:
+    """Generate a batch of slots (one kind: one few-shot prefix). Returns (accepted generations, quarantine rows).
+    Where the plan judges a kind, each rule-passing generation is verified (through `judge_client`, default:
+    `client`) before it counts."""
     async with _calls(client, judge_client) as (call, judge_call):
-        outcomes = await asyncio.gather(*(
-            generate_slot(call, judge_call, s, template=template, system=system, settings=settings, chooser=chooser,
-                          judge=judge)
-            for s in slots))
+        outcomes = await asyncio.gather(*(generate_slot(call, judge_call, s, plan) for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
     return accepted, rejected
@@ -251,18 +256,6 @@ def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str
     return Slot(source.source_id, kind, source.text, base, siblings), None
 
 
-@dataclass(frozen=True)
-class Plan:
-    """What a run's requests are made of: each kind's prompt template and system message (the run's fixed examples),
-    its judge, the best-of-N rule and stage 1's settings (sampling, validation, attempts, seed)."""
-
-    templates: dict[str, PromptTemplate]
-    systems: dict[str, str]
-    judges: dict[str, Judge]
-    chooser: Chooser
-    settings: GenerateSettings
-
-
 async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: Plan, client: LLMClient,
                           judge_client: LLMClient | None = None) -> tuple[list[Generation], list[dict]]:
     """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
@@ -279,9 +272,7 @@ async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: P
             if slot is None:
                 rows.append(row)
                 continue
-            generation, rejected = await generate_slot(
-                call, judge_call, slot, template=plan.templates[kind], system=plan.systems[kind],
-                settings=plan.settings, chooser=plan.chooser, judge=plan.judges.get(kind))
+            generation, rejected = await generate_slot(call, judge_call, slot, plan)
             rows.extend(rejected)
             if generation is not None:
                 accepted[kind] = generation
@@ -292,20 +283,13 @@ async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: P
     return [g for gens, _ in outcomes for g in gens], [row for _, rows in outcomes for row in rows]
 
 
-def generate_slots_batched(
-    slots: list[Slot],
-    *,
-    template: PromptTemplate,
-    system: str,
-    runner: BatchRunner,
-    settings: GenerateSettings,
-    chooser: Chooser = Chooser(),
-    judge: Judge | None = None,
-    judge_runner: BatchRunner | None = None,
-) -> tuple[list[Generation], list[dict]]:
-    """`generate_slots` in rounds for the Batch API: round a is one batch with attempt a of every slot still open
-    (a batch takes minutes to hours, so slots cannot each wait for their own retry), then the judge's batches for
-    that round's rule-passing generations. Same requests, seeds, verdicts and rows as the direct loop."""
+def generate_slots_batched(slots: list[Slot], kind: str, plan: Plan, runner: BatchRunner,
+                           judge_runner: BatchRunner | None = None) -> tuple[list[Generation], list[dict]]:
+    """`generate_slots` (one `kind`) in rounds for the Batch API: round a is one batch with attempt a of every slot
+    still open (a batch takes minutes to hours, so slots cannot each wait for their own retry), then the judge's
+    batches for that round's rule-passing generations. Same requests, seeds, verdicts and rows as the direct loop."""
+    template, system, judge = plan.kind(kind)
+    settings, chooser = plan.settings, plan.chooser
     messages = [template.messages(system, slot.base_text) for slot in slots]
     tokens = [[0, 0, 0.0] for _ in slots]
     accepted: list[Generation | None] = [None] * len(slots)
@@ -356,21 +340,16 @@ def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -
     verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
 
     No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
-    template, system, judge = plan.templates[kind], plan.systems[kind], plan.judges.get(kind)
-    settings, chooser = plan.settings, plan.chooser
+    judge = plan.judges.get(kind)
     client = LLMClient(llm)
     judge_client = LLMClient(judge.settings.llm) if judge is not None and judge.settings.llm else client
     if llm.batch_api:
         runner = BatchRunner(client)
         judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
-        accepted, rejected = generate_slots_batched(
-            slots, template=template, system=system, runner=runner, settings=settings, chooser=chooser, judge=judge,
-            judge_runner=judge_runner)
+        accepted, rejected = generate_slots_batched(slots, kind, plan, runner, judge_runner)
         stats = {**asdict(client.stats), **asdict(runner.stats)}
     else:
-        accepted, rejected = asyncio.run(
-            generate_slots(slots, template=template, system=system, client=client, settings=settings,
-                           chooser=chooser, judge=judge, judge_client=judge_client))
+        accepted, rejected = asyncio.run(generate_slots(slots, plan, client, judge_client))
         stats = asdict(client.stats)
     return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
 

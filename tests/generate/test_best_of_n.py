@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from tasks.core.config import LLMSettings, settings_problem
 from tasks.generate.candidates import Chooser, rank
-from tasks.generate.generation import Judge, Slot, generate_slots
+from tasks.generate.generation import Judge, Plan, Slot, generate_slots
 from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
@@ -33,13 +33,18 @@ def llm(server, tmp_path, **kw) -> LLMSettings:
 
 
 def run_positive(server, tmp_path, candidates: int, max_attempts: int = 3, judge: Judge | None = None):
+    slot = Slot("s1", "positive", ANCHOR, ANCHOR, ())
+    plan = positive_plan(GenerateSettings(sampling=SamplingSettings(candidates=candidates), max_attempts=max_attempts,
+                                          seed=13), judge)
+    return asyncio.run(generate_slots([slot], plan, LLMClient(llm(server, tmp_path))))
+
+
+def positive_plan(settings: GenerateSettings, judge: Judge | None) -> Plan:
+    """A plan for positives only, with the STS template and one fixed example."""
     template = load_template("sts", "positive")
     system = template.system_message([{"sentence1": "a", "sentence2": "b"}])
-    slot = Slot("s1", "positive", ANCHOR, ANCHOR, ())
-    return asyncio.run(generate_slots(
-        [slot], template=template, system=system, client=LLMClient(llm(server, tmp_path)),
-        settings=GenerateSettings(sampling=SamplingSettings(candidates=candidates), max_attempts=max_attempts, seed=13),
-        chooser=Chooser(), judge=judge))
+    return Plan({"positive": template}, {"positive": system}, {"positive": judge} if judge else {}, Chooser(),
+                settings)
 
 
 def chat_bodies(server) -> list[dict]:
@@ -130,13 +135,10 @@ def test_judge_endpoint_down_fails_the_slot_clearly_and_keeps_the_generation(tmp
         down = LLMSettings(base_url="http://127.0.0.1:9/v1", model="scripted-model", cache_path="off",
                            max_retries=0, timeout_s=2)
         judge = Judge(load_judge_template("positive"), VerifierSettings(llm=down), 13)
-        template = load_template("sts", "positive")
-        system = template.system_message([{"sentence1": "a", "sentence2": "b"}])
+        plan = positive_plan(GenerateSettings(sampling=SamplingSettings(candidates=2), max_attempts=3, seed=13), judge)
         accepted, rejected = asyncio.run(generate_slots(
-            [Slot("s1", "positive", ANCHOR, ANCHOR, ())], template=template, system=system,
-            client=LLMClient(llm(generator, tmp_path)),
-            settings=GenerateSettings(sampling=SamplingSettings(candidates=2), max_attempts=3, seed=13),
-            chooser=Chooser(), judge=judge, judge_client=LLMClient(down)))
+            [Slot("s1", "positive", ANCHOR, ANCHOR, ())], plan, LLMClient(llm(generator, tmp_path)),
+            LLMClient(down)))
         assert len(generator.chat_requests()) == 1  # a failed judge call ends the slot: no new generation
     assert accepted == []
     reasons = [r["reason"] for r in rejected]
