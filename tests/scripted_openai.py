@@ -298,13 +298,16 @@ class ScriptedOpenAI:
 
             def _send(self, code: int, payload: bytes, headers: dict | None = None,
                       ctype: str = "application/json") -> None:
-                self.send_response(code)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(payload)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(code)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(payload)))
+                    for k, v in (headers or {}).items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its timeout, a killed run): expected in the fault tests, not an error
 
             def do_GET(self):
                 path = self.path.split("?")[0].rstrip("/")
