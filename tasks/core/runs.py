@@ -39,7 +39,7 @@ from tasks.core.store import MANIFEST, committed, read_manifest, sha256_bytes, w
 RUN_FILE = ".run.json"
 INDEX = ".stage-index"
 
-_held: dict[str, int] = {}  # folders whose lock this process holds → nesting depth (stage subflows of a pipeline)
+_held: set[str] = set()  # folders whose lock this process holds (a pipeline's stage subflows run inside them)
 _versioned: set[str] = set()  # run folders (not plain output_dirs) this process writes: their stages are indexed
 _held_lock = threading.Lock()  # flows on several threads of one process check and join under it
 
@@ -79,20 +79,13 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
     folder = root if run is None else root / (new_run_name() if run == "auto" else run)
     key = str(folder.resolve())
     with _held_lock:
-        joined = key in _held  # this process already runs in it (a pipeline's stage subflow)
-        if joined:
-            _held[key] += 1
-    if joined:
-        try:
-            yield folder
-        finally:
-            with _held_lock:
-                if key in _held:  # the owner may have finished first on another thread
-                    _held[key] -= 1
+        joined = key in _held
+    if joined:  # this process already runs in it (a pipeline's stage subflow): its owner locks and finishes it
+        yield folder
         return
     handle = lock_file(folder)
     with _held_lock:
-        _held[key] = 1
+        _held.add(key)
     if run is not None:
         _versioned.add(key)
     record = {"name": folder.name, "started": time.time(), "pid": os.getpid()}
@@ -110,7 +103,7 @@ def open_run(output_dir: str | Path, run: str | None) -> Iterator[Path]:
             point_latest(root, folder.name)
     finally:
         with _held_lock:
-            del _held[key]
+            _held.discard(key)
             _versioned.discard(key)
         fcntl.flock(handle, fcntl.LOCK_UN)
         handle.close()

@@ -109,14 +109,18 @@ async def _complete_reporting(client: LLMClient, requests: list, on_rated: Calla
         nonlocal finished
         finished += 1
 
-    work = asyncio.ensure_future(client.complete_many(requests, on_result=tick if on_rated else None))
-    while on_rated is not None and not work.done():
-        await asyncio.wait({work}, timeout=every_s)
+    async def tell() -> None:
+        nonlocal reported
         if finished > reported:
             told, reported = finished - reported, finished  # snapshot first: ticks land while on_rated runs
             await asyncio.to_thread(on_rated, told)
-    if on_rated is not None and finished > reported:  # the work ended while the last report ran
-        await asyncio.to_thread(on_rated, finished - reported)
+
+    work = asyncio.ensure_future(client.complete_many(requests, on_result=tick if on_rated else None))
+    if on_rated is not None:
+        while not work.done():
+            await asyncio.wait({work}, timeout=every_s)
+            await tell()
+        await tell()  # what finished while the last report ran
     return await work
 
 

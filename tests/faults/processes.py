@@ -112,18 +112,15 @@ def _serve(port: int, latency_s: float, log: str, answers: int | None = None) ->
 
     from tests.scripted_openai import ScriptedOpenAI, default_responder
 
-    answered, count_lock, never = [0], threading.Lock(), threading.Event()
+    budget, never = threading.Semaphore(answers or 0), threading.Event()
 
     def responder(messages, body):
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
         with open(log, "a") as fh:
             fh.write(digest + "\n")
-        if answers is not None and "choice" not in body:  # a request's first choice: one per request
-            with count_lock:
-                answered[0] += 1
-                held = answered[0] > answers
-            if held:
-                never.wait()  # held open until the test kills the server: the client sees a connection error
+        # One unit per request (its first choice); past the budget, held open until the test kills the server.
+        if answers is not None and "choice" not in body and not budget.acquire(blocking=False):
+            never.wait()
         return default_responder(messages, body)
 
     server = ScriptedOpenAI(responder=responder, latency_s=latency_s, port=port)
