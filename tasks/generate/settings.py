@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tasks.core.config import DEFAULT_SEED, CorpusSettings, LLMSettings, Settings
+from tasks.generate.anchors import AnchorSettings
 
 PatternKind = Literal["sts", "nli"]
 
@@ -108,6 +109,7 @@ class GenerateSettings(Settings):
     n: int = Field(30, ge=1, description="Number of source sentences.")
     seed: int = DEFAULT_SEED
     corpus: CorpusSettings = CorpusSettings()
+    anchors: AnchorSettings = AnchorSettings()
     pattern: PatternSettings = PatternSettings()
     sampling: SamplingSettings = SamplingSettings()
     validation: ValidationSettings = ValidationSettings()

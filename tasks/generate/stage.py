@@ -21,10 +21,11 @@ from prefect.cache_policies import NO_CACHE
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, StageIO, rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
-from tasks.core.corpus import Corpus, load_corpus, sample_sources
+from tasks.core.corpus import Corpus, load_corpus
 from tasks.core.runs import run_version
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
+from tasks.generate.anchors import sample_anchors
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
 from tasks.generate.combined_verifier import load_verifier_model
 from tasks.generate.generation import (
@@ -154,7 +155,7 @@ class GenerationJob:
     examples: dict[str, list]
     corpus: Corpus
     sample: pd.DataFrame
-    duplicate_texts: int
+    anchor_counts: dict  # candidates, rejected by reason, sampled per source (tasks/generate/anchors.py)
     prepare_s: float
     avoided: frozenset[str] = frozenset()  # source ids earlier runs of the dataset used (avoid_used_sources)
 
@@ -192,8 +193,8 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
         raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {output_dir} is not a run "
                           "folder: give run='auto' (or a run name) with it, so the earlier runs are its neighbours.")
     avoided = used_source_ids(Path(output_dir)) if cfg.avoid_used_sources else frozenset()
-    sample, duplicate_texts = sample_sources(corpus, cfg.n, cfg.seed, exclude=avoided)
-    return GenerationJob(cfg, llm, kinds, templates, judges, patterns, examples, corpus, sample, duplicate_texts,
+    sample, anchor_counts = sample_anchors(corpus, cfg.n, cfg.seed, cfg.anchors, exclude=avoided)
+    return GenerationJob(cfg, llm, kinds, templates, judges, patterns, examples, corpus, sample, anchor_counts,
                          round(time.perf_counter() - t0, 3), avoided)
 
 
@@ -270,7 +271,8 @@ def _counts(job: GenerationJob, triples: int, quarantine: list[dict], per_kind: 
     return {"sources": job.cfg.n, "triples": triples, "incomplete_sources": job.cfg.n - triples,
             "rejected_rows": len(quarantine), "rejected_by_reason": reasons,
             "rejected_by_kind": {k: dict(v) for k, v in by_kind.items()}, "per_kind": per_kind,
-            "corpus": job.corpus.stats, "duplicate_corpus_texts_skipped": job.duplicate_texts,
+            "corpus": job.corpus.stats, "anchors": job.anchor_counts,
+            "duplicate_corpus_texts_skipped": job.anchor_counts["duplicate_texts"],
             "pattern_bad_rows": len(job.patterns.bad_rows), "sources_avoided": len(job.avoided)}
 
 

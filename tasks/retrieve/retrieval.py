@@ -50,6 +50,8 @@ class SelectionSettings(Settings):
     screener: str = Field("tfidf", pattern="^(tfidf|bm25)$")
     ngram_min: int = Field(1, ge=1, le=3)
     ngram_max: int = Field(2, ge=1, le=3)
+    min_df: int = Field(1, ge=1, description="Screening terms in fewer contexts than this are dropped (a smaller "
+                        "index for a large corpus; 1 keeps every term)")
     screen_k: int = Field(1000, ge=1, description="Candidates kept by screening per sentence (paper: 20K)")
     contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
     max_jaccard: float = Field(0.5, gt=0, le=1)
@@ -71,23 +73,35 @@ def combine_scores(coherence: np.ndarray, screen: np.ndarray, screen_weight: flo
     return z(coherence.astype(np.float64)) + screen_weight * z(screen.astype(np.float64))
 
 
-def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: SelectionSettings) -> Path:
-    """Fit the screener over the contexts' text around the gap and save it with the contexts table."""
+def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: SelectionSettings,
+                        corpus: dict | None = None) -> bool:
+    """Fit the screener over the contexts' text around the gap and save it with the contexts table; `corpus` (the
+    inputs and per-source counts) goes into the folder's manifest, with the build time and peak memory. Returns
+    whether a verified index was already there (nothing rebuilt)."""
+    import resource
+    import time
+
     manifest = read_manifest(folder)
     if manifest and verify_outputs(folder, manifest):
-        return folder
+        return True
     if contexts.empty:
         raise ConfigError("The corpus yields no contexts (documents need at least 3 sentences); use a larger corpus.")
+    started = time.perf_counter()
     texts = (contexts["left"] + " " + contexts["right"]).tolist()
-    index = build_index(texts, settings.screener, (settings.ngram_min, settings.ngram_max))
+    index = build_index(texts, settings.screener, (settings.ngram_min, settings.ngram_max), min_df=settings.min_df)
+    fit_s = time.perf_counter() - started
     folder.mkdir(parents=True, exist_ok=True)
     joblib.dump(index, folder / "index.joblib")
     digests = {"index.joblib": sha256_path(folder / "index.joblib"),
                "contexts.parquet": write_parquet(folder / "contexts.parquet",
                                                  pa.Table.from_pandas(contexts, preserve_index=False))}
     write_manifest(folder, {"screener": settings.screener, "contexts": len(contexts),
-                            "terms": len(index.vectorizer.vocabulary_)}, digests)
-    return folder
+                            "terms": index.matrix.shape[1], "non_zeros": int(index.matrix.nnz),
+                            "fit_s": round(fit_s, 2), "build_s": round(time.perf_counter() - started, 2),
+                            # the building process's peak resident memory (Linux: kilobytes), loading included
+                            "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                            **(corpus or {})}, digests)
+    return False
 
 
 # The index is a joblib pickle, which names its class's module: a move of that class (tasks.screening →

@@ -25,8 +25,7 @@ from prefect.cache_policies import NO_CACHE
 
 from tasks.contracts import TRIPLE_SLOTS, StageIO, TrainedCoherence, load_query_sentences
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
-from tasks.core.config import CorpusSettings, LLMSettings, stsgen_home
-from tasks.core.corpus import load_corpus
+from tasks.core.config import CorpusSettings, LLMSettings
 from tasks.core.device import device_info
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.shards import finished_shard
@@ -34,8 +33,6 @@ from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.llm.client import check_endpoint, model_identity
 from tasks.llm.cost import llm_cost, prices_of
-from tasks.retrieve.coherence import CoherenceSettings, train_or_load
-from tasks.retrieve.contexts import context_windows
 from tasks.retrieve.generated_contexts import (
     PARSER_VERSION,
     ContextSourceSettings,
@@ -43,13 +40,8 @@ from tasks.retrieve.generated_contexts import (
     interleave,
     writer_template,
 )
-from tasks.retrieve.retrieval import (
-    CONTEXTS_SCHEMA,
-    INDEX_FORMAT,
-    SelectionSettings,
-    build_or_load_index,
-    retrieve_shard,
-)
+from tasks.retrieve.prepared_corpus import PreparedCorpus, prepare_corpus
+from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings, retrieve_shard
 from tasks.retrieve.settings import RetrieveSettings
 
 STAGE = "retrieve-contexts"
@@ -63,35 +55,16 @@ IO = StageIO(reads={"generate-sts-triples/triples.parquet": TRIPLE_SLOTS},
              writes={"contexts.parquet": tuple(CONTEXTS_SCHEMA.names), "rejected.parquet": tuple(REJECTED_SCHEMA.names)})
 
 
-def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict], dict]:
-    """All sources as one sentence table; doc ids are prefixed with the source so they never collide."""
-    frames, inputs, stats = [], [], {}
-    for settings in corpora:
-        corpus = load_corpus(settings)
-        label = "default" if settings.source == "default" else Path(settings.source).name
-        frames.append(corpus.sentences.assign(doc_id=label + "/" + corpus.sentences["doc_id"]))
-        inputs += corpus.inputs
-        stats[label] = corpus.stats
-    return pd.concat(frames, ignore_index=True)[["doc_id", "position", "text"]], inputs, stats
+@task(name="prepare-corpus", cache_policy=NO_CACHE)
+def prepare_corpus_task(settings: RetrieveSettings, default: CorpusSettings | None = None) -> PreparedCorpus:
+    """The corpus's sentence table, context windows, screening index and coherence model: built once per corpus
+    content (and the settings that shape them), then reused (tasks/retrieve/prepared_corpus.py)."""
+    prepared = prepare_corpus(settings, default)
+    publish_coherence(prepared.trained)
+    return prepared
 
 
-@task(name="prepare-corpus-index", cache_policy=NO_CACHE)
-def prepare_index(corpora: list[CorpusSettings], window_k: int, chunk_size: int, selection: SelectionSettings
-                  ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict], dict, str, Path]:
-    sentences, inputs, stats = load_corpora(corpora)
-    contexts = context_windows(sentences, window_k, chunk_size)
-    corpus_key = fingerprint({"inputs": [i["sha256"] for i in inputs], "corpora": [c.model_dump() for c in corpora],
-                              "k": window_k, "chunk_size": chunk_size})
-    index_key = fingerprint({"corpus": corpus_key, "screener": selection.screener, "format": INDEX_FORMAT,
-                             "ngram": [selection.ngram_min, selection.ngram_max]})
-    index_dir = build_or_load_index(contexts, stsgen_home() / "index" / index_key[:32], selection)
-    return sentences, contexts, inputs, stats, corpus_key, index_dir
-
-
-@task(name="train-coherence-model", cache_policy=NO_CACHE)
-def coherence_task(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
-                   window_k: int):
-    trained = train_or_load(contexts, sentences, corpus_key, settings, window_k)
+def publish_coherence(trained: TrainedCoherence) -> None:
     held = trained.metrics["heldout"]
     publish_markdown(
         "coherence-model",
@@ -103,7 +76,23 @@ def coherence_task(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: 
         f"| model folder | `{trained.folder}` |\n",
         "Coherence model quality",
     )
-    return trained
+
+
+def publish_prepared(report: dict) -> None:
+    """The prepare-corpus flow's artifacts: the per-source table and a summary of the index and coherence model."""
+    publish_table("corpus-sources", report["sources"], "Corpus: documents, sentences and usable sentences per source")
+    publish_markdown("corpus-prepared", "\n".join([
+        f"# Corpus prepared — {report['sentences']} sentences, {report['unique_usable']} unique usable", "",
+        f"- contexts: {report['contexts']}; screening index: {report['index_terms']} terms, built in "
+        f"{report['index_build_s']} s, peak memory {report['index_peak_memory_mb']} MB "
+        f"({'reused' if report['index_reused'] else 'built now'})",
+        f"- coherence model: {report['coherence_train_examples']} training examples, held-out ROC AUC "
+        f"{report['coherence_roc_auc']:.3f} (same-document {report['coherence_roc_auc_same_document']:.3f}, random "
+        f"{report['coherence_roc_auc_random']:.3f}) ({'reused' if report['coherence_reused'] else 'trained now'})",
+        "- timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in report["timings"].items()),
+    ]), "Prepared corpus")
+    run_logger().info("corpus prepared: %d sentences, index %s, coherence model %s", report["sentences"],
+                      report["index"], report["coherence_model"])
 
 
 @dataclass
@@ -156,17 +145,14 @@ def prepare_retrieval(sentences: str, settings: RetrieveSettings, llm: LLMSettin
     if llm is not None:
         check_endpoint(llm)  # before any work: unreachable endpoint, unknown model, bad key
     queries = load_query_sentences(Path(sentences))
-    corpus_sentences, contexts, inputs, stats, corpus_key, index_dir = prepare_index(
-        settings.corpora_or(CorpusSettings()), settings.window_k, settings.chunk_size, settings.selection)
-    if len(contexts) < settings.selection.screen_k:
+    prepared = prepare_corpus_task(settings)
+    if len(prepared.contexts) < settings.selection.screen_k:
         run_logger().warning("The corpus has %d contexts, fewer than screen_k=%d: every context is a candidate.",
-                                 len(contexts), settings.selection.screen_k)
-    timings = {"index_s": round(time.perf_counter() - t0, 3)}
-    t1 = time.perf_counter()
-    trained = coherence_task(contexts, corpus_sentences, corpus_key, settings.coherence, settings.window_k)
-    timings["coherence_s"] = round(time.perf_counter() - t1, 3)
-    return RetrievalJob(Path(sentences), queries, corpus_sentences, contexts, inputs, stats, corpus_key, index_dir,
-                        trained, settings, timings, llm)
+                             len(prepared.contexts), settings.selection.screen_k)
+    timings = {**prepared.timings, "prepare_s": round(time.perf_counter() - t0, 3)}
+    return RetrievalJob(Path(sentences), queries, prepared.sentences, prepared.contexts, prepared.inputs,
+                        prepared.stats, prepared.corpus_key, prepared.index_dir, prepared.trained, settings, timings,
+                        llm)
 
 
 def retrieve_all(job: RetrievalJob, out: StageFolder, device) -> dict:

@@ -33,9 +33,9 @@ def test_zip_parquet_jsonl_equivalent(tiny_corpus, tmp_path):
     assert counts == {"zip": 11, "parquet": 11, "jsonl": 11}
 
 
-def test_default_corpus_from_gensim():
-    corpus = load_corpus(CorpusSettings())
-    assert corpus.stats["documents"] > 400 and corpus.stats["usable"] > 10_000
+def test_gensim_source_is_the_old_default():
+    corpus = load_corpus(CorpusSettings(source="gensim"))
+    assert corpus.stats["documents"] > 400 and corpus.stats["usable"] == 18_664  # the old default's count
     assert corpus.inputs[0]["path"].startswith("gensim:") and len(corpus.inputs[0]["sha256"]) == 64
     usable = corpus.usable["text"]
     assert not usable.str.contains(r"\{\{|\[\[|''", regex=True).any()

@@ -1,0 +1,77 @@
+"""The coherence model (seed 003's discriminative ranker) against the corpus it is trained on, side by side in one
+run: held-out ROC AUC (all negatives, same-document, random replacements), training examples and wall time on the
+2-core machine, for each (corpus, settings) variant given.
+
+    .venv/bin/python -m benchmarks.coherence --variant gensim:quick --variant default:hidden=128,contexts=50000
+A variant is `<corpus source>:<preset or field=value,…>`; `quick` is the main job's preset (10k contexts, 1 epoch),
+fields are CoherenceSettings' (contexts = max_train_contexts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tasks.core.config import CorpusSettings  # noqa: E402
+from tasks.retrieve.coherence import CoherenceSettings  # noqa: E402
+from tasks.retrieve.prepared_corpus import load_corpora  # noqa: E402
+
+PRESETS = {"quick": {"max_train_contexts": 10_000, "epochs": 1}}
+ALIASES = {"contexts": "max_train_contexts"}
+
+
+def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
+    source, _, spec = text.partition(":")
+    fields: dict = {}
+    for part in filter(None, spec.split(",")):
+        if part in PRESETS:
+            fields |= PRESETS[part]
+            continue
+        name, _, value = part.partition("=")
+        fields[ALIASES.get(name, name)] = float(value) if "." in value else int(value)
+    return source, CoherenceSettings(**fields)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--variant", action="append", required=True)
+    parser.add_argument("--json", help="write the rows here too")
+    args = parser.parse_args()
+    from tasks.retrieve.coherence import train_or_load
+    from tasks.retrieve.contexts import context_windows
+
+    rows, loaded = [], {}
+    for text in args.variant:
+        source, settings = parse_variant(text)
+        if source not in loaded:
+            sentences, inputs, _ = load_corpora([CorpusSettings(source=source)])
+            loaded[source] = (sentences, context_windows(sentences, 1, 0))
+        sentences, contexts = loaded[source]
+        started = time.perf_counter()
+        with tempfile.TemporaryDirectory() as root:  # never a cached model: each variant trains now
+            trained = train_or_load(contexts, sentences, f"bench-{source}", settings, 1, root=Path(root))
+        held = trained.metrics["heldout"]
+        row = {"variant": text, "corpus_sentences": len(sentences), "contexts": len(contexts),
+               "train_examples": trained.metrics["train_examples"], "heldout_examples": held["examples"],
+               "roc_auc": round(held["roc_auc"], 3), "roc_auc_same_document": round(held["roc_auc_same_document"], 3),
+               "roc_auc_random": round(held["roc_auc_random"], 3), "accuracy": round(held["accuracy"], 3),
+               "wall_s": round(time.perf_counter() - started, 1)}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print("\n| variant | corpus sentences | train examples | held-out | ROC AUC | same-doc | random | wall s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['variant']} | {r['corpus_sentences']} | {r['train_examples']} | {r['heldout_examples']} | "
+              f"{r['roc_auc']:.3f} | {r['roc_auc_same_document']:.3f} | {r['roc_auc_random']:.3f} | {r['wall_s']} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,186 @@
+"""Which corpus sentences may be anchors: the ones that read as one complete sentence.
+
+The corpus's usable filter (tasks.core.corpus.usable_mask: length, letters, a sentence end, no wiki markup) keeps
+sentences that are fine as *context*; an anchor is what a reader sees beside its positive, intermediate and negative,
+so stage 1 asks more of it. Each candidate gets the first reason that applies (checked in `REASONS` order), or ""
+when it passes; the counts per reason go into stage 1's manifest (`counts.anchor_filter`). Every check is one
+vectorized pandas string operation over the whole candidate column — no Python loop over the corpus.
+
+Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
+- `encoding`: replacement characters or control characters — the text was damaged before it reached us;
+- `list_debris`: a bullet, enumerator or a run of separators (;, ·, –) — a list item, not a sentence;
+- `transcript`: a `SPEAKER:` or `Q:` prefix, or a bracketed stage direction;
+- `markup`: table, template, link, hashtag, e-mail or URL debris, emphasis markers, a start that is no word;
+- `header`: title-cased or upper-cased words throughout (a headline, a caption, a section title);
+- `caption_fragment`: a caption glued to the next sentence ("… Siege of Yorktown In 1776, the Count …"), or a
+  "See more at …" / "Photo: …" credit;
+- `several_sentences`: a sentence end followed by a new sentence inside the text (the splitter missed it);
+- `chat_filler`: chat shorthand and filler (lol, haha, omg, u, im, dont), repeated !!/??, emoticons, or a
+  lower-case start;
+- `not_english`: letters mostly outside ASCII, or none of the commonest English function words;
+- `too_short` / `too_long`: fewer than `min_words` or more than `max_words` words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+from pydantic import Field, field_validator
+
+from tasks.core.config import ConfigError, Settings
+from tasks.core.corpus import Corpus
+from tasks.core.store import sentence_id
+
+_ENCODING = r"[\ufffd\x00-\x08\x0b-\x1f\x7f]"
+_MARKUP = r"""(?:[|{}<>\[\]=_*#@^~\\]|https?:|www\.|\.com\b|\.org\b|''|&[a-z]+;|^[^\w"'“‘(])"""
+_LIST = r"(?:^\s*(?:[-–•·*]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s|;.*;|\s[·–]\s.*\s[·–]\s|\d+\s*[-–]\s*\d+\s*[-–]\s*\d+)"
+_TRANSCRIPT = r"(?:^[A-Z][A-Za-z.'\- ]{0,30}:\s|\((?:laughter|applause|cheers|inaudible|crosstalk)[^)]*\))"
+_CAPTION = (r"(?:^(?:see more|photo|image|picture|caption|credit|source|file|pictured)\b|"
+            r"[a-z0-9)] (?:In|On|At|During|After|Before|When|While|The|His|Her|Its|Their|This|These|It|He|She|They)"
+            r" (?:[a-z0-9]))")
+_SEVERAL = r"[a-z]{2,}[.!?][\"'”’)]?\s*[A-Z][a-z]"
+_CHAT = (r"(?:^[a-z]|\b(?:lol|lmao|haha\w*|hehe\w*|omg|u|ur|im|dont|cant|wont|didnt|isnt|ya|yeah|yea|gonna|wanna|"
+         r"btw|idk|tbh|xd)\b|[!?]{2,}|\.{3}|[:;]-?[)(dpDP]\b)")
+# English function words that are no common word of the other languages seen (Portuguese "a", "do"; Spanish "a").
+_FUNCTION_WORDS = r"\b(?:the|an|of|to|in|on|and|is|are|was|were|it|for|with|that|this|have|has|had|you|we|he|she|" \
+                  r"they|my|at|by|from|not|but|or|will|can|does|did|i|i'm|it's|me|your|be|if|so|there|what|how)\b"
+_TERMINAL_ONLY = re.compile(r"[.!?]['\"”’)]*$")
+
+
+def _header(texts: pd.Series) -> pd.Series:
+    capitalised = texts.str.count(r"(?<![\w'’\-])[A-Z]")
+    count = texts.str.count(r"(?<![\w'’\-])[A-Za-z]").clip(lower=1)
+    return (capitalised / count >= 0.7) | texts.str.fullmatch(r"[^a-z]+")
+
+
+def _not_english(texts: pd.Series) -> pd.Series:
+    letters = texts.str.count(r"[^\W\d_]").clip(lower=1)
+    ascii_letters = texts.str.count(r"[A-Za-z]")
+    return (ascii_letters / letters < 0.9) | ~texts.str.lower().str.contains(_FUNCTION_WORDS, regex=True)
+
+
+def reason_checks(min_words: int, max_words: int) -> dict[str, Callable[[pd.Series], pd.Series]]:
+    """reason → a vectorized check (a boolean Series: True = rejected for that reason), in the order applied."""
+    words = lambda t: t.str.split().str.len()  # noqa: E731
+    return {
+        "too_short": lambda t: words(t) < min_words,
+        "too_long": lambda t: words(t) > max_words,
+        "encoding": lambda t: t.str.contains(_ENCODING, regex=True),
+        "list_debris": lambda t: t.str.contains(_LIST, regex=True),
+        "transcript": lambda t: t.str.contains(_TRANSCRIPT, regex=True),
+        "markup": lambda t: t.str.contains(_MARKUP, regex=True, case=False),
+        "caption_fragment": lambda t: t.str.contains(_CAPTION, regex=True) | t.str.lower().str.contains(
+            r"^(?:see more|photo|image|picture|caption|credit|file|pictured)\b", regex=True),
+        "header": _header,
+        "several_sentences": lambda t: t.str.contains(_SEVERAL, regex=True),
+        "chat_filler": lambda t: t.str.contains(_CHAT, regex=True),
+        "not_english": _not_english,
+        "no_sentence_end": lambda t: ~t.str.contains(_TERMINAL_ONLY, regex=True),
+    }
+
+
+REASONS = tuple(reason_checks(1, 1))
+
+
+def anchor_rejections(texts: pd.Series, min_words: int = 6, max_words: int = 40) -> pd.Series:
+    """For each text, the first reason it is not an anchor, or "" when it reads as one sentence."""
+    reasons = pd.Series("", index=texts.index, dtype=object)
+    pending = pd.Series(True, index=texts.index)
+    for reason, check in reason_checks(min_words, max_words).items():
+        if not pending.any():
+            break
+        hit = pd.Series(False, index=texts.index)
+        hit[pending] = check(texts[pending]).fillna(True).astype(bool)
+        reasons[hit] = reason
+        pending &= ~hit
+    return reasons
+
+
+class AnchorSettings(Settings):
+    """Which corpus sentences stage 1 samples as anchors, and from which sources in what shares."""
+
+    filter: bool = Field(True, description="Sample only sentences that read as one sentence (the reasons above); "
+                         "False samples any usable corpus sentence, as before")
+    min_words: int = Field(6, ge=1, description="Fewer words: too_short")
+    max_words: int = Field(40, ge=1, description="More words: too_long")
+    mix: dict[str, float] | None = Field(
+        None, description="Share of anchors per corpus source (source name → weight, normalised; a source left out "
+        "gets none), e.g. {\"news2017\": 2, \"chitchat\": 1}. None: every source of the corpus the same share (a "
+        "source with too few candidates gives what it has)")
+    exclude_eval: list[str] = Field(
+        ["stsb-dev", "stsb-test"], description="Evaluation sets whose sentences are never anchors (exact match after "
+        "lower-casing and spacing; build-dataset's n-gram and embedding checks come on top)")
+
+    @field_validator("mix")
+    @classmethod
+    def _positive_shares(cls, mix):
+        if mix is not None and (not mix or any(w < 0 for w in mix.values()) or not any(w > 0 for w in mix.values())):
+            raise ValueError("anchor mix needs at least one source with a positive weight and no negative weight")
+        return mix
+
+
+def _normalized(texts: pd.Series) -> pd.Series:
+    return texts.str.lower().str.replace(r"[^\w\s]", "", regex=True).str.split().str.join(" ")
+
+
+def evaluation_texts(sources: list[str]) -> frozenset[str]:
+    """The normalised sentences of the evaluation sets (stsb-dev / stsb-test / a SICK file / a SemEval folder)."""
+    from tasks.core.sts_data import read_sts_source
+
+    texts = [read_sts_source(s)[c] for s in sources for c in ("s1", "s2")]
+    return frozenset(_normalized(pd.concat(texts, ignore_index=True).astype(str))) if texts else frozenset()
+
+
+def interleave_keys(sources: pd.Series, mix: dict[str, float], seed: int) -> np.ndarray:
+    """A sort key per candidate that interleaves the sources in proportion to their weights, independent of how many
+    are taken: candidate j (in a seeded order) of a source with weight w gets (j + u) / w, u ~ U(0, 1). Sorting by it
+    and taking the first n gives about n·w/Σw of each source, and the sample for n is a prefix of the one for any
+    larger n. Weight 0 (or a source not in the mix): never sampled (key inf)."""
+    rng = np.random.default_rng(seed)
+    shuffled = rng.permutation(len(sources))
+    order = np.empty(len(sources), dtype=np.int64)
+    order[shuffled] = np.arange(len(sources))
+    rank = pd.Series(order, index=sources.index).groupby(sources.to_numpy()).rank(method="first").to_numpy() - 1
+    weights = sources.map(mix).fillna(0.0).to_numpy(dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return np.where(weights > 0, (rank + rng.random(len(sources))) / weights, np.inf)
+
+
+def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
+                   exclude: frozenset[str] = frozenset()) -> tuple[pd.DataFrame, dict]:
+    """n distinct anchors: usable corpus sentences that pass the anchor filter and are in no evaluation set, none
+    whose id is in `exclude`, drawn across the corpus's sources by `settings.mix`. Returns the sample (source_id,
+    source, doc_id, position, text) and the counts for the manifest (candidates, rejected by reason, per source)."""
+    usable = corpus.usable.drop_duplicates("text").reset_index(drop=True)
+    counts: dict = {"usable_distinct": len(usable), "duplicate_texts": int(len(corpus.usable) - len(usable))}
+    reasons = anchor_rejections(usable["text"], settings.min_words, settings.max_words) if settings.filter else \
+        pd.Series("", index=usable.index, dtype=object)
+    if settings.exclude_eval:
+        in_eval = _normalized(usable["text"]).isin(evaluation_texts(settings.exclude_eval))
+        reasons = reasons.mask((reasons == "") & in_eval, "in_evaluation_set")
+    ids = usable["text"].map(sentence_id)
+    if exclude:
+        reasons = reasons.mask((reasons == "") & ids.isin(exclude), "used_by_earlier_run")
+    counts["rejected_by_reason"] = {k: int(v) for k, v in reasons[reasons != ""].value_counts().items()}
+    kept = usable[reasons == ""].assign(source_id=ids[reasons == ""]).reset_index(drop=True)
+    present = list(dict.fromkeys(kept["source"]))
+    mix = settings.mix if settings.mix is not None else {s: 1.0 for s in present}
+    unknown = sorted(set(mix) - set(usable["source"]))
+    if unknown:
+        raise ConfigError(f"anchors.mix names {', '.join(unknown)}, not a source of this corpus (its sources: "
+                          f"{', '.join(dict.fromkeys(usable['source']))}); fix the mix or the corpus.")
+    keys = interleave_keys(kept["source"], mix, seed)
+    available = int(np.isfinite(keys).sum())
+    if n > available:
+        raise ConfigError(
+            f"Asked for n={n} anchors but the corpus has only {available} usable distinct sentences that pass the "
+            f"anchor filter in the sources of the mix ({counts['rejected_by_reason']} rejected by reason); lower n, "
+            "widen anchors.mix, or use a larger corpus.")
+    sample = kept.iloc[np.argsort(keys, kind="stable")[:n]].reset_index(drop=True)
+    counts |= {"candidates": available, "sampled_by_source": {k: int(v) for k, v in
+                                                              sample["source"].value_counts().items()}}
+    columns = ["source_id", "source", "doc_id", "position", "text"]
+    return sample[columns], counts

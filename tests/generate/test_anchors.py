@@ -1,0 +1,107 @@
+"""Anchors that read as one sentence: each filter reason on the lines that showed it, sentences that pass, the mix
+across sources (shares, prefix stability, a source left out), evaluation sentences never sampled."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tasks.core.config import ConfigError
+from tasks.core.corpus import Corpus
+from tasks.core.sts_data import read_sts_source
+from tasks.generate.anchors import REASONS, AnchorSettings, anchor_rejections, sample_anchors
+
+REJECTED = {
+    "too_short": "It was nice talking.",
+    "too_long": " ".join(["The committee met again"] * 11) + ".",
+    "encoding": "The actress R\ufffdis\ufffdn O'Loughlin joined the cast in the spring.",
+    "markup": "File:View from Park Güell Terrace.jpg| View from the main terrace of the park.",
+    "list_debris": "- Increased spending on primary education to 71.56bn rupees this year.",
+    "transcript": "CAMEROTA: You can see the crowd gathering outside the hall tonight.",
+    "caption_fragment": "French troops storming Redoubt during the Siege of Yorktown In 1776, the Count met the king.",
+    "header": "Sir Paul Rocks Super Bowl Crowds In Florida Stadium.",
+    "several_sentences": "He left the room without a word.Then the phone rang again in the hall.",
+    "chat_filler": "lol i was gonna say the same thing about that movie.",
+    "not_english": "Parabéns meu amor, você é incrível e merece toda a felicidade do mundo.",
+}
+PASSING = [
+    "The Senate voted on the nomination this afternoon after a long debate.",
+    "A man is playing a guitar on the street corner.",
+    '"It is hard to imagine a worse choice," the senator said before the vote.',
+    "I definitely wasn't sure about moving to a new city for a while.",
+    "Oil prices fell for a third day as supplies grew in the United States.",
+]
+
+
+@pytest.mark.parametrize("reason", list(REJECTED))
+def test_each_reason_rejects_what_it_names(reason):
+    assert anchor_rejections(pd.Series([REJECTED[reason]]), max_words=40).iloc[0] == reason
+
+
+def test_sentences_pass():
+    assert anchor_rejections(pd.Series(PASSING)).tolist() == [""] * len(PASSING)
+
+
+def test_every_reason_is_documented_in_the_module():
+    import tasks.generate.anchors as anchors
+
+    assert all(f"`{reason}`" in anchors.__doc__ for reason in REASONS if reason != "no_sentence_end")
+
+
+def _corpus(per_source: dict[str, int]) -> Corpus:
+    rows = [(source, f"{source}/d{i // 5}", i % 5, f"Sentence number {i} from the {source} collection is here.")
+            for source, count in per_source.items() for i in range(count)]
+    frame = pd.DataFrame(rows, columns=["source", "doc_id", "position", "text"]).assign(usable=True)
+    return Corpus(frame, [], [], {})
+
+
+def test_mix_shares_and_prefix_stability():
+    corpus = _corpus({"news": 400, "chat": 400, "wiki": 400})
+    settings = AnchorSettings(mix={"news": 2, "chat": 1, "wiki": 1}, exclude_eval=[])
+    big, counts = sample_anchors(corpus, 200, seed=5, settings=settings)
+    share = big["source"].value_counts(normalize=True)
+    assert 0.42 < share["news"] < 0.58 and 0.17 < share["chat"] < 0.33
+    small, _ = sample_anchors(corpus, 50, seed=5, settings=settings)
+    assert small["text"].tolist() == big["text"].tolist()[:50] and big["text"].is_unique
+    assert counts["sampled_by_source"] == big["source"].value_counts().to_dict()
+    other, _ = sample_anchors(corpus, 50, seed=6, settings=settings)
+    assert other["text"].tolist() != small["text"].tolist()
+
+
+def test_default_mix_is_equal_and_a_left_out_source_gives_none():
+    corpus = _corpus({"news": 300, "chat": 300, "wiki": 30})
+    sample, _ = sample_anchors(corpus, 150, seed=1, settings=AnchorSettings(exclude_eval=[]))
+    counts = sample["source"].value_counts()
+    assert counts["wiki"] == 30 or counts["wiki"] > 25  # a small source gives what it has
+    assert abs(counts["news"] - counts["chat"]) < 30
+    only, _ = sample_anchors(corpus, 40, seed=1, settings=AnchorSettings(mix={"chat": 1}, exclude_eval=[]))
+    assert set(only["source"]) == {"chat"}
+    with pytest.raises(ConfigError, match="anchors.mix names bbc, not a source of this corpus"):
+        sample_anchors(corpus, 5, seed=1, settings=AnchorSettings(mix={"bbc": 1}, exclude_eval=[]))
+    with pytest.raises(ConfigError, match="only 30 usable distinct sentences that pass the anchor filter"):
+        sample_anchors(corpus, 31, seed=1, settings=AnchorSettings(mix={"wiki": 1}, exclude_eval=[]))
+
+
+def test_filtered_lines_are_counted_and_never_sampled():
+    texts = list(REJECTED.values()) + PASSING
+    frame = pd.DataFrame({"source": "x", "doc_id": "x/d", "position": range(len(texts)), "text": texts,
+                          "usable": True})
+    sample, counts = sample_anchors(Corpus(frame, [], [], {}), len(PASSING), seed=3,
+                                    settings=AnchorSettings(exclude_eval=[]))
+    assert sorted(sample["text"]) == sorted(PASSING)
+    assert counts["rejected_by_reason"] == {reason: 1 for reason in REJECTED}
+    unfiltered, _ = sample_anchors(Corpus(frame, [], [], {}), len(texts), seed=3,
+                                   settings=AnchorSettings(filter=False, exclude_eval=[]))
+    assert len(unfiltered) == len(texts)
+
+
+def test_evaluation_sentences_are_never_anchors():
+    dev = read_sts_source("stsb-dev")
+    leaked = [dev["s1"].iloc[0], dev["s2"].iloc[3].upper()]  # an exact copy and one in other case
+    texts = PASSING + leaked
+    frame = pd.DataFrame({"source": "x", "doc_id": "x/d", "position": range(len(texts)), "text": texts,
+                          "usable": True})
+    sample, counts = sample_anchors(Corpus(frame, [], [], {}), len(PASSING), seed=3,
+                                    settings=AnchorSettings(filter=False))
+    assert sorted(sample["text"]) == sorted(PASSING)
+    assert counts["rejected_by_reason"] == {"in_evaluation_set": 2}
