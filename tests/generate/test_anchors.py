@@ -14,13 +14,16 @@ from tasks.generate.anchors import REASONS, AnchorSettings, anchor_rejections, s
 REJECTED = {
     "too_short": "It was nice talking.",
     "too_long": " ".join(["The committee met again"] * 11) + ".",
-    "encoding": "The actress R\ufffdis\ufffdn O'Loughlin joined the cast in the spring.",
+    "encoding": "Members that tomorrow is â€œwear your uniform to workâ€ day, a celebration of our reserve forces.",
     "markup": "File:View from Park Güell Terrace.jpg| View from the main terrace of the park.",
     "list_debris": "- Increased spending on primary education to 71.56bn rupees this year.",
     "transcript": "CAMEROTA: You can see the crowd gathering outside the hall tonight.",
     "caption_fragment": "French troops storming Redoubt during the Siege of Yorktown In 1776, the Count met the king.",
+    "verse": "O beautiful for pilgrim feet Whose stern impassioned stress A thoroughfare for freedom beat Across the "
+             "wilderness.",
     "header": "Sir Paul Rocks Super Bowl Crowds In Florida Stadium.",
     "several_sentences": "He left the room without a word.Then the phone rang again in the hall.",
+    "cut_off": "I had to stop because our landlord told me he was going to kick me out and the family if I.",
     "chat_filler": "lol i was gonna say the same thing about that movie.",
     "not_english": "Parabéns meu amor, você é incrível e merece toda a felicidade do mundo.",
 }
