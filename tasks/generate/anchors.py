@@ -9,7 +9,10 @@ vectorized pandas string operation over the whole candidate column — no Python
 Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
 - `encoding`: replacement characters, control characters or mojibake (â€œ) — the text was damaged before it
   reached us;
-- `list_debris`: a bullet, enumerator or a run of separators (;, ·, –) — a list item, not a sentence;
+- `list_debris`: a bullet, enumerator, a run of separators (;, ·, –), a one-word label before a comma list
+  ("Replacements: …, …, …,") or a live blog's time stamp — a list item, not a sentence;
+- `lost_words`: a space before punctuation or a double space after a word that needs what follows — a number or
+  word lost with removed markup ("a girth of about .");
 - `transcript`: a `SPEAKER:` or `Q:` prefix, or a bracketed stage direction;
 - `markup`: table, template, link, hashtag, e-mail or URL debris, emphasis markers, a start that is no word;
 - `verse`: lines of verse or lyrics run together (two or more capitalised line starts inside the sentence);
@@ -39,7 +42,13 @@ from tasks.core.store import sentence_id
 
 _ENCODING = r"(?:[\ufffd\x00-\x08\x0b-\x1f\x7f]|â€|Ã[\x80-\xbf]|Â[\x80-\xbf ])"  # replacement, control, mojibake
 _MARKUP = r"""(?:[|{}<>\[\]=_*#@^~\\]|https?:|www\.|\.com\b|\.org\b|''|&[a-z]+;|^[^\w"'“‘(])"""
-_LIST = r"(?:^\s*(?:[-–•·*]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s|;.*;|\s[·–]\s.*\s[·–]\s|\d+\s*[-–]\s*\d+\s*[-–]\s*\d+)"
+_LIST = (r"(?:^\s*(?:[-–•·*]|\(?\d{1,3}[.)]|\(?[a-z][.)])\s|;.*;|\s[·–]\s.*\s[·–]\s|\d+\s*[-–]\s*\d+\s*[-–]\s*\d+"
+         r"|^\w+:\s[^.]*,[^.]*,[^.]*,"  # "Replacements: Priscott for Roberts (71), Green for Dowd (71), …"
+         r"|^\d{1,2}[.:]\d{2}\b)")  # a live blog's time stamp: "12.16-- Rutte says …"
+# A word or number lost with removed markup: a space before punctuation ("a girth of about ."), or two spaces after a
+# word that needs what follows ("claimed title to  of Indiana land").
+_LOST = (r"(?:\w\s+[.;,:](?:\s|$)|\b(?:about|around|of|to|is|was|are|were|from|by|at|approximately|nearly|over|"
+         r"under|than|some|only|reaches|reached)\s{2,})")
 _TRANSCRIPT = (r"(?:^(?:[A-Z][A-Z.'\-]+(?: [A-Z][A-Z.'\-]+){0,3}|Q|A)\s?:\s|"  # "CAMEROTA: ", "MR. SMITH: ", "Q: "
                r"\([^()]*\b(?:laughter|laughs|applause|cheers|inaudible|crosstalk)\b[^()]*\))")
 _CAPTION = (r"(?:^(?:see more|photo|image|picture|caption|credit|source|file|pictured)\b|"
@@ -81,6 +90,7 @@ def reason_checks(min_words: int, max_words: int) -> dict[str, Callable[[pd.Seri
         "list_debris": lambda t: t.str.contains(_LIST, regex=True),
         "transcript": lambda t: t.str.contains(_TRANSCRIPT, regex=True),
         "markup": lambda t: t.str.contains(_MARKUP, regex=True, case=False),
+        "lost_words": lambda t: t.str.contains(_LOST, regex=True),
         "caption_fragment": lambda t: t.str.contains(_CAPTION, regex=True) | t.str.lower().str.contains(
             r"^(?:see more|photo|image|picture|caption|credit|file|pictured)\b", regex=True),
         "verse": lambda t: t.str.count(_VERSE) >= 2,
@@ -145,19 +155,23 @@ def evaluation_texts(sources: list[str]) -> frozenset[str]:
     return frozenset(_normalized(pd.concat(texts, ignore_index=True).astype(str))) if texts else frozenset()
 
 
-def interleave_keys(sources: pd.Series, mix: dict[str, float], seed: int) -> np.ndarray:
+def seeded_uniform(ids: pd.Series, seed: int, salt: str = "") -> np.ndarray:
+    """A uniform draw in [0, 1) per id that depends only on (id, seed): a candidate keeps its draw whatever else is in
+    the candidate set, so a filter change moves only the candidates it rejects (pandas' vectorized hash, no loop)."""
+    hashed = pd.util.hash_pandas_object(ids.astype(str) + f"|{seed}|{salt}", index=False).to_numpy()
+    return (hashed >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+
+
+def interleave_keys(sources: pd.Series, ids: pd.Series, mix: dict[str, float], seed: int) -> np.ndarray:
     """A sort key per candidate that interleaves the sources in proportion to their weights, independent of how many
-    are taken: candidate j (in a seeded order) of a source with weight w gets (j + u) / w, u ~ U(0, 1). Sorting by it
-    and taking the first n gives about n·w/Σw of each source, and the sample for n is a prefix of the one for any
-    larger n. Weight 0 (or a source not in the mix): never sampled (key inf)."""
-    rng = np.random.default_rng(seed)
-    shuffled = rng.permutation(len(sources))
-    order = np.empty(len(sources), dtype=np.int64)
-    order[shuffled] = np.arange(len(sources))
-    rank = pd.Series(order, index=sources.index).groupby(sources.to_numpy()).rank(method="first").to_numpy() - 1
+    are taken: candidate j (in a seeded order within its source) of a source with weight w gets (j + u) / w,
+    u ~ U(0, 1). Sorting by it and taking the first n gives about n·w/Σw of each source, and the sample for n is a
+    prefix of the one for any larger n. Weight 0 (or a source not in the mix): never sampled (key inf)."""
+    order = pd.Series(seeded_uniform(ids, seed, "order"), index=sources.index)
+    rank = order.groupby(sources.to_numpy()).rank(method="first").to_numpy() - 1
     weights = sources.map(mix).fillna(0.0).to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore"):
-        return np.where(weights > 0, (rank + rng.random(len(sources))) / weights, np.inf)
+        return np.where(weights > 0, (rank + seeded_uniform(ids, seed, "jitter")) / weights, np.inf)
 
 
 def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
@@ -183,7 +197,7 @@ def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
     if unknown:
         raise ConfigError(f"anchors.mix names {', '.join(unknown)}, not a source of this corpus (its sources: "
                           f"{', '.join(dict.fromkeys(usable['source']))}); fix the mix or the corpus.")
-    keys = interleave_keys(kept["source"], mix, seed)
+    keys = interleave_keys(kept["source"], kept["source_id"], mix, seed)
     available = int(np.isfinite(keys).sum())
     if n > available:
         rejected = {k: v for k, v in counts["rejected_by_reason"].items() if k != "used_by_earlier_run"}

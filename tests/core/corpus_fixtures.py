@@ -50,7 +50,8 @@ CHAT = {"conv-1": {"messages": [[{"text": "Hello", "sender": "a"},
                                 [{"text": "", "sender": "d"}]]}}
 NEWS = [[1, "2017/2/7", "http://example.org/a", "Senate confirms nominee", "",
          'The Senate voted on DeVos"?nomination this afternoon after a long debate. "It is hard to imagine a worse '
-         'choice,"?Sen. Warren said before the vote. The tally was split evenly between the two parties.']]
+         'choice,"?Sen. Warren said before the vote. The tally was split evenly between the two parties. They didn"t have '
+         'the votes in the end.']]
 COMMONS = [["2015-10-12", "Questions", 1, "A Member", "Con", 1, "FALSE", 1,
             "I am very grateful for the Minister's answer today. Will she assure the House that nothing will change? "
             "The people of my constituency deserve a clear reply.", "UK-HouseOfCommons", "GBR", "100"]]

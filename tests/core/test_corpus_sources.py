@@ -46,6 +46,7 @@ def test_cleaning_as_written_down(archives):
     assert "The Senate voted on DeVos' nomination this afternoon after a long debate." in news
     assert any(t.startswith("Sen. Warren said") or "choice,\" Sen. Warren" in t for t in news)
     assert not any('"?' in t for t in news)
+    assert "They didn't have the votes in the end." in news
     speeches = " ".join(_texts("speeches"))
     assert "BARACK OBAMA:" not in speeches and "(Applause.)" not in speeches and "Cheers" not in speeches
     assert "Good evening and welcome to the only vice presidential debate of this year." in speeches

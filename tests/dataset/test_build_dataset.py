@@ -103,12 +103,18 @@ def test_stage1_avoids_sources_earlier_runs_used(prefect_harness, scripted, tiny
     assert len(scripted.chat_requests()) == sent
 
 
-def test_stage1_never_samples_an_evaluation_sentence_as_an_anchor(prefect_harness, scripted, tmp_path):
+def planted_corpus(tmp_path):
+    """The tiny corpus with 3 STS-B dev sentences planted in it: (corpus folder, the planted rows)."""
     dev = read_stsb("dev")
     words = dev["s1"].str.split().str.len()
     planted = dev[(words >= 8) & (words <= 14) & dev["s1"].str.match(r"^[A-Z][^.]*\.$")].head(3)
     corpus = write_tiny_corpus(tmp_path)
     (corpus / "planted.txt").write_text(" ".join(planted["s1"]))
+    return corpus, planted
+
+
+def test_stage1_never_samples_an_evaluation_sentence_as_an_anchor(prefect_harness, scripted, tmp_path):
+    corpus, planted = planted_corpus(tmp_path)
     run = make_run(scripted, tmp_path, corpus, "r1", 11)  # every other usable sentence
     anchors = {r["anchor"] for r in triples_of(run / "generate-sts-triples")}
     assert anchors and not anchors & set(planted["s1"])
@@ -119,11 +125,7 @@ def test_stage1_never_samples_an_evaluation_sentence_as_an_anchor(prefect_harnes
 
 
 def test_planted_evaluation_sentences_are_removed_with_the_matched_id(prefect_harness, scripted, tmp_path):
-    dev = read_stsb("dev")
-    words = dev["s1"].str.split().str.len()
-    planted = dev[(words >= 8) & (words <= 14) & dev["s1"].str.match(r"^[A-Z][^.]*\.$")].head(3)
-    corpus = write_tiny_corpus(tmp_path)
-    (corpus / "planted.txt").write_text(" ".join(planted["s1"]))
+    corpus, planted = planted_corpus(tmp_path)
     usable = 14  # the tiny corpus's 11 sentences and the 3 planted ones: every one becomes a source
     # Stage 1 refuses evaluation sentences as anchors itself (the next test); with that check off, build-dataset's
     # decontamination is the line that must catch them.

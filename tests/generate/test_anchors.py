@@ -17,6 +17,7 @@ REJECTED = {
     "encoding": "Members that tomorrow is â€œwear your uniform to workâ€ day, a celebration of our reserve forces.",
     "markup": "File:View from Park Güell Terrace.jpg| View from the main terrace of the park.",
     "list_debris": "- Increased spending on primary education to 71.56bn rupees this year.",
+    "lost_words": "The average depth of the Atlantic with its adjacent seas, is ; without them it is deeper.",
     "transcript": "CAMEROTA: You can see the crowd gathering outside the hall tonight.",
     "caption_fragment": "French troops storming Redoubt during the Siege of Yorktown In 1776, the Count met the king.",
     "verse": "O beautiful for pilgrim feet Whose stern impassioned stress A thoroughfare for freedom beat Across the "
@@ -39,6 +40,24 @@ PASSING = [
 @pytest.mark.parametrize("reason", list(REJECTED))
 def test_each_reason_rejects_what_it_names(reason):
     assert anchor_rejections(pd.Series([REJECTED[reason]]), max_words=40).iloc[0] == reason
+
+
+@pytest.mark.parametrize("text", ["Replacements: Priscott for Roberts (71), Green for Dowd (71), Skivington for "
+                                  "Shaw (71), Birkett for Hart (57).",
+                                  "12.16-- Rutte says the elections can send a message to the world."])
+def test_lists_and_live_blog_lines_are_debris(text):
+    assert anchor_rejections(pd.Series([text])).iloc[0] == "list_debris"
+
+
+def test_a_filter_change_moves_only_what_it_rejects():
+    corpus = _corpus({"news": 200, "chat": 200})
+    settings = AnchorSettings(exclude_eval=[], filter=False)
+    before, _ = sample_anchors(corpus, 40, seed=2, settings=settings)
+    dropped = before["text"].iloc[5]
+    fewer = Corpus(corpus.sentences[corpus.sentences["text"] != dropped].reset_index(drop=True), [], [], {})
+    after, _ = sample_anchors(fewer, 40, seed=2, settings=settings)
+    # the dropped one goes, its source's later candidates move up one place: the sample changes by a sentence or two
+    assert dropped not in set(after["text"]) and len(set(before["text"]) & set(after["text"])) >= 38
 
 
 def test_sentences_pass():

@@ -77,7 +77,7 @@ def test_no_flags_build_the_settings_defaults_and_flags_set_only_their_field():
     assert built["generate"] == GenerateSettings()
     assert built["label"] == LabelSettings.model_validate(PRESETS["quick"]["label"])
     assert built["train"] == TrainSettings.model_validate(PRESETS["quick"]["train"])
-    assert built["retrieve"] == RetrieveSettings.model_validate(PRESETS["quick"]["retrieve"])
+    assert built["retrieve"] == RetrieveSettings()  # the coherence model prepare-corpus builds: no preset size
     flagged = pipeline_settings(parse(["run", "--n", "7", "--workers", "processes", "--candidates", "2"]))
     assert flagged["generate"] == GenerateSettings(n=7, sampling={"candidates": 2})
     assert flagged["retrieve"].execution.workers == flagged["label"].execution.workers == "processes"
