@@ -127,3 +127,20 @@ def test_evaluation_sentences_are_never_anchors():
                                     settings=AnchorSettings(filter=False))
     assert sorted(sample["text"]) == sorted(PASSING)
     assert counts["rejected_by_reason"] == {"in_evaluation_set": 2}
+
+
+def test_verdicts_are_computed_once_per_candidate_list(tmp_path, monkeypatch):
+    import tasks.generate.anchors as anchors
+
+    monkeypatch.setenv("STSGEN_HOME", str(tmp_path))
+    corpus = _corpus({"news": 50, "chat": 50})
+    first, _ = sample_anchors(corpus, 20, seed=4, settings=AnchorSettings(exclude_eval=[]))
+
+    def fail(*args):
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(anchors, "_verdicts", fail)
+    again, _ = sample_anchors(corpus, 20, seed=4, settings=AnchorSettings(exclude_eval=[]))
+    assert again.equals(first)
+    with pytest.raises(AssertionError, match="computed again"):  # other settings: other verdicts
+        sample_anchors(corpus, 20, seed=4, settings=AnchorSettings(exclude_eval=[], max_words=30))
