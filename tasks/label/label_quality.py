@@ -18,7 +18,7 @@ RELATION_ORDER = ("anchor-positive", "anchor-intermediate", "anchor-negative", "
 
 
 # The pairs table's label columns: the LLM's 0–5 rating, the context-vector label, and the label training reads.
-LABEL_COLUMNS = ("rating", "context_label", "label")
+LABEL_COLUMNS = ("rating", "context_label", "tfidf_cosine", "label")
 
 
 def hierarchy_rate(pairs: pd.DataFrame, column: str = "label") -> dict:
@@ -70,7 +70,8 @@ def labeler_description(settings) -> dict:
     if settings.method != "context":
         out |= {"rating_prompt": settings.rating.prompt, "top_logprobs": settings.rating.top_logprobs}
     if settings.method == "combined":
-        out["rating_weight"] = settings.rating_weight
+        out |= {"rating_weight": settings.rating_weight, "tfidf_weight": settings.tfidf_weight,
+                "context_weight": round(settings.context_weight, 6)}
     return out
 
 

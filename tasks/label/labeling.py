@@ -61,7 +61,7 @@ class LabelSettings(Settings):
                                                       "calibration"})
     # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
     # them, so changing them re-scores nothing.
-    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight"})
+    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight"})
 
     def key_exclusions(self) -> frozenset[str]:
         """A served LM is identified by its model and tokenizer checksum (in the key beside these fields), not its
@@ -76,10 +76,26 @@ class LabelSettings(Settings):
     method: LabelMethod = Field(
         "combined", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
         "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
-        "(1 − rating_weight)·context label on 0–1 (docs/labeling.md)")
+        "tfidf_weight·TF-IDF cosine + the rest·context label on 0–1 (docs/labeling.md); every part is kept in its "
+        "column whatever its weight")
     rating: RatingSettings = RatingSettings()
-    rating_weight: float = Field(0.8, ge=0, le=1, description="Weight of the LLM rating in method='combined' "
-                                 "(0.8: best on STS-B dev sample A, docs/labeling.md)")
+    rating_weight: float = Field(0.7, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.7 "
+                                 "with tfidf_weight 0.3: best on STS-B dev sample A over the issue-32 corpus, "
+                                 "confirmed on B; docs/labeling.md)")
+    tfidf_weight: float = Field(0.3, ge=0, le=1, description="Weight of the pair's TF-IDF cosine (uni+bigrams, fit "
+                                "on the labeled pairs' sentences) in method='combined'; the context label gets "
+                                "1 − rating_weight − tfidf_weight (0 by default: computed and kept, not mixed in)")
+
+    @model_validator(mode="after")
+    def _weights_sum_to_at_most_one(self):
+        if self.rating_weight + self.tfidf_weight > 1 + 1e-9:
+            raise ValueError(f"rating_weight ({self.rating_weight}) + tfidf_weight ({self.tfidf_weight}) must be at "
+                             "most 1: the context label gets the rest")
+        return self
+
+    @property
+    def context_weight(self) -> float:
+        return max(0.0, round(1.0 - self.rating_weight - self.tfidf_weight, 9))  # 1 − 0.7 − 0.3 is 5.6e-17
 
     lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
                                "was best on STS-B dev, docs/labeling.md)")
@@ -436,20 +452,39 @@ def context_label_01(label: np.ndarray, similarity: str) -> np.ndarray:
     return label if similarity == "contrast" else (label + 1.0) / 2.0
 
 
-def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings: LabelSettings) -> np.ndarray:
-    """The pair's label by `settings.method`: the context label, the rating on 0–1, or their weighted mix."""
+def tfidf_cosines(s1: list[str], s2: list[str]) -> np.ndarray:
+    """Each pair's TF-IDF cosine (uni+bigrams, sublinear tf), the vectorizer fit on the pairs' own sentences — the
+    word-overlap partner of the rating that benchmarks/context_labels.py measures (its `baseline: TF-IDF cosine`)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    if not s1:
+        return np.zeros(0)
+    vectorizer = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True).fit(list(s1) + list(s2))
+    a, b = vectorizer.transform(s1), vectorizer.transform(s2)
+    return np.asarray(a.multiply(b).sum(axis=1), dtype=np.float64).ravel()
+
+
+def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings: LabelSettings,
+                tfidf: np.ndarray | None = None) -> np.ndarray:
+    """The pair's label by `settings.method`: the context label, the rating on 0–1, or their weighted mix with the
+    TF-IDF cosine (a part with weight 0 is left out, so a missing one never makes the label NaN)."""
     if settings.method == "context":
         return np.asarray(context, dtype=np.float64)
     scaled = np.asarray(rating, dtype=np.float64) / 5.0
     if settings.method == "llm_rating":
         return scaled
-    w = settings.rating_weight
-    return w * scaled + (1.0 - w) * context_label_01(context, settings.similarity)
+    label = settings.rating_weight * scaled
+    if settings.tfidf_weight:
+        label = label + settings.tfidf_weight * np.asarray(tfidf, dtype=np.float64)
+    if settings.context_weight:
+        label = label + settings.context_weight * context_label_01(context, settings.similarity)
+    return label
 
 
 def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSettings) -> tuple[pa.Table, list[dict]]:
-    """Pairs + their ratings (same order) → the pairs with rating, context_label and the final label, and
-    quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a re-run)."""
+    """Pairs + their ratings (same order) → the pairs with rating, context_label, tfidf_cosine and the final label,
+    and quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a
+    re-run)."""
     kept, rejected = [], []
     for row, rating in zip(table.to_pylist(), ratings):
         if rating.score is None:
@@ -459,8 +494,10 @@ def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSetting
         kept.append(row | {"rating": rating.score})
     if kept:
         context = np.array([np.nan if r["context_label"] is None else r["context_label"] for r in kept])
-        for r, label in zip(kept, final_label(context, np.array([r["rating"] for r in kept]), settings)):
-            r["label"] = float(label)
+        tfidf = tfidf_cosines([r["s1"] for r in kept], [r["s2"] for r in kept])
+        labels = final_label(context, np.array([r["rating"] for r in kept]), settings, tfidf)
+        for r, label, cosine in zip(kept, labels, tfidf):
+            r["label"], r["tfidf_cosine"] = float(label), float(cosine)
     return pa.Table.from_pylist(kept, schema=table.schema) if kept else table.schema.empty_table(), rejected
 
 

@@ -60,7 +60,8 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
             add("label", "LLM rating tokens and money at the given prices", cost_line(label["cost"]))
         labeler = label.get("labeler") or {}
         add("label", "labeler", labeler.get("method", "n/a") + (
-            f" ({labeler['rating_weight']}·rating/5 + {1 - labeler['rating_weight']:.2f}·context label)"
+            f" ({labeler['rating_weight']}·rating/5 + {labeler.get('tfidf_weight', 0):.2f}·TF-IDF cosine + "
+            f"{1 - labeler['rating_weight'] - labeler.get('tfidf_weight', 0):.2f}·context label)"
             if "rating_weight" in labeler else ""))
     patterns = manifests.get("report-patterns")
     if patterns:

@@ -499,7 +499,7 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     llm = LLMSettings(base_url=rater.base_url, model="rater", max_retries=0, max_concurrency=1,
                       cache_path=str(tmp_path / "cache.sqlite"))
     settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
-                             method="combined", rating_weight=0.75, similarity="contrast")
+                             method="combined", rating_weight=0.6, tfidf_weight=0.15, similarity="contrast")
     rater.push(("status", 400, {}), "ok", ("status", 400, {}))  # two calls fail for good (a 400 is not retried)
     first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
     pairs = pq.read_table(first["pairs"]).to_pandas()
@@ -508,19 +508,24 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     assert len(failed) == 2 and failed["detail"].str.contains("http_400").all()
     expected = [_expected_rating(s1, s2) for s1, s2 in zip(pairs["s1"], pairs["s2"])]
     assert pairs["rating"].to_numpy() == pytest.approx(expected, abs=1e-9)
+    from tasks.label.labeling import tfidf_cosines
+
+    assert pairs["tfidf_cosine"].to_numpy() == pytest.approx(tfidf_cosines(list(pairs["s1"]), list(pairs["s2"])))
     assert pairs["label"].to_numpy() == pytest.approx(
-        0.75 * pairs["rating"] / 5 + 0.25 * pairs["context_label"], abs=1e-12)
+        0.6 * pairs["rating"] / 5 + 0.15 * pairs["tfidf_cosine"] + 0.25 * pairs["context_label"], abs=1e-12)
     assert pairs["context_label"].between(0, 1).all()  # the contrast label is on 0–1 already
+    assert pairs["tfidf_cosine"].between(0, 1 + 1e-9).all() and pairs["tfidf_cosine"].nunique() > 1
     manifest = json.loads(Path(first["manifest"]).read_text())
-    assert manifest["labeler"]["method"] == "combined" and manifest["labeler"]["rating_weight"] == 0.75
+    assert manifest["labeler"]["method"] == "combined" and manifest["labeler"]["rating_weight"] == 0.6
+    assert manifest["labeler"]["tfidf_weight"] == 0.15 and manifest["labeler"]["context_weight"] == 0.25
     assert manifest["rating"]["model"] == "rater" and manifest["rating"]["failed"] == 2
     assert manifest["rating"]["from_logprobs"] == len(pairs)  # every answered call came with log-probs
     assert manifest["counts"]["rejected_by_reason"] == {"llm_error": 2}
     summary = latest_artifacts()["label-summary"].data
     assert "labeler: method = combined" in summary
     # Each label column's hierarchy rate in the summary (the rating, the context label and their mix).
-    assert all(f"| {column} | " in summary for column in ("rating", "context_label", "label"))
-    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "label"}
+    assert all(f"| {column} | " in summary for column in ("rating", "context_label", "tfidf_cosine", "label"))
+    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "tfidf_cosine", "label"}
 
     # The re-run sends exactly the two failed requests again; every answered one comes from the cache.
     sent = len(rater.chat_requests())
@@ -674,3 +679,20 @@ def test_each_label_column_gets_its_own_hierarchy_and_gold_agreement():
     assert quality["rating"]["gold"]["spearman"] > quality["context_label"]["gold"]["spearman"]
     without = label_columns_quality(pd.DataFrame(rows).assign(context_label=None))
     assert set(without) == {"rating", "label"}  # a column with no values is not reported
+
+
+def test_label_weights_are_checked_and_a_zero_weight_part_is_left_out():
+    import numpy as np
+    from pydantic import ValidationError
+
+    from tasks.label.labeling import LabelSettings, final_label
+
+    with pytest.raises(ValidationError, match="must be at most 1"):
+        LabelSettings(rating_weight=0.8, tfidf_weight=0.3)
+    default = LabelSettings()
+    assert default.context_weight == 0  # computed and kept, not mixed in (docs/labeling.md, issue 32)
+    label = final_label(np.array([np.nan, 0.5]), np.array([5.0, 2.5]), default, np.array([1.0, 0.0]))
+    assert label.tolist() == pytest.approx([0.7 + 0.3, 0.35])  # a missing context label does not make it NaN
+    mixed = final_label(np.array([0.9]), np.array([0.0]), LabelSettings(rating_weight=0.5, tfidf_weight=0.2,
+                                                                        similarity="contrast"), np.array([0.5]))
+    assert mixed.tolist() == pytest.approx([0.1 + 0.3 * 0.9])

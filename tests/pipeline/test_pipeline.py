@@ -147,13 +147,14 @@ def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(pref
     assert len(pairs) and len(rated) >= len(pairs)
     assert pairs["rating"].notna().all() and pairs["context_label"].notna().all()
     manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
-    w = manifest["labeler"]["rating_weight"]
+    w, t = manifest["labeler"]["rating_weight"], manifest["labeler"]["tfidf_weight"]
     assert manifest["labeler"]["method"] == "combined" and 0 < w < 1
     from tasks.label.labeling import context_label_01
 
-    expected = w * pairs["rating"] / 5 + (1 - w) * context_label_01(pairs["context_label"], label.similarity)
+    expected = w * pairs["rating"] / 5 + t * pairs["tfidf_cosine"] + (1 - w - t) * context_label_01(
+        pairs["context_label"], label.similarity)
     assert (pairs["label"] - expected).abs().max() < 1e-9
-    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "label"}
+    assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "tfidf_cosine", "label"}
     assert all("rate" in q["hierarchy"] for q in manifest["quality"]["columns"].values())
     import datasets  # the run's tables were exported as Hugging Face datasets, rows as in the Parquet
 
