@@ -108,7 +108,8 @@ def test_oversized_input_is_refused_with_the_fix(tmp_path, monkeypatch):
 def test_cli_never_prints_the_key_on_errors(tmp_path):
     env = dict(os.environ, OPENAI_API_KEY=CANARY)
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--n", "2", "--base-url",
-                           "http://127.0.0.1:9/v1", "--model", "m", "--output-dir", str(tmp_path)],
+                           "http://127.0.0.1:9/v1", "--model", "m", "--output-dir", str(tmp_path),
+                           "--corpus", "data/examples/docs"],  # a small corpus: the key is what is under test
                           cwd=PROJECT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0 and "unreachable" in (proc.stdout + proc.stderr)
     assert CANARY not in proc.stdout + proc.stderr

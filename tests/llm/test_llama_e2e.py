@@ -34,6 +34,7 @@ def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "flows.cli", "generate", "--n", "4", "--local-model", "smollm2-135m-instruct",
            "--output-dir", str(out), "--max-attempts", "2",
+           "--corpus", "data/examples/docs",  # the CLI and the local model under test, not the 730k-sentence default
            "--candidates", "1"]  # one choice: n > 1 is tested over HTTP (test_best_of_n.py)
     proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect")),
                           capture_output=True, text=True, timeout=600)
