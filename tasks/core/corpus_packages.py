@@ -8,7 +8,6 @@ only looks: a missing or corrupt archive is a clear error naming the package and
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.errors import ConfigError
+from tasks.core.store import sha256_path
 
 
 @dataclass(frozen=True)
@@ -44,14 +44,6 @@ def archives_dir() -> Path:
     return Path(sys.prefix) / "share" / "stsgen" / "corpus-packages"
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def verified_archive(archive: PackageArchive, source: str, folder: Path | None = None) -> Path:
     """The archive's path once its sha256 matches the pin; a clear error otherwise (nothing is downloaded here)."""
     path = (folder or archives_dir()) / archive.filename
@@ -59,7 +51,7 @@ def verified_archive(archive: PackageArchive, source: str, folder: Path | None =
     if not path.is_file():
         raise ConfigError(f"Corpus source '{source}': package {archive.requirement} is not in {path.parent} "
                           f"(expected {archive.filename}); {fix}.")
-    found = _sha256(path)
+    found = sha256_path(path)
     if found != archive.sha256:
         raise ConfigError(f"Corpus source '{source}': {path} is corrupt (sha256 {found[:12]}…, pinned "
                           f"{archive.sha256[:12]}…); delete it and {fix}.")
@@ -72,7 +64,7 @@ def fetch(archives: list[PackageArchive], folder: Path | None = None) -> list[Pa
     folder.mkdir(parents=True, exist_ok=True)
     for archive in archives:
         path = folder / archive.filename
-        if path.is_file() and _sha256(path) == archive.sha256:
+        if path.is_file() and sha256_path(path) == archive.sha256:
             continue
         path.unlink(missing_ok=True)
         if archive.registry == "npm" and shutil.which("npm") is None:

@@ -57,9 +57,6 @@ class CorpusSource:
             return _gensim_test_data()
         return verified_archive(self.archive, self.name)
 
-    def documents(self, stats: dict) -> Iterator[Document]:
-        return self.reader(self.location(), stats)
-
 
 def _member(archive: Path, inner: str) -> bytes:
     """One file of a wheel (zip) or sdist (tar.gz), read in place; a missing member names the archive."""

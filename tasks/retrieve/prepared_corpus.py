@@ -9,7 +9,6 @@ and how long the index took to build and how much memory it peaked at.
 
 from __future__ import annotations
 
-import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pandas as pd
 from tasks.contracts import TrainedCoherence
 from tasks.core.config import CorpusSettings
 from tasks.core.corpus import load_corpus
+from tasks.core.corpus_sources import named_sources
 from tasks.core.home import stsgen_home
 from tasks.core.store import fingerprint, read_manifest
 from tasks.retrieve.coherence import train_or_load
@@ -45,8 +45,8 @@ class PreparedCorpus:
 
 
 def corpus_label(settings: CorpusSettings) -> str:
-    return settings.source if "/" not in settings.source and "." not in settings.source else \
-        Path(settings.source).name
+    """A named source keeps its name ("default", "bbc+news2017"); a path is labeled by its file or folder name."""
+    return settings.source if named_sources(settings.source) else Path(settings.source).name
 
 
 def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict], dict]:
@@ -62,13 +62,7 @@ def load_corpora(corpora: list[CorpusSettings]) -> tuple[pd.DataFrame, list[dict
     return pd.concat(frames, ignore_index=True)[columns], inputs, stats
 
 
-def peak_memory_mb() -> float:
-    """This process's peak resident memory so far (Linux reports kilobytes)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-
-
-def prepare_corpus(settings: RetrieveSettings, default: CorpusSettings | None = None, progress=None
-                   ) -> PreparedCorpus:
+def prepare_corpus(settings: RetrieveSettings, default: CorpusSettings | None = None) -> PreparedCorpus:
     """Load the corpora (settings.corpora, else `default`, else the default corpus), cut the context windows, and
     build or reuse the screening index and the coherence model."""
     timings: dict[str, float] = {}
@@ -88,8 +82,7 @@ def prepare_corpus(settings: RetrieveSettings, default: CorpusSettings | None = 
                                        corpus={"inputs": inputs, "corpora": stats, "corpus_key": corpus_key})
     timings["index_s"] = round(time.perf_counter() - t1, 3)
     t2 = time.perf_counter()
-    trained = train_or_load(contexts, sentences, corpus_key, settings.coherence, settings.window_k,
-                            progress=progress)
+    trained = train_or_load(contexts, sentences, corpus_key, settings.coherence, settings.window_k)
     timings["coherence_s"] = round(time.perf_counter() - t2, 3)
     return PreparedCorpus(sentences, contexts, inputs, stats, corpus_key, index_dir, index_reused, trained, timings)
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import functools
 import re
+import resource
+import time
 from pathlib import Path
 
 import joblib
@@ -78,9 +80,6 @@ def build_or_load_index(contexts: pd.DataFrame, folder: Path, settings: Selectio
     """Fit the screener over the contexts' text around the gap and save it with the contexts table; `corpus` (the
     inputs and per-source counts) goes into the folder's manifest, with the build time and peak memory. Returns
     whether a verified index was already there (nothing rebuilt)."""
-    import resource
-    import time
-
     manifest = read_manifest(folder)
     if manifest and verify_outputs(folder, manifest):
         return True

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import document_sentences, load_corpus, sample_sources
+from tasks.core.corpus import document_sentences, load_corpus
+from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tests.conftest import shared
 
 
@@ -43,13 +44,14 @@ def test_gensim_source_is_the_old_default():
 
 def test_sampling_is_seeded_distinct_and_prefix_stable(tiny_corpus):
     corpus = load_corpus(CorpusSettings(source=str(tiny_corpus)))
-    small, _ = sample_sources(corpus, 3, seed=7)
-    big, _ = sample_sources(corpus, 6, seed=7)
-    other, _ = sample_sources(corpus, 6, seed=8)
+    every = AnchorSettings(filter=False, exclude_eval=[])  # any usable sentence: the sampling alone
+    small, _ = sample_anchors(corpus, 3, 7, every)
+    big, _ = sample_anchors(corpus, 6, 7, every)
+    other, _ = sample_anchors(corpus, 6, 8, every)
     assert list(big["text"][:3]) == list(small["text"]) and big["text"].is_unique
     assert list(other["text"]) != list(big["text"])
     with pytest.raises(ConfigError, match="only .* usable distinct sentences"):
-        sample_sources(corpus, 500, seed=7)
+        sample_anchors(corpus, 500, 7, every)
 
 
 def test_rows_without_text_are_quarantined(tmp_path):

@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.config import CorpusSettings
-from tasks.core.corpus import load_corpus, sample_sources
+from tasks.core.corpus import load_corpus
 from tasks.core.sts_data import read_sts_source
+from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import PatternSettings
 from tasks.label.pair_units import read_pairs
@@ -47,7 +48,8 @@ def test_corpus_examples(name):
     assert corpus.stats["usable"] == sentences and corpus.rejected == []  # every sentence passes the filters
     first = corpus.sentences.iloc[0]
     assert (first["doc_id"], first["position"], first["text"]) == (first_doc, 0, first_sentence)
-    sample, duplicates = sample_sources(corpus, 5, seed=13)  # the README's `generate --n 5` on this corpus
+    sample, counts = sample_anchors(corpus, 5, 13, AnchorSettings())  # the README's `generate --n 5` on this corpus
+    duplicates = counts["duplicate_texts"]
     assert len(sample) == 5 and duplicates == 0
 
 
