@@ -80,8 +80,7 @@ def evaluate_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, l
             "examples": int(len(y))}
 
 
-def word2vec_init(model: CoherenceModel, vocab: Vocab, texts, *, epochs: int = 3, seed: int = 13,
-                  workers: int = 2) -> dict:
+def word2vec_init(model: CoherenceModel, vocab: Vocab, texts, *, epochs: int = 3, seed: int = 13) -> dict:
     """Initialise the encoder's word embeddings with word2vec vectors trained on `texts` (the corpus's sentences,
     tokenised as the model tokenises): gensim's Word2Vec (skip-gram off: CBOW, window 5), not a loop of ours. A
     BiLSTM trained from random embeddings on ~10^5 windows learns little lexical similarity; vectors from the whole
@@ -92,7 +91,9 @@ def word2vec_init(model: CoherenceModel, vocab: Vocab, texts, *, epochs: int = 3
 
     started = time.perf_counter()
     dim = model.encoder.embedding.embedding_dim
-    w2v = Word2Vec([tokenize(t) for t in texts], vector_size=dim, window=5, min_count=2, workers=workers,
+    # One worker: with several, gensim's threads take its 10k-word jobs in any order and the vectors differ from run
+    # to run (gensim's FAQ on reproducibility); the model must be reproducible from its manifest.
+    w2v = Word2Vec([tokenize(t) for t in texts], vector_size=dim, window=5, min_count=2, workers=1,
                    epochs=epochs, seed=seed)
     weight = model.encoder.embedding.weight.data
     found = [(i, w2v.wv.key_to_index[t]) for i, t in enumerate(vocab.tokens) if t in w2v.wv.key_to_index]

@@ -21,7 +21,7 @@ from tasks.retrieve.contexts import context_windows, select_diverse
 from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings
 from tasks.retrieve.screening import build_index, top_k
 from tasks.retrieve.settings import RetrieveSettings
-from tests.conftest import shared
+from tests.conftest import PROJECT, shared
 
 SMALL_MODEL = CoherenceSettings(max_train_contexts=400, epochs=1, hidden=16, embedding_dim=16, batch_size=64)
 
@@ -331,3 +331,26 @@ def test_self_windows_are_matched_as_whole_sentences_case_and_spacing_ignored():
         "Nothing here at all."])).to_numpy()
     mask = self_window_mask(["The orchestra played."], windows, np.array([[0, 1, 2, 3, 4, -1]]))
     assert mask.tolist() == [[True, False, True, False, False, False]]
+
+
+def test_word2vec_initialisation_is_the_same_in_every_process():
+    """The coherence model is reproducible from its manifest: its word2vec start must not depend on thread scheduling
+    (two processes, the same corpus and seed, the same embeddings)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import hashlib, torch\n"
+        "from models.coherence import CoherenceModel, Vocab\n"
+        "from models.coherence_training import word2vec_init\n"
+        "from tests.retrieve.test_retrieval import synthetic_corpus\n"
+        "texts = synthetic_corpus(n_docs=800)['text']  # several of word2vec's 10k-word jobs\n"
+        "vocab = Vocab.build(texts, max_size=500)\n"
+        "torch.manual_seed(0)\n"
+        "model = CoherenceModel(len(vocab), 16, 8)\n"
+        "word2vec_init(model, vocab, texts, epochs=2, seed=5)\n"
+        "print(hashlib.sha256(model.encoder.embedding.weight.detach().numpy().tobytes()).hexdigest())\n")
+    digests = {subprocess.run([sys.executable, "-c", script], cwd=PROJECT, capture_output=True, text=True, check=True,
+                              env=dict(os.environ, PYTHONHASHSEED=seed)).stdout.strip() for seed in ("1", "2")}
+    assert len(digests) == 1, digests
