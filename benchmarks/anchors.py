@@ -38,8 +38,9 @@ def main() -> None:
     after, counts = sample_anchors(corpus, args.n, args.seed, AnchorSettings())
     sampled = time.perf_counter() - started
     OUT.mkdir(exist_ok=True)
-    before[["source", "doc_id", "text"]].to_csv(OUT / "anchors_before.csv", index_label="i")
-    after[["source", "doc_id", "text"]].to_csv(OUT / "anchors_after.csv", index_label="i")
+    suffix = "" if args.seed == 13 else f"_seed{args.seed}"  # another seed: a confirmation draw beside the first
+    before[["source", "doc_id", "text"]].to_csv(OUT / f"anchors_before{suffix}.csv", index_label="i")
+    after[["source", "doc_id", "text"]].to_csv(OUT / f"anchors_after{suffix}.csv", index_label="i")
     print(json.dumps({"before": before_counts, "after": counts, "load_s": round(loaded, 1),
                       "filter_and_sample_s": round(sampled, 1)}, indent=1))
 
