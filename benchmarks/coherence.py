@@ -5,6 +5,10 @@ run: held-out ROC AUC (all negatives, same-document, random replacements), train
     .venv/bin/python -m benchmarks.coherence --variant gensim:quick --variant default:hidden=128,contexts=50000
 A variant is `<corpus source>:<preset or field=value,…>`; `quick` is the main job's preset (10k contexts, 1 epoch),
 fields are CoherenceSettings' (contexts = max_train_contexts).
+
+    .venv/bin/python -m benchmarks.coherence --confirm <model folder> --on gutenberg+sotu [--examples 20000]
+scores a trained model (the one prepare-corpus built) on windows of a corpus it never saw and nothing was chosen on:
+ROC AUC against same-document and random replacements, as in training.
 """
 
 from __future__ import annotations
@@ -38,11 +42,38 @@ def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
     return source, CoherenceSettings(**fields)
 
 
+def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
+    """A trained model's ROC AUC on n windows (+ n replacements) of another corpus."""
+    from models.coherence_training import evaluate_coherence
+    from tasks.contracts import load_trained
+    from tasks.retrieve.coherence import training_examples
+    from tasks.retrieve.contexts import context_windows
+
+    trained = load_trained(folder)
+    max_len = json.loads((folder / "manifest.json").read_text())["settings"]["max_len"]
+    sentences, _, _ = load_corpora([CorpusSettings(source=source)])
+    examples = training_examples(context_windows(sentences, 1, 0), sentences, n, seed)
+    cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
+    row = {"model": folder.name, "on": source, "examples": len(examples),
+           "roc_auc": evaluate_coherence(trained.model, trained.vocab, *cols(examples), max_len=max_len)["roc_auc"]}
+    for kind in ("same_document", "random"):
+        part = examples[(examples["label"] == 1) | (examples["negative_kind"] == kind)]
+        row[f"roc_auc_{kind}"] = evaluate_coherence(trained.model, trained.vocab, *cols(part), max_len=max_len)[
+            "roc_auc"]
+    return row
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--variant", action="append", required=True)
+    parser.add_argument("--variant", action="append", default=[])
+    parser.add_argument("--confirm", type=Path, help="a trained model folder to score on --on")
+    parser.add_argument("--on", default="gutenberg+sotu")
+    parser.add_argument("--examples", type=int, default=20_000)
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
+    if args.confirm:
+        print(json.dumps(confirm(args.confirm, args.on, args.examples)), flush=True)
+        return
     from tasks.retrieve.coherence import train_or_load
     from tasks.retrieve.contexts import context_windows
 
