@@ -32,8 +32,8 @@ def build_dataset(
     folder, manifest, reused = build_version(job, output_dir)
     publish_markdown("build-dataset-summary", summary_markdown(folder, manifest, reused), "Dataset version")
     publish_table("build-dataset-removed", removed_sample(folder), "First rows removed (removed.parquet has all)")
-    paths = {"dataset": folder, **{name: folder / name for name in ("triples.parquet", "pairs.parquet",
-                                                                     "removed.parquet", "README.md", "manifest.json")
-                                   if (folder / name).is_file()}}
+    files = {"triples": "triples.parquet", "pairs": "pairs.parquet", "removed": "removed.parquet", "card": "README.md",
+             "manifest": "manifest.json"}  # named as every stage's outputs are (the pipeline's run report reads them)
+    paths = {"dataset": folder, **{name: folder / file for name, file in files.items() if (folder / file).is_file()}}
     publish_links("build-dataset", paths, "Dataset files")
     return {name: str(path) for name, path in paths.items()}

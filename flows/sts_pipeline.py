@@ -1,7 +1,8 @@
 """Flow `sts-pipeline`: the stages chained, each stage's outputs the next one's inputs.
 
 generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parquet → label-pairs → pairs.parquet
-→ train-surrogate (triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
+→ build-dataset (this run and the earlier finished runs beside it: deduplicated, decontaminated) → train-surrogate
+(the dataset's triples + pairs) → model/ + eval.json; report-patterns (triples vs STS-B dev) beside them, and a
 quality table of the run (tasks/report/run_quality.py) as the `pipeline-quality` artifact.
 
 The default labeler (label.method = combined) is the design card's: every pair gets the LLM's rating and its
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from flows.build_dataset import build_dataset
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
 from flows.report_patterns import report_patterns
@@ -30,6 +32,8 @@ from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_logger
 from tasks.core.store import read_manifest
+from tasks.dataset.settings import DatasetSettings
+from tasks.dataset.sources import accumulated_runs
 from tasks.generate.settings import GenerateSettings
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.report.run_quality import publish_run_report
@@ -46,6 +50,7 @@ def sts_pipeline(
     retrieve: RetrieveSettings = RetrieveSettings(),
     label: LabelSettings = LabelSettings(),
     train: TrainSettings | None = TrainSettings(),
+    dataset: DatasetSettings | None = DatasetSettings(),
     llm: LLMSettings | None = None,
     seed: int | None = None,
     output_dir: str = OUTPUTS_DIR,
@@ -55,6 +60,9 @@ def sts_pipeline(
     written contexts, the rating); `seed`: given, it replaces every stage's seed; `train` None stops after labeling.
     Stage 1's corpus is stage 2's unless retrieve.corpora names others, and the one hard negatives are mined from
     unless train.mining.corpus names another.
+    `dataset`: the train stage trains on the dataset version (build-dataset: deduplicated, decontaminated) of this
+    run and every earlier finished run of its pattern in the same output_dir, so scheduled runs grow the model's
+    data; None: on this run's own triples and pairs, undecontaminated.
     Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
     generate, retrieve, label, train = (with_seed(s, seed) if s is not None else None
@@ -82,8 +90,16 @@ def sts_pipeline(
     if train is not None:
         if train.mining.corpus is None:  # mine from stage 1's corpus unless told otherwise
             train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus})})
-        outputs["train-surrogate"] = train_surrogate(
-            triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"], settings=train, output_dir=output_dir)
+        if dataset is None:
+            outputs["train-surrogate"] = train_surrogate(
+                triples=generated["triples"], pairs=outputs["label-pairs"]["pairs"], settings=train,
+                output_dir=output_dir)
+        else:
+            runs, _ = accumulated_runs(Path(output_dir), generate.pattern.kind)
+            outputs["build-dataset"] = build_dataset(runs=[str(r) for r in runs], settings=dataset,
+                                                     output_dir=str(Path(output_dir) / "build-dataset"))
+            outputs["train-surrogate"] = train_surrogate(dataset=outputs["build-dataset"]["dataset"], settings=train,
+                                                         output_dir=output_dir)
     publish_run_report(outputs, started, output_dir)
     run_logger().info("sts-pipeline finished in %.0f s", time.perf_counter() - t0)
     return outputs

@@ -85,5 +85,5 @@ def _build_dataset(args: argparse.Namespace) -> int:
                                eval_sets=DatasetSettings().eval_sets + args.eval_set)
     paths = build_dataset(runs_dir=args.runs_dir, runs=args.runs, settings=settings, output_dir=args.output_dir)
     print(f"dataset version: {paths['dataset']}")
-    print(f"  card {paths['README.md']}; train on it: ./stsgen train --dataset {paths['dataset']}")
+    print(f"  card {paths['card']}; train on it: ./stsgen train --dataset {paths['dataset']}")
     return 0

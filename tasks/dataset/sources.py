@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.core.config import ConfigError
-from tasks.core.runs import RUN_FILE, list_runs
+from tasks.core.runs import RUN_FILE, list_runs, run_version
 from tasks.core.store import MANIFEST, read_manifest, sha256_path, verify_outputs
 
 GENERATE, LABEL = "generate-sts-triples", "label-pairs"
@@ -53,6 +53,27 @@ def finished_runs(runs_dir: Path) -> tuple[list[Path], list[dict]]:
         else:
             found.append(Path(run["path"]))
     return found, skipped
+
+
+def accumulated_runs(run_folder: Path, pattern: str) -> tuple[list[Path], list[dict]]:
+    """The runs a pipeline run trains on: every earlier finished run of the same pattern beside it (the same
+    output_dir), oldest first, then the run itself (still running, its stages 1–3 committed); and the runs left out
+    with why. A plain (unversioned) output_dir has no earlier runs: the run alone."""
+    if run_version(run_folder) is None:
+        return [run_folder], []
+    earlier, skipped = finished_runs(run_folder.parent)
+    skipped = [s for s in skipped if s["run"] != run_folder.name]  # the run itself is running: it is added below
+    found = []
+    for folder in earlier:
+        if folder.resolve() == run_folder.resolve():
+            continue
+        manifest = read_manifest(folder / GENERATE) or {}
+        kind = (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
+        if kind != pattern:
+            skipped.append({"run": folder.name, "why": f"pattern {kind}, not {pattern}"})
+        else:
+            found.append(folder)
+    return [*found, run_folder], skipped
 
 
 def _committed_table(stage_folder: Path, name: str) -> tuple[pa.Table, str, str, dict] | None:

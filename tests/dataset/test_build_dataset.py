@@ -19,6 +19,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.sts_data import read_sts_source, read_stsb
 from tasks.dataset.settings import DatasetSettings
+from tasks.dataset.sources import accumulated_runs
 from tasks.generate.anchors import AnchorSettings
 from tasks.generate.settings import PatternSettings, SamplingSettings, VerifierSettings
 from tests.conftest import PROJECT, generate_settings, write_tiny_corpus
@@ -172,6 +173,7 @@ import os, signal, sys
 sys.path.insert(0, {root!r})
 import tasks.dataset.build as build
 from tasks.dataset.settings import DatasetSettings
+from tasks.dataset.sources import accumulated_runs
 real = build.save_st_copy
 def killed(*args, **kw):  # the Parquet files are written: die before the version is complete
     real(*args, **kw)
@@ -239,8 +241,15 @@ def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scr
     # Scanning a folder takes the finished runs and names the others in the card; mixed patterns when allowed.
     mixed = build_dataset(runs_dir=str(tmp_path / "runs"), output_dir=str(out),
                           settings=NGRAMS_ONLY.model_copy(update={"allow_mixed": True}))
-    card = Path(mixed["README.md"]).read_text()
+    card = Path(mixed["card"]).read_text()
     assert "| nli | nli | 3 |" in card and "| sts | sts | 3 |" in card and "unfinished (interrupted)" in card
+    # What a pipeline run in this folder trains on: the finished runs of its own pattern and itself.
+    runs, skipped = accumulated_runs(tmp_path / "runs" / "sts", "sts")
+    assert runs == [tmp_path / "runs" / "sts"]
+    assert sorted(skipped, key=str) == [{"run": "nli", "why": "pattern nli, not sts"},
+                                        {"run": "unfinished", "why": "interrupted"}]
+    runs, skipped = accumulated_runs(tmp_path / "runs" / "nli", "nli")
+    assert runs == [tmp_path / "runs" / "nli"] and {"run": "sts", "why": "pattern sts, not nli"} in skipped
 
 
 def test_evaluation_sets_of_every_form_and_every_slot(tmp_path):

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.core.store import sha256_path
 from tasks.generate.settings import SamplingSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings
 from tasks.report.pattern_report import match_error_rates
@@ -25,6 +26,7 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     """sts-pipeline parameters for 5 sources of the topic corpus, tiny models, LLM cache and outputs under `work`
     (shared with the fault-injection suite, which runs the same pipeline in subprocesses); `label_kw`: more
     LabelSettings fields."""
+    from tasks.dataset.settings import DatasetSettings
     from tasks.train.backbones import BackboneSettings
     from tasks.train.training import LossSettings, TrainSettings
 
@@ -40,6 +42,8 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
                             **label_kw),
         train=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
                             batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
+        # The n-gram checks (the tiny encoder's cosines are meaningless; the embedding checks: test_build_dataset.py).
+        dataset=DatasetSettings(paraphrase_cosine=None, eval_cosine=None),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
         output_dir=str(work / "out"))
 
@@ -59,7 +63,7 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
                                                           tiny_lm_dir, tiny_encoder_dir):
     first = run_pipeline(scripted, topic_corpus, tmp_path, tiny_lm_dir, tiny_encoder_dir)
     assert set(first) == {"generate-sts-triples", "retrieve-contexts", "label-pairs", "report-patterns",
-                          "train-surrogate"}
+                          "build-dataset", "train-surrogate"}
     triples = pq.read_table(first["generate-sts-triples"]["triples"])
     pairs = pq.read_table(first["label-pairs"]["pairs"]).to_pandas()
     assert triples.num_rows == 5
@@ -70,9 +74,14 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert {i["role"]: i["path"] for i in label["inputs"]} == {
         "triples": first["generate-sts-triples"]["triples"], "contexts": first["retrieve-contexts"]["contexts"]}
     assert set(pairs["triple_id"]) <= set(triples.column("source_id").to_pylist()) and len(pairs) > 0
+    # Stage 4 trained on the dataset version of this run (a plain output_dir: the run alone), built from the run's
+    # triples and pairs by content.
+    dataset = json.loads(Path(first["build-dataset"]["manifest"]).read_text())
+    assert [(r["triples_sha256"], r["pairs_sha256"]) for r in dataset["runs"]] == [
+        (sha256_path(Path(first["generate-sts-triples"]["triples"])), sha256_path(Path(first["label-pairs"]["pairs"])))]
     train = json.loads(Path(first["train-surrogate"]["manifest"]).read_text())
     assert {i["role"]: i["path"] for i in train["inputs"]} == {
-        "triples": first["generate-sts-triples"]["triples"], "pairs": first["label-pairs"]["pairs"]}
+        "triples": first["build-dataset"]["triples"], "pairs": first["build-dataset"]["pairs"]}
     # The pattern report measured every relation of the 5 triples with the run's backbone (the tiny encoder).
     report = json.loads(Path(first["report-patterns"]["report"]).read_text())
     assert {r: d["pairs"] for r, d in report["distances"].items()} == dict.fromkeys(
@@ -114,6 +123,35 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     assert after["label-pairs"] != before["label-pairs"]
     assert after["train-surrogate"] != before["train-surrogate"]  # trained on the new labels
     assert json.loads(Path(changed["label-pairs"]["manifest"]).read_text())["lambdas"]["disc"] == 0.5
+
+
+def test_pipeline_trains_on_every_finished_run_beside_it(prefect_harness, scripted, topic_corpus, tmp_path,
+                                                         tiny_lm_dir, tiny_encoder_dir):
+    """A versioned run's stage 4 trains on the dataset of the finished runs in its output_dir and itself (a scheduled
+    pipeline grows its model's data); an unfinished run beside it is left out."""
+    from flows.generate_sts_triples import generate_sts_triples
+    from flows.sts_pipeline import sts_pipeline
+
+    kwargs = tiny_pipeline_kwargs(scripted.base_url, tmp_path, topic_corpus, tiny_lm_dir, tiny_encoder_dir)
+    out, generate = kwargs["output_dir"], kwargs["generate"]
+    for name, seed in (("earlier", 101), ("broken", 102)):
+        generate_sts_triples(settings=generate.model_copy(update={"seed": seed}), llm=kwargs["llm"], output_dir=out,
+                             run=name)
+    run_file = Path(out) / "broken" / ".run.json"  # killed after its stage 1: not finished
+    run_file.write_text(json.dumps(json.loads(run_file.read_text()) | {"status": "failed"}))
+    kwargs["generate"] = generate.model_copy(update={"avoid_used_sources": True})
+    outputs = sts_pipeline(**kwargs, run="now")
+    dataset = Path(outputs["build-dataset"]["dataset"])
+    assert dataset.parent == Path(out) / "now" / "build-dataset"
+    manifest = json.loads((dataset / "manifest.json").read_text())
+    assert [r["run"] for r in manifest["runs"]] == ["earlier", "now"]  # not "broken"
+    triples = pq.read_table(dataset / "triples.parquet").to_pandas()
+    earlier = pq.read_table(Path(out) / "earlier" / "generate-sts-triples" / "triples.parquet").to_pandas()
+    assert set(earlier["source_id"]) <= set(triples["source_id"]) and set(triples["run"]) == {"earlier", "now"}
+    train = json.loads(Path(outputs["train-surrogate"]["manifest"]).read_text())
+    assert [i["sha256"] for i in train["inputs"] if i["role"] == "triples"] == [
+        manifest["outputs"]["triples.parquet"]["sha256"]]
+    assert train["counts"]["train_triples"] + train["counts"]["heldout_triples"] == len(triples)
 
 
 def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(prefect_harness, topic_corpus, tmp_path,

@@ -10,6 +10,7 @@ import inspect
 import pytest
 
 from flows.cli import build_parser
+from flows.build_dataset import build_dataset
 from flows.cli.stages import generate_settings, pipeline_settings, train_fields
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
@@ -19,13 +20,15 @@ from flows.serve import deployment_specs, load_flow
 from flows.sts_pipeline import sts_pipeline
 from flows.train_surrogate import train_surrogate
 from tasks.core.config import LLMSettings, Settings, with_seed
+from tasks.dataset.settings import DatasetSettings
 from tasks.generate.settings import GenerateSettings
 from tasks.label.labeling import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.training import TrainSettings
 
 STAGES = {"generate": (generate_sts_triples, GenerateSettings), "retrieve": (retrieve_contexts, RetrieveSettings),
-          "label": (label_pairs, LabelSettings), "train": (train_surrogate, TrainSettings)}
+          "label": (label_pairs, LabelSettings), "dataset": (build_dataset, DatasetSettings),
+          "train": (train_surrogate, TrainSettings)}
 # CLI options that are not settings fields: where to write, which inputs, which local server, the preset.
 NOT_SETTINGS = {"help", "local_model", "llm_engine", "output_dir", "run", "preset", "sentences", "contexts", "triples",
                 "pairs", "dataset", "base_url", "model", "rpm", "price_prompt", "price_completion", "judge_base_url",

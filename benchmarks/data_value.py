@@ -1,0 +1,189 @@
+"""What the data is worth (issue 33): backbone × training data × anchors, 3 seeds each, one harness.
+
+The seeds' headline experiment (seed 004, Table 1: unsupervised SimCSE vs pattern-simulated triples on the same
+backbone) at this machine's scale. Every row trains the same backbone with the same budget (steps, batch, learning
+rate, evaluation every steps/4 on the full STS-B dev, best-on-dev weights with the untrained backbone as step 0)
+on data built from the same anchors — the anchors of the generated runs' complete triples, the first N of them:
+
+- `simcse`: unsupervised SimCSE, each anchor against itself under another dropout mask (seed 004's baseline);
+- `neighbours`: the anchor's next sentence in its corpus document as the positive (the previous one for a
+  document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
+- `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default).
+
+STS-B dev chooses (the table's first columns); SICK trial and the STS12 train pairs (../shared/data, read in place)
+and STS-B test are computed once, after every row has trained, and printed last. Never choose on them.
+
+    .venv/bin/python -m benchmarks.data_value --runs data/outputs/data-value/r1 --sizes 100 --seeds 13,14,15 \
+        --data simcse,neighbours,triples --backbone encoder --steps 100
+
+The runs' triples are copied to benchmarks/data/data_value_triples.parquet (`--save-triples`) so the table can be
+re-run without regenerating: `--runs benchmarks/data/data_value_triples.parquet`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+from scipy import stats  # noqa: E402
+
+from tasks.core.sts_data import read_sick, read_stsb  # noqa: E402
+from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
+from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
+from tasks.train.trainer import train  # noqa: E402
+from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
+LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
+          "triples": LossSettings()}
+
+
+def read_triples(sources: list[str]) -> pd.DataFrame:
+    """The complete triples of run folders (or of a saved triples Parquet), in run order, one per anchor."""
+    frames = []
+    for source in sources:
+        path = Path(source)
+        table = path if path.suffix == ".parquet" else path / "generate-sts-triples" / "triples.parquet"
+        frames.append(pq.read_table(table, columns=TRIPLE_COLUMNS).to_pandas())
+    triples = pd.concat(frames, ignore_index=True).dropna(subset=["anchor", "positive", "negative"])
+    return triples.drop_duplicates("anchor").reset_index(drop=True)
+
+
+def neighbour_pairs(triples: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """(anchor, next sentence of its document, a sentence of another document) from the corpus the anchors came
+    from; anchors whose document is not in the corpus (another corpus) are left out."""
+    from tasks.core.config import CorpusSettings
+    from tasks.core.corpus import load_corpus
+
+    corpus = load_corpus(CorpusSettings())
+    at = corpus.sentences.set_index(["doc_id", "position"])["text"]
+    pool = corpus.usable[["doc_id", "text"]]
+    rows, rng = [], np.random.default_rng(seed)
+    for doc, pos, anchor in triples[["doc_id", "position", "anchor"]].itertuples(index=False):  # ≤ 1k anchors
+        positive = at.get((doc, pos + 1), at.get((doc, pos - 1)))
+        if positive is None:
+            continue
+        while True:  # a usable sentence of another document: the negative
+            other_doc, negative = pool.iloc[int(rng.integers(len(pool)))]
+            if other_doc != doc:
+                break
+        rows.append({"anchor": anchor, "positive": positive, "negative": negative})
+    return pd.DataFrame(rows)
+
+
+def training_frame(kind: str, triples: pd.DataFrame, seed: int) -> pd.DataFrame:
+    if kind == "neighbours":
+        return neighbour_pairs(triples, seed)
+    if kind == "simcse":
+        return triples[["anchor"]].assign(positive=triples["anchor"])
+    return triples[["anchor", "positive", "intermediate", "negative"]]
+
+
+def held_out_sets() -> dict[str, pd.DataFrame]:
+    """SICK trial and the STS12 train pairs (read in place), STS-B test: reported once, never chosen on."""
+    sts12 = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
+                       for f in sorted((SHARED_DATA / "sts12-train").glob("*.tsv"))], ignore_index=True)
+    return {"SICK trial": read_sick(SHARED_DATA / "sick2014" / "SICK_trial.txt"),
+            "STS12 train": sts12.dropna(subset=["gold", "s1", "s2"]), "STS-B test": read_stsb("test")}
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    """95 % t-interval of the mean over seeds."""
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return v.mean() - half, v.mean() + half
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", required=True, help="comma-separated run folders (or a saved triples Parquet)")
+    ap.add_argument("--sizes", default="100", help="comma-separated anchor counts (the first N anchors)")
+    ap.add_argument("--seeds", default="13,14,15")
+    ap.add_argument("--data", default="simcse,neighbours,triples")
+    ap.add_argument("--backbone", default="encoder", choices=("encoder", "bellm"))
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
+    args = ap.parse_args()
+
+    triples = read_triples(args.runs.split(","))
+    if args.save_triples:
+        triples.to_parquet(args.save_triples, index=False)
+    dev, held = read_stsb("dev"), held_out_sets()
+    backbone = BackboneSettings(kind=args.backbone)
+    base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
+                         eval_every=max(args.steps // 4, 1), heldout_fraction=0.0)
+    print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
+          f"every {base.eval_every} steps on the full STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
+
+    def encoder_of(model):
+        return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)
+
+    model, info = load_sentence_transformer(backbone)
+    zero = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
+    zero |= {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}
+    print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero['STS-B dev']:.2f}")
+    print("\n| anchors | data | training rows | seed | STS-B dev | best step | train s |\n|---|---|---|---|---|---|---|")
+    rows = []
+    for size in [int(s) for s in args.sizes.split(",")]:
+        anchors = triples.iloc[:size]
+        for kind in args.data.split(","):
+            for seed in [int(s) for s in args.seeds.split(",")]:
+                frame = training_frame(kind, anchors, seed)
+                data = TrainingData(frame.reset_index(drop=True), pd.DataFrame(columns=["s1", "s2", "label"]),
+                                    frame.iloc[:0])
+                settings = base.model_copy(update={"losses": LOSSES[kind], "seed": seed})
+                model, _ = load_sentence_transformer(backbone)
+                t = time.perf_counter()
+                with tempfile.TemporaryDirectory() as work:
+                    state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
+                seconds = time.perf_counter() - t
+                scores = {"STS-B dev": state.best_dev}
+                scores |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
+                rows.append({"anchors": size, "data": kind, "seed": seed, "rows": len(frame),
+                             "best_step": state.best_step, "train_s": seconds, **scores})
+                print(f"| {size} | {kind} | {len(frame)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
+                      f"{seconds:.0f} |", flush=True)
+    table = pd.DataFrame(rows)
+    print("\nmean ± sd over seeds, STS-B dev (the choice):")
+    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
+        print(f"  {size} anchors, {kind}: {g['STS-B dev'].mean():.2f} ± {g['STS-B dev'].std(ddof=1):.2f}")
+
+    print("\nreported once, after the choice (SICK trial, STS12 train, STS-B test); 'mean3' = mean of STS-B dev, SICK "
+          "trial and STS12 train (the issue's target measure):")
+    sets = ["STS-B dev", "SICK trial", "STS12 train", "STS-B test"]
+    table["mean3"] = table[["STS-B dev", "SICK trial", "STS12 train"]].mean(axis=1)
+    print("| anchors | data | " + " | ".join(sets) + " | mean3 |\n|---|---|" + "---|" * (len(sets) + 1))
+    print("| — | backbone, untrained | " + " | ".join(f"{zero[s]:.2f}" for s in sets)
+          + f" | {np.mean([zero[s] for s in sets[:3]]):.2f} |")
+    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
+        print(f"| {size} | {kind} | " + " | ".join(f"{g[s].mean():.2f} ± {g[s].std(ddof=1):.2f}" for s in sets)
+              + f" | {g['mean3'].mean():.2f} |")
+    if {"simcse", "triples"} <= set(table["data"]):
+        print("\nstsgen triples − SimCSE, mean3, paired by seed (95 % t-interval over seeds):")
+        for size, g in table.groupby("anchors"):
+            a = g[g["data"] == "triples"].set_index("seed")["mean3"]
+            b = g[g["data"] == "simcse"].set_index("seed")["mean3"]
+            diff = (a - b).dropna().tolist()
+            lo, hi = t_interval(diff)
+            print(f"  {size} anchors: {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
+                  + ", ".join(f"{d:+.2f}" for d in diff) + ")")
+    print(f"\ntotal train s: {table['train_s'].sum():.0f}")
+
+
+if __name__ == "__main__":
+    main()
