@@ -40,6 +40,7 @@ from scipy import stats  # noqa: E402
 from tasks.core.sts_data import read_sick, read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
+from tasks.train.baselines import neighbour_rows, simcse_rows  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
 
@@ -60,33 +61,12 @@ def read_triples(sources: list[str]) -> pd.DataFrame:
     return triples.drop_duplicates("anchor").reset_index(drop=True)
 
 
-def neighbour_pairs(triples: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """(anchor, next sentence of its document, a sentence of another document) from the corpus the anchors came
-    from; anchors whose document is not in the corpus (another corpus) are left out."""
-    from tasks.core.config import CorpusSettings
-    from tasks.core.corpus import load_corpus
-
-    corpus = load_corpus(CorpusSettings())
-    at = corpus.sentences.set_index(["doc_id", "position"])["text"]
-    pool = corpus.usable[["doc_id", "text"]]
-    rows, rng = [], np.random.default_rng(seed)
-    for doc, pos, anchor in triples[["doc_id", "position", "anchor"]].itertuples(index=False):  # ≤ 1k anchors
-        positive = at.get((doc, pos + 1), at.get((doc, pos - 1)))
-        if positive is None:
-            continue
-        while True:  # a usable sentence of another document: the negative
-            other_doc, negative = pool.iloc[int(rng.integers(len(pool)))]
-            if other_doc != doc:
-                break
-        rows.append({"anchor": anchor, "positive": positive, "negative": negative})
-    return pd.DataFrame(rows)
-
-
-def training_frame(kind: str, triples: pd.DataFrame, seed: int) -> pd.DataFrame:
+def training_frame(kind: str, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py)."""
     if kind == "neighbours":
-        return neighbour_pairs(triples, seed)
+        return neighbour_rows(triples, sentences, seed)
     if kind == "simcse":
-        return triples[["anchor"]].assign(positive=triples["anchor"])
+        return simcse_rows(triples)
     return triples[["anchor", "positive", "intermediate", "negative"]]
 
 
@@ -124,6 +104,12 @@ def main() -> None:
     if args.save_triples:
         triples.to_parquet(args.save_triples, index=False)
     dev, held = read_stsb("dev"), held_out_sets()
+    sentences = None
+    if "neighbours" in args.data:  # the corpus the anchors came from (stage 1's default)
+        from tasks.core.config import CorpusSettings
+        from tasks.core.corpus import load_corpus
+
+        sentences = load_corpus(CorpusSettings()).sentences
     backbone = BackboneSettings(kind=args.backbone)
     base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          eval_every=max(args.steps // 4, 1), heldout_fraction=0.0)
@@ -143,7 +129,7 @@ def main() -> None:
         anchors = triples.iloc[:size]
         for kind in args.data.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
-                frame = training_frame(kind, anchors, seed)
+                frame = training_frame(kind, anchors, seed, sentences)
                 data = TrainingData(frame.reset_index(drop=True), pd.DataFrame(columns=["s1", "s2", "label"]),
                                     frame.iloc[:0])
                 settings = base.model_copy(update={"losses": LOSSES[kind], "seed": seed})

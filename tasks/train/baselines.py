@@ -1,0 +1,54 @@
+"""Training data that needs no LLM, built from the same anchors as stsgen's triples: the baselines the triples must
+beat to be worth generating (benchmarks/data_value.py; seed 004, Table 1).
+
+- `simcse_rows` — unsupervised SimCSE: each anchor is its own positive; the two dropout masks make the views differ
+  (the trainer's `simcse` dataset, LossSettings.simcse).
+- `neighbour_rows` — what the corpus alone gives: the anchor's next sentence in its document as the positive (the
+  previous one for a document's last sentence), a usable sentence of another document as the negative.
+
+Inputs: stage-1 triples (anchor; doc_id and position for the neighbours) and the corpus's sentence table (doc_id,
+position, text, usable: tasks/core/corpus.Corpus.sentences). Outputs: anchor, positive[, negative] — the columns
+tasks/train/trainer.training_datasets reads.
+
+citation: Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tasks.core.config import ConfigError
+
+
+def simcse_rows(triples: pd.DataFrame) -> pd.DataFrame:
+    """anchor, positive (= anchor) for every triple."""
+    return pd.DataFrame({"anchor": triples["anchor"].to_numpy(), "positive": triples["anchor"].to_numpy()})
+
+
+def neighbour_rows(triples: pd.DataFrame, sentences: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """anchor, positive (its document neighbour), negative (a usable sentence of another document), in the triples'
+    order; anchors whose document the corpus lacks (or a one-sentence document) are left out."""
+    missing = [c for c in ("anchor", "doc_id", "position") if c not in triples]
+    if missing:
+        raise ConfigError(f"The triples lack column(s) {', '.join(missing)}: corpus neighbours need stage 1's "
+                          "triples.parquet (doc_id and position of each anchor in its corpus).")
+    table = sentences[["doc_id", "position", "text"]]
+    keys = triples[["doc_id", "position"]].reset_index(drop=True)
+
+    def shifted(by: int) -> pd.Series:  # the text at position + by of each anchor's document (NaN: none)
+        found = keys.assign(position=keys["position"] + by).merge(table, on=["doc_id", "position"], how="left")
+        return found["text"]
+
+    positive = shifted(1).fillna(shifted(-1))
+    keep = positive.notna().to_numpy()
+    pool = sentences.loc[sentences["usable"], ["doc_id", "text"]].reset_index(drop=True)
+    docs = keys["doc_id"].to_numpy()[keep]
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(len(pool), size=len(docs))
+    same = pool["doc_id"].to_numpy()[drawn] == docs
+    while same.any():  # redraw the few that hit the anchor's own document
+        drawn[same] = rng.integers(len(pool), size=int(same.sum()))
+        same = pool["doc_id"].to_numpy()[drawn] == docs
+    return pd.DataFrame({"anchor": triples["anchor"].to_numpy()[keep], "positive": positive.to_numpy()[keep],
+                         "negative": pool["text"].to_numpy()[drawn]})

@@ -1,0 +1,54 @@
+"""The data-value baselines (tasks/train/baselines.py) build their rows from the same anchors as the triples: SimCSE
+pairs each anchor with itself, corpus neighbours with the next (or previous) sentence of its document and a negative
+from another document."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tasks.core.config import ConfigError
+from tasks.train.baselines import neighbour_rows, simcse_rows
+from tasks.train.trainer import training_datasets
+from tasks.train.training import LossSettings, TrainingData
+
+SENTENCES = pd.DataFrame({
+    "doc_id": ["a", "a", "a", "b", "b", "c", "d"],
+    "position": [0, 1, 2, 0, 1, 0, 0],
+    "text": ["A zero.", "A one.", "A two.", "B zero.", "B one.", "C alone.", "- list debris"],
+    "usable": [True, True, True, True, True, True, False],
+})
+TRIPLES = pd.DataFrame({
+    "anchor": ["A zero.", "A two.", "B one.", "C alone.", "Elsewhere."],
+    "doc_id": ["a", "a", "b", "c", "x"],
+    "position": [0, 2, 1, 0, 0],
+    "positive": ["p"] * 5, "intermediate": ["m"] * 5, "negative": ["n"] * 5,
+})
+
+
+def test_simcse_rows_are_each_anchor_against_itself():
+    rows = simcse_rows(TRIPLES)
+    assert rows["anchor"].tolist() == TRIPLES["anchor"].tolist() == rows["positive"].tolist()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_neighbour_rows_take_the_next_sentence_and_a_negative_of_another_document(seed):
+    rows = neighbour_rows(TRIPLES, SENTENCES, seed)
+    # The same anchors in the same order; a one-sentence document and a document not in the corpus have no neighbour.
+    assert rows["anchor"].tolist() == ["A zero.", "A two.", "B one."]
+    assert rows["positive"].tolist() == ["A one.", "A one.", "B zero."]  # the last sentence takes the previous one
+    doc_of = dict(zip(SENTENCES["text"], SENTENCES["doc_id"]))
+    for anchor, negative in zip(rows["anchor"], rows["negative"]):
+        assert doc_of[negative] != doc_of[anchor] and negative != "- list debris"  # another document, usable
+
+
+def test_neighbour_rows_train_as_the_trainers_contrastive_dataset():
+    rows = neighbour_rows(TRIPLES, SENTENCES, 0)
+    sets = training_datasets(TrainingData(rows, pd.DataFrame(columns=["s1", "s2", "label"]), rows.iloc[:0]),
+                             LossSettings(hierarchical_triplet=0.0))
+    assert list(sets) == ["contrastive"] and sets["contrastive"]["anchor"] == rows["anchor"].tolist()
+
+
+def test_neighbours_need_the_anchors_corpus_positions():
+    with pytest.raises(ConfigError, match="doc_id, position.*stage 1's"):
+        neighbour_rows(TRIPLES.drop(columns=["doc_id", "position"]), SENTENCES, 0)
