@@ -97,6 +97,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--dev-pairs", type=int, default=None, help="choose on this many seeded STS-B dev pairs (default "
+                    "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
     args = ap.parse_args()
 
@@ -104,6 +106,8 @@ def main() -> None:
     if args.save_triples:
         triples.to_parquet(args.save_triples, index=False)
     dev, held = read_stsb("dev"), held_out_sets()
+    if args.dev_pairs:
+        dev = dev.iloc[np.sort(np.random.default_rng(0).permutation(len(dev))[: args.dev_pairs])]
     sentences = None
     if "neighbours" in args.data:  # the corpus the anchors came from (stage 1's default)
         from tasks.core.config import CorpusSettings
@@ -114,7 +118,7 @@ def main() -> None:
     base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          eval_every=max(args.steps // 4, 1), heldout_fraction=0.0)
     print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
-          f"every {base.eval_every} steps on the full STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
+          f"every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
 
     def encoder_of(model):
         return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)
