@@ -197,7 +197,7 @@ build.build_version(build.prepare_build({runs!r}, None, settings), {out!r})
 def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_corpus, tiny_encoder_dir, tmp_path):
     from flows.train_surrogate import train_surrogate
     from tasks.train.backbones import BackboneSettings
-    from tasks.train.training import TrainSettings
+    from tasks.train.training import LossSettings, TrainSettings
 
     make_run(scripted, tmp_path, tiny_corpus, "r1", 5)
     make_run(scripted, tmp_path, tiny_corpus, "r2", 9)
@@ -215,6 +215,10 @@ def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_co
                         output_dir=str(tmp_path / "t2"))
     with pytest.raises(ConfigError, match="is not a dataset version"):
         train_surrogate(dataset=str(tmp_path / "runs" / "r1"), settings=settings,
+                        output_dir=str(tmp_path / "t2"))
+    # A label recipe on a version whose runs labeled nothing (stage 1 only): one message, nothing written.
+    with pytest.raises(ConfigError, match="losses.regression is non-zero but there are no labeled pairs"):
+        train_surrogate(dataset=folder, settings=settings.model_copy(update={"losses": LossSettings(regression=1.0)}),
                         output_dir=str(tmp_path / "t2"))
     assert not (tmp_path / "t2").exists()
 
