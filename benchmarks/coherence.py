@@ -44,23 +44,17 @@ def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
 
 def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
     """A trained model's ROC AUC on n windows (+ n replacements) of another corpus."""
-    from models.coherence_training import evaluate_coherence
     from tasks.contracts import load_trained
-    from tasks.retrieve.coherence import training_examples
+    from tasks.retrieve.coherence import heldout_metrics, training_examples
     from tasks.retrieve.contexts import context_windows
 
     trained = load_trained(folder)
     max_len = json.loads((folder / "manifest.json").read_text())["settings"]["max_len"]
     sentences, _, _ = load_corpora([CorpusSettings(source=source)])
     examples = training_examples(context_windows(sentences, 1, 0), sentences, n, seed)
-    cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
-    row = {"model": folder.name, "on": source, "examples": len(examples),
-           "roc_auc": evaluate_coherence(trained.model, trained.vocab, *cols(examples), max_len=max_len)["roc_auc"]}
-    for kind in ("same_document", "random"):
-        part = examples[(examples["label"] == 1) | (examples["negative_kind"] == kind)]
-        row[f"roc_auc_{kind}"] = evaluate_coherence(trained.model, trained.vocab, *cols(part), max_len=max_len)[
-            "roc_auc"]
-    return row
+    metrics = heldout_metrics(trained.model, trained.vocab, examples, max_len)
+    return {"model": folder.name, "on": source, "examples": len(examples), "roc_auc": metrics["roc_auc"],
+            "roc_auc_same_document": metrics["roc_auc_same_document"], "roc_auc_random": metrics["roc_auc_random"]}
 
 
 def main() -> None:

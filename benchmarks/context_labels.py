@@ -91,8 +91,9 @@ PASSES = {p.name: p for p in (
 )}
 
 
-def other_dataset(name: str, n: int) -> pd.DataFrame:
-    """A seeded sample of n pairs (s1, s2, gold) of SICK trial or the STS12 train files, read in place."""
+def held_out_pairs(name: str) -> pd.DataFrame:
+    """Every pair (s1, s2, gold) of SICK trial (`sick-trial`) or the STS12 train files (`sts12-train`), read in place
+    from ../shared/data: the held-out domains labelers and trained models are confirmed on."""
     from benchmarks.corpora import SHARED
     from tasks.core.sts_data import read_sick
 
@@ -102,7 +103,12 @@ def other_dataset(name: str, n: int) -> pd.DataFrame:
     else:
         frame = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
                            for f in sorted((data / "sts12-train").glob("*.tsv"))], ignore_index=True)
-    frame = frame.dropna(subset=["s1", "s2", "gold"]).assign(relation="pair")
+    return frame.dropna(subset=["s1", "s2", "gold"]).assign(relation="pair")
+
+
+def other_dataset(name: str, n: int) -> pd.DataFrame:
+    """A seeded sample of n pairs (s1, s2, gold) of SICK trial or the STS12 train files (`held_out_pairs`)."""
+    frame = held_out_pairs(name)
     return frame.iloc[np.sort(np.random.default_rng(0).permutation(len(frame))[:n])].reset_index(drop=True)
 
 

@@ -37,14 +37,13 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from tasks.core.sts_data import read_sick, read_stsb  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.train.baselines import neighbour_rows, simcse_rows  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
 
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
           "triples": LossSettings()}
@@ -72,10 +71,10 @@ def training_frame(kind: str, triples: pd.DataFrame, seed: int, sentences: pd.Da
 
 def held_out_sets() -> dict[str, pd.DataFrame]:
     """SICK trial and the STS12 train pairs (read in place), STS-B test: reported once, never chosen on."""
-    sts12 = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
-                       for f in sorted((SHARED_DATA / "sts12-train").glob("*.tsv"))], ignore_index=True)
-    return {"SICK trial": read_sick(SHARED_DATA / "sick2014" / "SICK_trial.txt"),
-            "STS12 train": sts12.dropna(subset=["gold", "s1", "s2"]), "STS-B test": read_stsb("test")}
+    from benchmarks.context_labels import held_out_pairs
+
+    return {"SICK trial": held_out_pairs("sick-trial"), "STS12 train": held_out_pairs("sts12-train"),
+            "STS-B test": read_stsb("test")}
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:

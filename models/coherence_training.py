@@ -65,19 +65,25 @@ def train_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labe
 
 
 @torch.no_grad()
-def evaluate_coherence(model: CoherenceModel, vocab: Vocab, left, sent, right, labels, *, batch_size: int = 256,
-                       max_len: int = 64) -> dict:
+def coherence_probabilities(model: CoherenceModel, vocab: Vocab, left, sent, right, *, batch_size: int = 256,
+                            max_len: int = 64) -> np.ndarray:
+    """P(coherent) of each (left, sentence, right) window."""
     model.eval()
     device = next(model.parameters()).device
     scores = []
-    for idx in _batches(len(labels), batch_size, None):
+    for idx in _batches(len(sent), batch_size, None):
         logits = model(*_model_inputs(vocab, left, sent, right, idx, max_len, device))
         scores.append(torch.sigmoid(logits).cpu().numpy())
-    p = np.concatenate(scores) if scores else np.zeros(0)
+    return np.concatenate(scores) if scores else np.zeros(0)
+
+
+def coherence_metrics(p: np.ndarray, labels) -> dict:
+    """Accuracy at 0.5 and ROC AUC of probabilities `p` against 0/1 labels."""
     y = np.asarray(labels)
     return {"accuracy": float(((p >= 0.5) == (y == 1)).mean()) if len(y) else float("nan"),
             "roc_auc": float(roc_auc_score(y, p)) if len(set(y.tolist())) == 2 else float("nan"),
             "examples": int(len(y))}
+
 
 
 def word2vec_init(model: CoherenceModel, vocab: Vocab, texts, *, epochs: int = 3, seed: int = 13) -> dict:

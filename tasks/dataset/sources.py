@@ -38,6 +38,11 @@ class RunInput:
                 "pairs_sha256": self.pairs_sha256, "generate_manifest_sha256": self.generate_manifest_sha256}
 
 
+def pattern_of(manifest: dict) -> str:
+    """The pattern kind (sts / nli) a stage-1 manifest records; "?" for one written before it was recorded."""
+    return (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
+
+
 def finished_runs(runs_dir: Path) -> tuple[list[Path], list[dict]]:
     """The runs under `runs_dir` that finished with a committed stage 1, oldest first, and the others with why they
     were left out (in progress, failed, interrupted, no stage 1): a scheduled build takes what is done."""
@@ -67,8 +72,7 @@ def accumulated_runs(run_folder: Path, pattern: str) -> tuple[list[Path], list[d
     for folder in earlier:
         if folder.resolve() == run_folder.resolve():
             continue
-        manifest = read_manifest(folder / GENERATE) or {}
-        kind = (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
+        kind = pattern_of(read_manifest(folder / GENERATE) or {})
         if kind != pattern:
             skipped.append({"run": folder.name, "why": f"pattern {kind}, not {pattern}"})
         else:
@@ -99,7 +103,7 @@ def read_run(folder: Path) -> RunInput:
                           "was interrupted, or is not a run folder: let it finish (re-run it to resume), or leave it "
                           "out of the build.")
     triples, triples_sha, manifest_sha, manifest = stage1
-    pattern = (manifest.get("parameters") or {}).get("pattern", {}).get("kind", "?")
+    pattern = pattern_of(manifest)
     stage3 = _committed_table(folder / LABEL, "pairs.parquet")
     sources = ((manifest.get("counts") or {}).get("corpus") or {}).get("sources") or {}
     return RunInput(folder.resolve().name, folder, pattern, triples, stage3[0] if stage3 else None, triples_sha,

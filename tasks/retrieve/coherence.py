@@ -20,7 +20,7 @@ import torch
 from pydantic import Field
 
 from models.coherence import CoherenceModel, Vocab
-from models.coherence_training import evaluate_coherence, train_coherence, word2vec_init
+from models.coherence_training import coherence_metrics, coherence_probabilities, train_coherence, word2vec_init
 from tasks.contracts import TrainedCoherence, load_trained
 from tasks.core.config import DEFAULT_SEED, Settings, key_fields, stsgen_home
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
@@ -86,6 +86,19 @@ def model_key(corpus_key: str, settings: CoherenceSettings, window_k: int) -> st
                         "code": CODE_VERSION})
 
 
+def heldout_metrics(model, vocab, examples: pd.DataFrame, max_len: int) -> dict:
+    """Accuracy and ROC AUC of `training_examples` rows, and the AUC against each kind of negative (same-document,
+    random replacement): every window scored once."""
+    p = coherence_probabilities(model, vocab, examples["left"].tolist(), examples["centre"].tolist(),
+                                examples["right"].tolist(), max_len=max_len)
+    label = examples["label"].to_numpy()
+    metrics = coherence_metrics(p, label)
+    for kind in ("same_document", "random"):
+        part = (label == 1) | (examples["negative_kind"] == kind).to_numpy()
+        metrics[f"roc_auc_{kind}"] = coherence_metrics(p[part], label[part])["roc_auc"]
+    return metrics
+
+
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
                   window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
     key = model_key(corpus_key, settings, window_k)
@@ -109,18 +122,14 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
     embeddings = word2vec_init(model, vocab, sentences.loc[~sentences["doc_id"].isin(heldout_docs), "text"],
                                epochs=settings.word2vec_epochs, seed=settings.seed) if settings.word2vec_epochs \
         else None
-    cols = lambda df: (df["left"].tolist(), df["centre"].tolist(), df["right"].tolist(), df["label"].tolist())  # noqa: E731
-    training = train_coherence(model, vocab, *cols(train), epochs=settings.epochs, batch_size=settings.batch_size,
-                               lr=settings.lr, max_len=settings.max_len, seed=settings.seed, progress=progress,
-                               device=device)
-    metrics = {"heldout": evaluate_coherence(model, vocab, *cols(held), max_len=settings.max_len),
+    training = train_coherence(model, vocab, train["left"].tolist(), train["centre"].tolist(),
+                               train["right"].tolist(), train["label"].tolist(), epochs=settings.epochs,
+                               batch_size=settings.batch_size, lr=settings.lr, max_len=settings.max_len,
+                               seed=settings.seed, progress=progress, device=device)
+    metrics = {"heldout": heldout_metrics(model, vocab, held, settings.max_len),
                "train": training | {"device": device_info(device)}, "train_examples": len(train), "heldout_documents": len(heldout_docs),
                "word2vec": embeddings,
                "vocab_size": len(vocab)}
-    for kind in ("same_document", "random"):
-        part = held[(held["label"] == 1) | (held["negative_kind"] == kind)]
-        metrics["heldout"][f"roc_auc_{kind}"] = evaluate_coherence(model, vocab, *cols(part),
-                                                                  max_len=settings.max_len)["roc_auc"]
     folder.mkdir(parents=True, exist_ok=True)
     model.to("cpu")  # saved and shared as a CPU model; a stage that ranks on a GPU moves it there
     buffer = io.BytesIO()
