@@ -9,8 +9,8 @@ import inspect
 
 import pytest
 
-from flows.cli import build_parser
 from flows.build_dataset import build_dataset
+from flows.cli import build_parser
 from flows.cli.stages import generate_settings, pipeline_settings, train_fields
 from flows.generate_sts_triples import generate_sts_triples
 from flows.label_pairs import label_pairs
