@@ -42,6 +42,7 @@ from scipy.stats import rankdata  # noqa: E402
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.corpora import CORPORA  # noqa: E402
+from benchmarks.held_out import held_out_pairs  # noqa: E402
 from benchmarks.labeling import (  # noqa: E402
     baselines,
     bootstrap_rho,
@@ -89,21 +90,6 @@ PASSES = {p.name: p for p in (
     Pass("six-left-both", prompt="left", source="both"), Pass("generated-left", prompt="left", source="generated"),
     Pass("default-left", corpus="default", prompt="left"),
 )}
-
-
-def held_out_pairs(name: str) -> pd.DataFrame:
-    """Every pair (s1, s2, gold) of SICK trial (`sick-trial`) or the STS12 train files (`sts12-train`), read in place
-    from ../shared/data: the held-out domains labelers and trained models are confirmed on."""
-    from benchmarks.corpora import SHARED
-    from tasks.core.sts_data import read_sick
-
-    data = SHARED.parent
-    if name == "sick-trial":
-        frame = read_sick(data / "sick2014" / "SICK_trial.txt")
-    else:
-        frame = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
-                           for f in sorted((data / "sts12-train").glob("*.tsv"))], ignore_index=True)
-    return frame.dropna(subset=["s1", "s2", "gold"]).assign(relation="pair")
 
 
 def other_dataset(name: str, n: int) -> pd.DataFrame:

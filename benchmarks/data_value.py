@@ -8,7 +8,11 @@ on data built from the same anchors — the anchors of the generated runs' compl
 - `simcse`: unsupervised SimCSE, each anchor against itself under another dropout mask (seed 004's baseline);
 - `neighbours`: the anchor's next sentence in its corpus document as the positive (the previous one for a
   document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
-- `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default).
+- `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
+- `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
+  (CosineSimilarityLoss) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
+  teacher's cosine, tasks/label/teacher.py) — alone, or beside the triples' losses: the label sources compared with
+  everything else the same (TrainSettings.label_source).
 
 STS-B dev chooses (the table's first columns); SICK trial and the STS12 train pairs (../shared/data, read in place)
 and STS-B test are computed once, after every row has trained, and printed last. Never choose on them.
@@ -23,6 +27,7 @@ re-run without regenerating: `--runs benchmarks/data/data_value_triples.parquet`
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import sys
 import tempfile
@@ -37,10 +42,12 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 from scipy import stats  # noqa: E402
 
+from tasks.core.device import resolve_device  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
-from tasks.train.baselines import neighbour_rows, simcse_rows  # noqa: E402
+from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows  # noqa: E402
+from tasks.train.label_sources import regression_targets  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
 
@@ -60,8 +67,23 @@ def read_triples(sources: list[str]) -> pd.DataFrame:
     return triples.drop_duplicates("anchor").reset_index(drop=True)
 
 
-def training_frame(kind: str, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
+def recipe(kind: str) -> tuple[str | None, LossSettings, str]:
+    """(triple data, losses, label source) of a data variant: `simcse`, `neighbours`, `triples`, `pairs:SOURCE` or
+    `triples+pairs:SOURCE`."""
+    base, _, source = kind.partition("+") if "+" in kind else (kind, "", "")
+    if base.startswith("pairs:"):
+        base, source = None, base
+    if not source:
+        return base, LOSSES[base], "label"
+    label_source = source.removeprefix("pairs:")
+    losses = LOSSES[base] if base else LossSettings(infonce=0.0, hierarchical_triplet=0.0)
+    return base, losses.model_copy(update={"regression": 1.0}), label_source
+
+
+def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
     """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py)."""
+    if kind is None:  # the pairs alone
+        return triples.iloc[:0][["anchor", "positive", "intermediate", "negative"]]
     if kind == "neighbours":
         return neighbour_rows(triples, sentences, seed)
     if kind == "simcse":
@@ -71,7 +93,7 @@ def training_frame(kind: str, triples: pd.DataFrame, seed: int, sentences: pd.Da
 
 def held_out_sets() -> dict[str, pd.DataFrame]:
     """SICK trial and the STS12 train pairs (read in place), STS-B test: reported once, never chosen on."""
-    from benchmarks.context_labels import held_out_pairs
+    from benchmarks.held_out import held_out_pairs
 
     return {"SICK trial": held_out_pairs("sick-trial"), "STS12 train": held_out_pairs("sts12-train"),
             "STS-B test": read_stsb("test")}
@@ -93,11 +115,19 @@ def main() -> None:
     ap.add_argument("--seeds", default="13,14,15")
     ap.add_argument("--data", default="simcse,neighbours,triples")
     ap.add_argument("--backbone", default="encoder", choices=("encoder", "bellm"))
+    ap.add_argument("--source", default=None, help="the backbone's source (default: all-MiniLM-L6-v2 / SmolLM2-135M; "
+                    "a .gguf file or a transformers folder)")
+    ap.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
+    ap.add_argument("--simcse-dropout", type=float, default=0.1, help="dropout given to a backbone that has none, "
+                    "for the SimCSE rows only (tasks/train/baselines.ensure_dropout)")
+    ap.add_argument("--table-out", default=None, help="also write the per-seed rows here (CSV)")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--dev-pairs", type=int, default=None, help="choose on this many seeded STS-B dev pairs (default "
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
+    ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet (for the pairs:SOURCE variants)")
+    ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
     args = ap.parse_args()
 
@@ -113,16 +143,24 @@ def main() -> None:
         from tasks.core.corpus import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
-    backbone = BackboneSettings(kind=args.backbone)
+    labeled = pd.read_parquet(args.pairs) if args.pairs else None
+    if labeled is None and any("pairs:" in k for k in args.data.split(",")):
+        raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
+    backbone = BackboneSettings(kind=args.backbone, source=args.source)
+    device = resolve_device(args.device)
     base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
-                         eval_every=max(args.steps // 4, 1), heldout_fraction=0.0)
+                         eval_every=max(args.steps // 4, 1), heldout_fraction=0.0, device=args.device)
     print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
           f"every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
 
     def encoder_of(model):
         return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)
 
-    model, info = load_sentence_transformer(backbone)
+    t = time.perf_counter()
+    untrained, info = load_sentence_transformer(backbone, device=str(device))
+    print(f"backbone loaded in {time.perf_counter() - t:.0f} s on {device}"
+          + (f" ({__import__('torch').cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+    model = untrained  # every row trains a fresh copy of these weights (loaded once: a GGUF dequantizes slowly)
     zero = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
     zero |= {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}
     print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero['STS-B dev']:.2f}")
@@ -132,21 +170,29 @@ def main() -> None:
         anchors = triples.iloc[:size]
         for kind in args.data.split(","):
             for seed in [int(s) for s in args.seeds.split(",")]:
-                frame = training_frame(kind, anchors, seed, sentences)
-                data = TrainingData(frame.reset_index(drop=True), pd.DataFrame(columns=["s1", "s2", "label"]),
-                                    frame.iloc[:0])
-                settings = base.model_copy(update={"losses": LOSSES[kind], "seed": seed})
-                model, _ = load_sentence_transformer(backbone)
+                triple_kind, losses, label_source = recipe(kind)
+                frame = training_frame(triple_kind, anchors, seed, sentences)
+                pairs = pd.DataFrame(columns=["s1", "s2", "label"])
+                if losses.regression:
+                    pairs, _ = regression_targets(labeled, label_source, args.teacher, str(device), args.pairs)
+                data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
+                settings = base.model_copy(update={"losses": losses, "seed": seed})
+                model = copy.deepcopy(untrained)
+                if kind == "simcse":
+                    ensure_dropout(model, args.simcse_dropout)
                 t = time.perf_counter()
                 with tempfile.TemporaryDirectory() as work:
                     state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
                 seconds = time.perf_counter() - t
                 scores = {"STS-B dev": state.best_dev}
                 scores |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
-                rows.append({"anchors": size, "data": kind, "seed": seed, "rows": len(frame),
+                rows.append({"anchors": size, "data": kind, "seed": seed, "rows": len(frame) + len(data.pairs),
                              "best_step": state.best_step, "train_s": seconds, **scores})
                 print(f"| {size} | {kind} | {len(frame)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
                       f"{seconds:.0f} |", flush=True)
+                if args.table_out:  # after every row, so a run stopped by a time limit keeps what it measured
+                    pd.DataFrame(rows).assign(backbone=info["source"], steps=args.steps, lr=args.lr).to_csv(
+                        args.table_out, index=False)
     table = pd.DataFrame(rows)
     print("\nmean ± sd over seeds, STS-B dev (the choice):")
     for (size, kind), g in table.groupby(["anchors", "data"], sort=False):

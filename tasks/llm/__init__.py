@@ -1,5 +1,4 @@
-"""LLM access over the `openai` client: rate limits, retries, response cache, local server management."""
+"""LLM access over the `openai` client: rate limits, retries, response cache, local server management.
 
-from tasks.llm.client import CallResult, LLMClient, check_endpoint
-
-__all__ = ["CallResult", "LLMClient", "check_endpoint"]
+Nothing is imported here: the local model registry (`local_models`) is read by the train stage too, which needs no
+HTTP client; `from tasks.llm.client import LLMClient` where one is needed."""

@@ -52,3 +52,20 @@ def neighbour_rows(triples: pd.DataFrame, sentences: pd.DataFrame, seed: int) ->
         same = pool["doc_id"].to_numpy()[drawn] == docs
     return pd.DataFrame({"anchor": triples["anchor"].to_numpy()[keep], "positive": positive.to_numpy()[keep],
                          "negative": pool["text"].to_numpy()[drawn]})
+
+
+def ensure_dropout(model, p: float) -> int:
+    """Give a backbone that ships without dropout (decoders such as SmolLM2: attention_dropout 0, no hidden dropout)
+    dropout p, so that SimCSE's two views of a sentence differ at all; without it the SimCSE row of a decoder would
+    train on identical views. Sets every `nn.Dropout` at 0 and every attention module's float `attention_dropout`
+    at 0 (Llama-style attention applies it functionally); dropout a backbone has already is left as it is (BERT-style
+    encoders keep their 0.1, so their SimCSE rows are seed 004's). Returns how many were set."""
+    import torch
+
+    changed = 0
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout) and module.p == 0:
+            module.p, changed = p, changed + 1
+        if isinstance(getattr(module, "attention_dropout", None), float) and module.attention_dropout == 0:
+            module.attention_dropout, changed = p, changed + 1
+    return changed

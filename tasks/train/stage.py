@@ -37,6 +37,7 @@ from tasks.core.sts_data import read_stsb, stsb_version
 from tasks.core.sts_evaluation import evaluate_sources
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
+from tasks.train.label_sources import regression_targets
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
 from tasks.train.trainer import check_training_data, train
 from tasks.train.training import TrainingData, TrainSettings, split_data
@@ -74,7 +75,8 @@ def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[
         f", manifest sha256 `{i['manifest_sha256']}`" if i.get("manifest_sha256") else "") for i in inputs)
     return ("\n\n## stsgen provenance\n\nTrained by the stsgen `train-surrogate` flow on sentence triples and pairs "
             "the pipeline generated from a corpus (LLM pattern simulation, stage-3 labels); no human similarity "
-            f"labels were used in training.\n\n{sources}\n\n- losses: `{settings.losses.model_dump()}`\n"
+            f"labels were used in training.\n\n{sources}\n\n- losses: `{settings.losses.model_dump()}`"
+            + (f", the pairs' regression target: {settings.label_source}\n" if settings.losses.regression else "\n") +
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
             f"shipped: step {shipped_step}\n\n### Backbone vs surrogate (Spearman ×100, cosine)\n\n"
             f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step, reverted)}\n")
@@ -127,6 +129,12 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, d
                                    _PAIRS).to_pandas() if pairs else \
         pd.DataFrame(columns=list(_PAIRS))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
+    if settings.losses.regression:  # the regression's target column (a teacher labels the pairs here, cached)
+        pairs_frame, teacher = regression_targets(pairs_frame, settings.label_source, settings.teacher, str(device),
+                                                  pairs or "pairs")
+        if teacher:
+            inputs.append({"path": teacher["teacher"], "sha256": teacher["sha256"], "role": "teacher",
+                           "licence": teacher["licence"]})
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples, pairs or "pairs")
     candidates = None

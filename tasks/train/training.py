@@ -13,8 +13,10 @@ from pydantic import Field, model_validator
 
 from tasks.core.config import DEFAULT_SEED, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
+from tasks.label.teacher import DEFAULT_TEACHER
 from tasks.train.backbones import BackboneSettings
 from tasks.train.hard_negatives import MiningSettings
+from tasks.train.label_sources import LabelSource
 
 
 class LossSettings(Settings):
@@ -54,8 +56,21 @@ class TrainSettings(Settings):
     encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
     seed: int = DEFAULT_SEED
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+    label_source: LabelSource = Field("label", description="What the pairs' regression trains on: stage 3's label, "
+                                      "its rating or context_label alone, or an encoder teacher's cosine "
+                                      "(tasks/train/label_sources.py); only with losses.regression > 0")
+    teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
+                         "fetch`) or a sentence-transformers folder")
     eval_sets: list[str] = Field([], description="STS12–16 folders or SICK files evaluated at the end beside STS-B "
                                  "dev and test")
+
+    @model_validator(mode="after")
+    def _label_source_needs_regression(self) -> "TrainSettings":
+        if self.label_source != "label" and not self.losses.regression:
+            raise ValueError(f"label_source={self.label_source!r} chooses the regression's target, but "
+                             "losses.regression is 0: set losses.regression > 0 (e.g. 1.0), or leave label_source "
+                             "at 'label'")
+        return self
 
     @model_validator(mode="after")
     def _mined_negatives_need_mining(self) -> "TrainSettings":

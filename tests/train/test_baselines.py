@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError
-from tasks.train.baselines import neighbour_rows, simcse_rows
+from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows
 from tasks.train.trainer import training_datasets
 from tasks.train.training import LossSettings, TrainingData
 
@@ -52,3 +52,22 @@ def test_neighbour_rows_train_as_the_trainers_contrastive_dataset():
 def test_neighbours_need_the_anchors_corpus_positions():
     with pytest.raises(ConfigError, match="doc_id, position.*stage 1's"):
         neighbour_rows(TRIPLES.drop(columns=["doc_id", "position"]), SENTENCES, 0)
+
+
+def test_simcse_dropout_is_given_to_a_decoder_without_it_and_an_encoders_own_is_kept():
+    """SmolLM2-style decoders ship with attention_dropout 0: SimCSE's two views would be identical without it."""
+    import torch
+    from transformers import BertConfig, BertModel, LlamaConfig, LlamaModel
+
+    decoder = LlamaModel(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, num_key_value_heads=1))
+    assert ensure_dropout(decoder, 0.1) == 2  # one attention module per layer
+    assert {layer.self_attn.attention_dropout for layer in decoder.layers} == {0.1}
+    decoder.train()
+    ids = torch.tensor([[1, 2, 3, 4, 5, 6]])
+    assert not torch.equal(decoder(ids).last_hidden_state, decoder(ids).last_hidden_state)  # two views differ
+
+    encoder = BertModel(BertConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                   num_attention_heads=2, hidden_dropout_prob=0.2, attention_probs_dropout_prob=0.2))
+    assert ensure_dropout(encoder, 0.1) == 0
+    assert {m.p for m in encoder.modules() if isinstance(m, torch.nn.Dropout)} == {0.2}

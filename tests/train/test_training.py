@@ -266,6 +266,17 @@ def test_bad_training_input_fails_before_anything_is_written(prefect_harness, ti
         train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs-0-5.parquet"),
                         settings=regression, output_dir=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+    # Label sources: a teacher folder that is missing or no sentence encoder, pairs without the chosen column.
+    (tmp_path / "no-encoder").mkdir()
+    (tmp_path / "no-encoder" / "config.json").write_text("{}")
+    for update, message in (({"teacher": str(tmp_path / "missing")}, "missing' does not exist"),
+                            ({"teacher": str(tmp_path / "no-encoder")}, "is not a sentence encoder"),
+                            ({"label_source": "rating"}, "pairs.parquet: label_source 'rating' needs a 'rating'")):
+        recipe = regression.model_copy(update={"label_source": update.get("label_source", "teacher"), **update})
+        with pytest.raises(ConfigError, match=message):
+            train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),
+                            settings=recipe, output_dir=str(tmp_path / "out"))
+        assert not (tmp_path / "out").exists()
     (tmp_path / "empty-corpus").mkdir()
     (tmp_path / "empty-corpus" / "doc.txt").write_text("\n")
     empty = CorpusSettings(source=str(tmp_path / "empty-corpus"))

@@ -1,0 +1,65 @@
+"""The encoder teacher as a label source (tasks/label/teacher.py, tasks/train/label_sources.py): its labels are the
+teacher's cosines, computed once per pairs content and cached; a teacher folder that is missing or no sentence
+encoder, and a label source whose column the pairs lack, fail with one message naming the fix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from pydantic import ValidationError
+
+from tasks.core.config import ConfigError
+from tasks.label import teacher as teacher_module
+from tasks.train.label_sources import regression_targets
+from tasks.train.training import LossSettings, TrainSettings
+
+PAIRS = pd.DataFrame({"s1": ["a cat sat on the mat", "the dog ran", "a cat sat on the mat"],
+                      "s2": ["a cat sat on a mat", "stocks fell sharply", "the dog ran"],
+                      "label": [0.9, 0.1, 0.2], "rating": [4.5, 0.5, 1.0], "context_label": [0.8, 0.2, 0.3]})
+
+
+def test_teacher_labels_are_its_cosines_computed_once_and_cached(tiny_encoder_dir, tmp_path, monkeypatch):
+    from sentence_transformers import SentenceTransformer
+
+    monkeypatch.setenv("STSGEN_HOME", str(tmp_path / "home"))
+    labelled, identity = regression_targets(PAIRS, "teacher", str(tiny_encoder_dir))
+    model = SentenceTransformer(str(tiny_encoder_dir))
+    a, b = (model.encode(PAIRS[c].tolist(), normalize_embeddings=True) for c in ("s1", "s2"))
+    np.testing.assert_allclose(labelled["label"], np.clip((a * b).sum(axis=1), 0, 1), atol=1e-5)
+    assert labelled["teacher_label"].tolist() == labelled["label"].tolist()
+    assert identity["cached"] is False and len(identity["sha256"]) == 64
+    assert str(tmp_path) not in identity["teacher"]  # a folder's name, never its local path (cards are published)
+
+    cache = list((tmp_path / "home" / "teacher-labels").glob("*.parquet"))
+    assert len(cache) == 1
+    again, identity = regression_targets(PAIRS, "teacher", str(tiny_encoder_dir))
+    assert identity["cached"] is True and again["label"].tolist() == labelled["label"].tolist()
+    regression_targets(PAIRS.iloc[:2], "teacher", str(tiny_encoder_dir))  # other pairs: labelled anew
+    assert len(list((tmp_path / "home" / "teacher-labels").glob("*.parquet"))) == 2
+
+
+def test_stage_three_label_sources_read_their_column():
+    rating, _ = regression_targets(PAIRS, "rating", "unused")
+    assert rating["label"].tolist() == [0.9, 0.1, 0.2]  # 0–5 onto the cosine scale
+    context, _ = regression_targets(PAIRS, "context_label", "unused")
+    assert context["label"].tolist() == PAIRS["context_label"].tolist()
+    assert regression_targets(PAIRS, "label", "unused")[0] is PAIRS
+    with pytest.raises(ConfigError, match=r"old-pairs.parquet: label_source 'context_label' needs a 'context_label'"):
+        regression_targets(PAIRS.drop(columns="context_label"), "context_label", "unused", pairs_file="old-pairs.parquet")
+
+
+def test_bad_teachers_fail_with_one_message_naming_the_fix(tmp_path, monkeypatch):
+    with pytest.raises(ConfigError, match="does not exist"):
+        teacher_module.teacher_folder(str(tmp_path / "nowhere"))
+    (tmp_path / "not-an-encoder").mkdir()
+    (tmp_path / "not-an-encoder" / "config.json").write_text("{}")
+    (tmp_path / "not-an-encoder" / "notes.txt").write_text("weights elsewhere")
+    with pytest.raises(ConfigError, match="is not a sentence encoder"):
+        teacher_module.teacher_folder(str(tmp_path / "not-an-encoder"))
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
+        teacher_module.teacher_folder()
+    with pytest.raises(ValidationError, match="losses.regression is 0"):
+        TrainSettings(label_source="teacher")
+    TrainSettings(label_source="teacher", losses=LossSettings(regression=1.0))  # with the regression: fine
