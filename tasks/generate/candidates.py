@@ -69,14 +69,23 @@ class Chooser:
     negative_choice: NegativeChoice = "farthest"
     encoder: str = "all-minilm-l6-v2"
     targets: tuple[tuple[str, float], ...] = ()  # (kind, the pattern's mean cosine): see `pattern_targets`
+    negative_max_cosine: float | None = None  # the negative band's ceiling (STS pattern): `too_close`
 
     def rank(self, kind: str, anchor: str, candidates: list[str]) -> tuple[list[int], list[float | None]]:
-        if len(candidates) < 2:
+        ceiling = kind == "negative" and self.negative_max_cosine is not None
+        if len(candidates) < 2 and not (ceiling and candidates):  # a lone negative is still measured for the band
             return list(range(len(candidates))), [None] * len(candidates)
         model = load_encoder(self.encoder)
         return rank(kind, anchor, candidates,
                     lambda texts: model.encode(texts, batch_size=32, convert_to_numpy=True), self.negative_choice,
                     dict(self.targets).get(kind))
+
+
+    def too_close(self, kind: str, cosine: float | None) -> str | None:
+        """The negative_too_close detail for a negative at or above the band's ceiling, else None."""
+        if kind != "negative" or self.negative_max_cosine is None or cosine is None or cosine < self.negative_max_cosine:
+            return None
+        return f"cosine to the anchor {cosine:.2f} ≥ {self.negative_max_cosine}: too close for a negative"
 
 
 def pattern_targets(pairs_by_kind: dict[str, list[tuple[str, str]]], encoder: str = "all-minilm-l6-v2"

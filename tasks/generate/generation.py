@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -98,7 +98,8 @@ def _rejection(slot: Slot, attempt: int, seed: int, text: str | None, reason: st
 
 
 def _screen(slot: Slot, attempt: int, seed: int, params: dict, result: CallResult, tokens: list,
-            validation: ValidationSettings, chooser: Chooser) -> tuple[list[Generation], list[dict]]:
+            validation: ValidationSettings, chooser: Chooser, examples: tuple[str, ...] = ()
+            ) -> tuple[list[Generation], list[dict]]:
     """One attempt's candidates (the `n` choices of its request) after the rules, shared by the direct and the
     batched loop: the rule-passing ones ranked best first (tasks/generate/candidates.py), and a quarantine row for
     each that failed (or for the failed call). `tokens` ([prompt, completion, latency] of the slot so far) is
@@ -112,12 +113,16 @@ def _screen(slot: Slot, attempt: int, seed: int, params: dict, result: CallResul
     passing, rows = [], []
     for index, text in enumerate(texts):
         verdict = validate(text, kind=slot.kind, base=slot.base_text, anchor=slot.anchor, siblings=slot.siblings,
-                           settings=validation)
+                           examples=examples, settings=validation)
         if verdict.ok:
             passing.append((index, text, verdict))
         else:
             rows.append(_rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail, index))
     order, cosines = chooser.rank(slot.kind, slot.anchor, [text for _, text, _ in passing])
+    for j in [j for j in order if chooser.too_close(slot.kind, cosines[j])]:  # the negative band (STS pattern)
+        rows.append(_rejection(slot, attempt, seed, passing[j][1], "negative_too_close",
+                               chooser.too_close(slot.kind, cosines[j]) or "", passing[j][0]))
+    order = [j for j in order if not chooser.too_close(slot.kind, cosines[j])]
     ranked = [Generation(slot.source_id, slot.kind, passing[j][1], attempt + 1, seed, params["temperature"],
                          params["top_p"], tokens[0], tokens[1], round(tokens[2], 4), result.cached,
                          list(passing[j][2].passed), candidate=passing[j][0], candidates=len(texts),
@@ -161,6 +166,7 @@ class Plan:
     judges: dict[str, Judge]
     chooser: Chooser
     settings: GenerateSettings
+    examples: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each kind's example sentences (copy check)
 
     def kind(self, kind: str) -> tuple[PromptTemplate, str, Judge | None]:
         """One kind's template, system message and judge (None: not judged)."""
@@ -181,7 +187,7 @@ async def generate_slot(call, judge_call, slot: Slot, plan: Plan) -> tuple[Gener
         seed = request_seed(settings.seed, slot.source_id, slot.kind, attempt)
         params = attempt_params(settings.sampling, seed, attempt)
         ranked, rows = _screen(slot, attempt, seed, params, await call(messages, params), tokens, settings.validation,
-                               chooser)
+                               chooser, plan.examples.get(slot.kind, ()))
         rejected.extend(rows)
         if rows and rows[0]["reason"] in FAILED_CALL_REASONS:
             return None, rejected  # the client already retried transport errors: another attempt would fail too
@@ -301,8 +307,8 @@ def generate_slots_batched(slots: list[Slot], kind: str, plan: Plan, runner: Bat
         seeds = {i: request_seed(settings.seed, slots[i].source_id, slots[i].kind, attempt) for i in open_slots}
         params = {i: attempt_params(settings.sampling, seeds[i], attempt) for i in open_slots}
         results = runner.run([(messages[i], params[i]) for i in open_slots])
-        screened = {i: _screen(slots[i], attempt, seeds[i], params[i], result, tokens[i], settings.validation, chooser)
-                    for i, result in zip(open_slots, results)}
+        screened = {i: _screen(slots[i], attempt, seeds[i], params[i], result, tokens[i], settings.validation, chooser,
+                               plan.examples.get(kind, ())) for i, result in zip(open_slots, results)}
         best: dict[int, Generation | None] = {i: ranked[0] if ranked else None for i, (ranked, _) in screened.items()}
         verdict_rows: dict[int, dict | None] = {i: None for i in open_slots}
         if judge is not None:

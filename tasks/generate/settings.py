@@ -37,6 +37,17 @@ class ValidationSettings(Settings):
     intermediate_must_be_shorter: bool = True
     facts: bool = Field(True, description="Positives keep every number, name and date of the anchor (fact_dropped), "
                         "positives and intermediates add none (fact_added); tasks/generate/facts.py.")
+    copied_example: bool = Field(True, description="Quarantine a generation equal or near-equal to a sentence of its "
+                                 "prompt's examples (copied_example).")
+    copy_jaccard: float = Field(0.7, gt=0, le=1, description="copied_example: character 5-gram Jaccard at or above "
+                                "= a copy (build-dataset's near-duplicate rule).")
+    deletion_allowance: int | None = Field(None, ge=0, description="Intermediates must only delete words from "
+                                           "their base or the anchor, adding at most this many other words beside "
+                                           "function words (not_deletion); None = off.")
+    negative_max_cosine: float | None = Field(0.8, gt=0, le=1, description="STS pattern: quarantine a negative "
+                                              "whose all-MiniLM-L6-v2 cosine to the anchor is at or above this "
+                                              "(negative_too_close: a paraphrase, or s⁺ with a word changed — the "
+                                              "pattern's negatives say something else); None = off.")
 
     @model_validator(mode="after")
     def _bounds(self) -> "ValidationSettings":

@@ -40,6 +40,7 @@ from tasks.generate.generation import (
 )
 from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
 from tasks.generate.settings import GenerateSettings, VerifierSettings
+from tasks.generate.validation import prompt_example_sentences
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
@@ -91,11 +92,14 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
 def chooser_of(cfg: GenerateSettings, patterns: PatternSource) -> Chooser:
     """The run's best-of-N rule: for the STS pattern, intermediates and negatives nearest the pattern source's own
     cosine in their band (computed once, only when there are choices to rank); NLI contradictions the first."""
-    if cfg.sampling.candidates < 2 or cfg.pattern.kind != "sts":
+    if cfg.pattern.kind != "sts":  # NLI contradictions stay on topic: no cosine band for them
         return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
+    ceiling = cfg.validation.negative_max_cosine
+    if cfg.sampling.candidates < 2:
+        return Chooser(NEGATIVE_CHOICE["sts"], negative_max_cosine=ceiling)
     bands = {k: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", k)]
              for k in ("intermediate", "negative")}
-    return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands))
+    return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands), negative_max_cosine=ceiling)
 
 
 def generate_by_source(sources: list[Source], kinds, plan: Plan, llm: LLMSettings, accepted: dict[str, dict],
@@ -188,6 +192,9 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
               for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
+    if cfg.validation.copied_example:  # a template that shows no examples fails here, nothing spent or written
+        for k in kinds:
+            prompt_example_sentences(templates[k], examples[k])
     corpus = load_corpus_task(cfg.corpus)
     if cfg.avoid_used_sources and run_version(output_dir) is None:
         raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {output_dir} is not a run "
@@ -214,7 +221,10 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg), llm, accepted, quarantine, progress)
+    shown = {k: prompt_example_sentences(templates[k], job.examples[k]) for k in kinds} \
+        if cfg.validation.copied_example else {}
+    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, shown), llm, accepted, quarantine,
+                     progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 

@@ -10,8 +10,17 @@ Rules, in order (the first failure is the reason recorded):
 - `copy`: equal to, or a near-copy of (similarity ≥ threshold after normalization), the anchor or its base;
 - `duplicate`: equal (normalized) to another generation of the same triple;
 - `fact_dropped`: a positive that lacks a number, name or date of the anchor (tasks/generate/facts.py);
-- `fact_added`: a positive or an intermediate with a number, name or date the anchor does not have.
+- `fact_added`: a positive or an intermediate with a number, name or date the anchor does not have;
+- `copied_example`: equal to, or a near-duplicate of (character 5-gram Jaccard ≥ copy_jaccard: build-dataset's
+  near-duplicate rule), a sentence of its prompt's examples (a few-shot example copied verbatim);
+- `not_deletion`: an intermediate that adds or substitutes more than `deletion_allowance` words (function words
+  aside) with respect to both its base and the anchor — an intermediate leaves details out, it does not rewrite;
+- `negative_too_close` (STS pattern): a negative whose encoder cosine to the anchor is ≥ negative_max_cosine (a
+  paraphrase, or s⁺ with a word or two changed: the pattern's negatives say something else). It needs the encoder,
+  so the best-of-N chooser applies it (tasks/generate/candidates.py, tasks/generate/generation._screen).
 The two fact rules run when `facts` is on (default); negatives are exempt (changing a fact is their job).
+`not_deletion` is off unless `deletion_allowance` is given; benchmarks/triple_checks.py measures the new checks on the
+hand-labeled generations.
 """
 
 from __future__ import annotations
@@ -21,11 +30,17 @@ import unicodedata
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
+from tasks.core.errors import ConfigError
 from tasks.generate.facts import check_facts
 from tasks.generate.settings import ValidationSettings
 
 RULES = ("empty", "multiline", "refusal_or_meta", "leftover_label", "length", "not_shorter", "copy", "duplicate",
-         "fact_dropped", "fact_added")
+         "fact_dropped", "fact_added", "copied_example", "not_deletion")  # negative_too_close: the chooser
+# Words an intermediate may add when it drops a clause ("…, and he won" → "he won"): they carry no new content.
+FUNCTION_WORDS = frozenset(
+    "a an the of in on at to for by with from into and or but nor as than that which who whom whose this these those "
+    "it its he she they them their his her is are was were be been being has have had do does did will would can "
+    "could not no so also then there".split())
 
 _META = re.compile(
     r"^\s*(sure\b|certainly\b|of course\b|okay\b|ok[,.!]|here(?:'s| is| are)\b|i'?m sorry|i am sorry|"
@@ -69,9 +84,11 @@ def validate(
     base: str,
     anchor: str,
     siblings: tuple[str, ...] = (),
+    examples: tuple[str, ...] = (),
     settings: ValidationSettings = ValidationSettings(),
 ) -> Verdict:
-    """Check one generation. `base` is the sentence it was derived from, `siblings` the triple's other generations."""
+    """Check one generation. `base` is the sentence it was derived from, `siblings` the triple's other generations,
+    `examples` the sentences of its prompt's few-shot examples."""
     checks = (
         ("empty", lambda: "no words" if not normalize(text) else None),
         ("multiline", lambda: "several lines" if len([ln for ln in text.splitlines() if ln.strip()]) > 1 else None),
@@ -83,6 +100,8 @@ def validate(
         ("duplicate", lambda: _duplicate(text, siblings)),
         ("fact_dropped", lambda: _facts(text, anchor, kind, settings, "dropped")),
         ("fact_added", lambda: _facts(text, anchor, kind, settings, "added")),
+        ("copied_example", lambda: _copied_example(text, examples, settings)),
+        ("not_deletion", lambda: _not_deletion(text, base, anchor, kind, settings)),
     )
     passed = []
     for name, check in checks:
@@ -139,3 +158,54 @@ def _facts(text: str, anchor: str, kind: str, s: ValidationSettings, which: str)
         return None
     found = getattr(check_facts(anchor, text), which)
     return f"{which} {', '.join(found)} (anchor: {anchor[:60]!r})" if found else None
+
+
+def char_jaccard(a: str, b: str, size: int = 5) -> float:
+    """Jaccard of the character `size`-grams of the normalized texts (build-dataset's near-duplicate measure)."""
+    grams = [{t[k:k + size] for k in range(max(len(t) - size + 1, 1))} for t in (normalize(a), normalize(b))]
+    return len(grams[0] & grams[1]) / max(len(grams[0] | grams[1]), 1)
+
+
+def _copied_example(text: str, examples: tuple[str, ...], s: ValidationSettings) -> str | None:
+    if not s.copied_example:
+        return None
+    for example in examples:
+        score = char_jaccard(text, example)
+        if score >= s.copy_jaccard:
+            return f"copy of a prompt example (5-gram Jaccard {score:.2f}): {example[:60]!r}"
+    return None
+
+
+def added_words(text: str, source: str) -> list[str]:
+    """The words of `text` that are not a subsequence of `source`'s words (function words aside): what an edit that
+    only deletes from `source` could not have produced."""
+    words, pos, added = [w for w in normalize(source).split() if w not in FUNCTION_WORDS], 0, []
+    for word in normalize(text).split():
+        if word in FUNCTION_WORDS:  # matched against nothing: a greedy match of "the" could skip content words
+            continue
+        try:
+            pos = words.index(word, pos) + 1
+        except ValueError:
+            added.append(word)
+    return added
+
+
+def _not_deletion(text: str, base: str, anchor: str, kind: str, s: ValidationSettings) -> str | None:
+    if kind != "intermediate" or s.deletion_allowance is None:
+        return None
+    added = min((added_words(text, base), added_words(text, anchor)), key=len)
+    if len(added) > s.deletion_allowance:
+        return f"adds or changes {len(added)} word(s) (allowance {s.deletion_allowance}): {', '.join(added[:6])}"
+    return None
+
+
+def prompt_example_sentences(template, examples: list) -> tuple[str, ...]:
+    """The sentences of a kind's few-shot examples that its rendered prompt shows: what `copied_example` compares a
+    generation with. A template that shows none of them is a ConfigError (the check would compare with nothing)."""
+    system = template.system_message([vars(e) for e in examples])
+    shown = tuple(s for e in examples for s in (e.sentence1, e.sentence2) if s and s in system)
+    if not shown:
+        raise ConfigError(f"prompts/templates/{template.name}.j2: the prompt shows none of its {len(examples)} "
+                          "examples, so the copied_example check has nothing to compare a generation with; render "
+                          "them ({% for e in examples %}…{% endfor %}), or set validation.copied_example to false.")
+    return shown
