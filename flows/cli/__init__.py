@@ -16,6 +16,7 @@ server, the local stack and the serve entry point.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 
@@ -42,8 +43,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _MessageOnly(logging.Filter):
+    """A bad input is one line on stderr (main() prints it): Prefect's console handler would print the flow run's
+    traceback above it. The record still reaches the run's log in the Prefect API (the UI), traceback included."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], (ConfigError, ValidationError)))
+
+
+def _quiet_bad_input_tracebacks() -> None:
+    from prefect.logging.configuration import setup_logging
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    setup_logging()  # Prefect's handlers now (it would set them up at the first flow run, filter-less)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, PrefectConsoleHandler):
+            handler.addFilter(_MessageOnly())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _quiet_bad_input_tracebacks()
     try:
         from tasks.core.env_settings import env
 
