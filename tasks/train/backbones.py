@@ -31,6 +31,9 @@ from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
 
 DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
+# The registered backbones' Hugging Face ids: the model card's "Base model" (a local folder has none to name).
+HUB_IDS = {"all-minilm-l6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+           "smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 
 
 class BackboneSettings(Settings):
@@ -110,6 +113,7 @@ def load_sentence_transformer(settings: BackboneSettings, device: str = "cpu", c
     from sentence_transformers import models as st_models
 
     card_data = SentenceTransformerModelCardData(language="en", local_files_only=True, **(card or {}))
+    card_data.base_model = HUB_IDS.get(settings.source or DEFAULT_SOURCES[settings.kind])  # offline: not looked up
 
     from models.bellm_sentence_transformer import BeLLMModule
 

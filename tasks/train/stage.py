@@ -31,6 +31,7 @@ from tasks.core.artifacts import Progress, publish_image, publish_links, publish
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, scaled_batch
+from tasks.core.hf_dataset import public_path
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
 from tasks.core.sts_data import read_stsb, stsb_version
@@ -71,7 +72,7 @@ def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
 def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[dict], shipped_step: int | None,
                   reverted: dict | None) -> str:
     """The provenance and selection section stsgen appends to sentence-transformers' own model card."""
-    sources = "\n".join(f"- {i['role']}: `{i['path']}` (sha256 `{i['sha256']}`)" + (
+    sources = "\n".join(f"- {i['role']}: `{public_path(str(i['path']))}` (sha256 `{i['sha256']}`)" + (
         f", manifest sha256 `{i['manifest_sha256']}`" if i.get("manifest_sha256") else "") for i in inputs)
     return ("\n\n## stsgen provenance\n\nTrained by the stsgen `train-surrogate` flow on sentence triples and pairs "
             "the pipeline generated from a corpus (LLM pattern simulation, stage-3 labels); no human similarity "

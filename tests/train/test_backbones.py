@@ -176,3 +176,14 @@ def test_lora_settings_are_validated(tiny_encoder_dir):
     with pytest.raises(ConfigError, match="match no linear layer"):
         load_sentence_transformer(BackboneSettings(kind="encoder", source=str(tiny_encoder_dir), lora_rank=4,
                                                    lora_targets=("nonexistent",)))
+
+
+def test_the_model_card_names_its_base_model(tiny_encoder_dir, tmp_path):
+    from tasks.train.backbones import BackboneSettings, load_sentence_transformer
+
+    model, _ = load_sentence_transformer(BackboneSettings())
+    model.save(str(tmp_path / "minilm"))
+    card = (tmp_path / "minilm" / "README.md").read_text()
+    assert "**Base model:** [sentence-transformers/all-MiniLM-L6-v2]" in card and "Base model:** [Unknown]" not in card
+    local, _ = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))
+    assert local.model_card_data.base_model is None  # a local folder: no hub id to claim
