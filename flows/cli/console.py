@@ -8,8 +8,47 @@ import threading
 from pathlib import Path
 
 
-def progress_bar(console):
-    """A rich progress bar fed by the stages' progress listeners (one row per stage)."""
+class PlainProgress:
+    """Progress as plain lines, for a console that is no terminal (cron, CI, `| tee`): rich draws no bar there, and a
+    run would print nothing for the minutes of stage 1. One line per stage at its start, then at most one every
+    `every_s` seconds, and one at its end."""
+
+    def __init__(self, console, every_s: float = 30.0):
+        self.console, self.every_s = console, every_s
+        self._last: dict[str, float] = {}
+        self._ended: set[str] = set()
+        self._lock = threading.Lock()
+
+    def listener(self, stage: str, done: int, total: int) -> None:
+        import time
+
+        now = time.monotonic()
+        with self._lock:
+            if stage in self._ended or (done < total and stage in self._last
+                                        and now - self._last[stage] < self.every_s):
+                return
+            self._last[stage] = now
+            if done >= total:
+                self._ended.add(stage)
+        self.console.print(f"{stage}: {done}/{total} ({100 * done // max(total, 1)} %)", highlight=False)
+
+    def __enter__(self) -> "PlainProgress":
+        from tasks.core.artifacts import add_progress_listener
+
+        add_progress_listener(self.listener)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from tasks.core.artifacts import remove_progress_listener
+
+        remove_progress_listener(self.listener)
+
+
+def progress_bar(console, every_s: float = 30.0):
+    """A rich progress bar fed by the stages' progress listeners (one row per stage); plain lines every `every_s`
+    seconds when the console is no terminal."""
+    if not console.is_terminal:
+        return PlainProgress(console, every_s)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

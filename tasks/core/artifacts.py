@@ -49,10 +49,15 @@ class Progress:
         self._notify(done)
 
     def _notify(self, done: int) -> None:
-        with _lock:
-            listeners = list(_listeners)
-        for listener in listeners:
-            listener(self.stage, done, self.total)
+        notify_progress(self.stage, done, self.total)
+
+
+def notify_progress(stage: str, done: int, total: int) -> None:
+    """Tell every in-process listener (the CLI's progress display) how far `stage` is."""
+    with _lock:
+        listeners = list(_listeners)
+    for listener in listeners:
+        listener(stage, done, total)
 
 
 def publish_table(key: str, rows: list[dict], description: str) -> None:

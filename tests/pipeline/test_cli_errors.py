@@ -21,3 +21,29 @@ def test_a_bad_input_inside_a_flow_run_is_one_line_without_a_traceback(child_env
                       "triples.parquet written by generate-sts-triples."]
     assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
     assert "Finished in state Failed" in done.stderr  # the flow run did start: the error came from inside it
+
+
+def test_progress_is_printed_as_plain_lines_when_the_output_is_no_terminal():
+    """Piped to a file (cron, CI, `| tee`), the progress bar would draw nothing for the minutes of stage 1."""
+    import io
+
+    from rich.console import Console
+
+    from flows.cli.console import PlainProgress, progress_bar
+    from tasks.core.artifacts import notify_progress
+
+    out = io.StringIO()
+    with progress_bar(Console(file=out, force_terminal=False), every_s=3600) as shown:
+        assert isinstance(shown, PlainProgress)
+        for done in range(0, 91):
+            notify_progress("generate", done, 90)
+        notify_progress("generate", 90, 90)  # the end is said once
+    notify_progress("generate", 5, 90)  # after the run: the listener is gone
+    assert out.getvalue().splitlines() == ["generate: 0/90 (0 %)", "generate: 90/90 (100 %)"]
+
+    out = io.StringIO()
+    with progress_bar(Console(file=out, force_terminal=False), every_s=0):
+        for done in (1, 2):
+            notify_progress("label", done, 2)
+    assert out.getvalue().splitlines() == ["label: 1/2 (50 %)", "label: 2/2 (100 %)"]
+    assert not isinstance(progress_bar(Console(file=io.StringIO(), force_terminal=True)), PlainProgress)
