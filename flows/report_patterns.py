@@ -13,6 +13,7 @@ from functools import partial
 
 from prefect import flow
 
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
@@ -23,7 +24,7 @@ ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this pr
 
 @flow(name=STAGE)
 @run_scoped
-def report_patterns(triples: str, encoder: str = "all-minilm-l6-v2", output_dir: str = OUTPUTS_DIR,
+def report_patterns(triples: str, encoder: str = DEFAULT_ENCODER, output_dir: str = OUTPUTS_DIR,
                     run: str | None = None) -> dict[str, str]:
     """Pattern complexity of `triples` next to STS-B dev; `encoder`: the backbone whose cosine is measured (a name
     or a sentence-transformers / transformers folder)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
+from tasks.core.defaults import DEFAULT_GENERATOR
 from tasks.llm.server import start_server
 
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -29,7 +30,7 @@ POOL = "stsgen-process"
 class StackSettings:
     prefect_port: int = 4200
     llm_port: int = 8765
-    llm_model: str = "qwen2.5-coder-1.5b-instruct"
+    llm_model: str = DEFAULT_GENERATOR
     llm_base_url: str | None = None  # an existing endpoint: no local LLM server is started
     home: Path | None = None
     # The Prefect server's database (`postgresql+asyncpg://user:pw@host:port/db`); None = SQLite under the stack

@@ -28,6 +28,7 @@ from flows.report_patterns import report_patterns
 from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
 from tasks.core.config import ConfigError, LLMSettings, with_seed
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_logger
@@ -86,7 +87,7 @@ def sts_pipeline(
     backbone = (train or TrainSettings()).backbone
     outputs["report-patterns"] = report_patterns(
         triples=generated["triples"], output_dir=output_dir,
-        encoder=(backbone.source or "all-minilm-l6-v2") if backbone.kind == "encoder" else "all-minilm-l6-v2")
+        encoder=(backbone.source or DEFAULT_ENCODER) if backbone.kind == "encoder" else DEFAULT_ENCODER)
     if train is not None:
         if train.mining.corpus is None:  # mine from stage 1's corpus unless told otherwise
             train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus})})

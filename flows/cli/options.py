@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tasks.core.defaults import DEFAULT_GENERATOR
+
 
 def given(**flags: Any) -> dict:
     """The flags that were given (not None): the settings fields they set."""
@@ -25,7 +27,7 @@ def merged(*layers: dict) -> dict:
 
 def add_llm_arguments(p: argparse.ArgumentParser) -> None:
     """The OpenAI-compatible endpoint (stage 1, and stage 3's LLM rating), or the embedded local server."""
-    p.add_argument("--local-model", default="qwen2.5-coder-1.5b-instruct",
+    p.add_argument("--local-model", default=DEFAULT_GENERATOR,
                    help="embedded model started on 127.0.0.1 (ignored with --base-url)")
     p.add_argument("--base-url", help="use this OpenAI-compatible endpoint instead of a local server")
     p.add_argument("--model", help="model name at --base-url")

@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 from flows.cli.options import add_engine_argument
+from tasks.core.defaults import DEFAULT_GENERATOR
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """This module's commands, added to `stsgen`'s subcommands."""
     p = sub.add_parser("llm-server", help="serve a local GGUF model (OpenAI-compatible) until Ctrl-C")
-    p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    p.add_argument("--model", default=DEFAULT_GENERATOR)
     p.add_argument("--port", type=int, default=8765)
     p.add_argument("--host", default="127.0.0.1", help="bind address (0.0.0.0 only inside a container network)")
     p.add_argument("--parallel", type=int, default=4, help="llama-server's slots (requests decoded together)")
@@ -23,7 +24,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_llm_server)
     p = sub.add_parser("stack", help="start/stop the local stack (Prefect server, pool, deployments, worker, LLM)")
     p.add_argument("action", choices=("up", "down"))
-    p.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    p.add_argument("--model", default=DEFAULT_GENERATOR)
     p.add_argument("--base-url", help="use an existing LLM endpoint instead of starting one")
     p.set_defaults(func=_stack)
     p = sub.add_parser("ui", help="start the Prefect server + UI on 127.0.0.1 (foreground)")

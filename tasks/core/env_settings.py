@@ -34,6 +34,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, Vali
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from tasks.core.defaults import DEFAULT_GENERATOR
 from tasks.core.errors import ConfigError
 from tasks.core.home import default_home
 
@@ -48,7 +49,7 @@ class LLMEnv(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     base_url: str = Field("http://127.0.0.1:8765/v1", description="OpenAI-compatible base URL (…/v1).")
-    model: str = Field("qwen2.5-coder-1.5b-instruct", min_length=1, description="Model name as the endpoint knows it.")
+    model: str = Field(DEFAULT_GENERATOR, min_length=1, description="Model name as the endpoint knows it.")
     prefect_limit: str | None = Field(None, min_length=1, description="Prefect global concurrency limit pacing "
                                       "requests across processes (LLMSettings.prefect_limit).")
     server_engine: Literal["llama-server", "llama-cpp-python"] | None = Field(

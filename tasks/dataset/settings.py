@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tasks.core.config import Settings
+from tasks.core.defaults import DEFAULT_ENCODER
 
 
 class DatasetSettings(Settings):
@@ -20,7 +21,7 @@ class DatasetSettings(Settings):
     paraphrase_cosine: float | None = Field(0.95, gt=0, le=1, description="Encoder cosine at or above which two "
                                             "anchors are paraphrase duplicates (the later is removed); None: no "
                                             "embedding check between anchors.")
-    encoder: str = Field("all-minilm-l6-v2", description="Sentence encoder of the embedding checks (registered "
+    encoder: str = Field(DEFAULT_ENCODER, description="Sentence encoder of the embedding checks (registered "
                          "name or a local sentence-transformers folder).")
     # Decontamination against evaluation sentences.
     eval_sets: list[str] = Field(["stsb-dev", "stsb-test"], description="Evaluation sets whose sentences must not "

@@ -21,6 +21,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.generate.facts import check_facts
 from tasks.llm.local_models import load_encoder
 
@@ -67,7 +68,7 @@ class Chooser:
     when a slot has two or more candidates to rank)."""
 
     negative_choice: NegativeChoice = "farthest"
-    encoder: str = "all-minilm-l6-v2"
+    encoder: str = DEFAULT_ENCODER
     targets: tuple[tuple[str, float], ...] = ()  # (kind, the pattern's mean cosine): see `pattern_targets`
     negative_max_cosine: float | None = None  # the negative band's ceiling (STS pattern): `too_close`
 
@@ -88,7 +89,7 @@ class Chooser:
         return f"cosine to the anchor {cosine:.2f} ≥ {self.negative_max_cosine}: too close for a negative"
 
 
-def pattern_targets(pairs_by_kind: dict[str, list[tuple[str, str]]], encoder: str = "all-minilm-l6-v2"
+def pattern_targets(pairs_by_kind: dict[str, list[tuple[str, str]]], encoder: str = DEFAULT_ENCODER
                     ) -> tuple[tuple[str, float], ...]:
     """(kind, mean encoder cosine of the pattern source's pairs in that kind's band) for the kinds given: what the
     best-of-N choice aims at."""

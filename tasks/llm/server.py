@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Iterator, Literal
 
 from tasks.core.config import ConfigError, stsgen_home
+from tasks.core.defaults import DEFAULT_GENERATOR
 from tasks.llm.llama_build import server_binary
 from tasks.llm.local_models import LOCAL_MODELS, resolve_gguf
 
@@ -103,7 +104,7 @@ def server_command(engine: str, gguf: Path, alias: str, host: str, port: int, n_
 
 
 def start_server(
-    model: str = "qwen2.5-coder-1.5b-instruct",
+    model: str = DEFAULT_GENERATOR,
     port: int | None = None,
     host: str = "127.0.0.1",
     n_ctx: int = 2048,
@@ -141,7 +142,7 @@ def start_server(
 
 
 @contextmanager
-def local_server(model: str = "qwen2.5-coder-1.5b-instruct", **kwargs) -> Iterator[LocalServer]:
+def local_server(model: str = DEFAULT_GENERATOR, **kwargs) -> Iterator[LocalServer]:
     """Run a local server for the duration of a block; it is stopped on exit, errors and Ctrl-C included."""
     server = start_server(model, **kwargs)
     try:

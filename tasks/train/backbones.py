@@ -27,12 +27,13 @@ from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError, Settings
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
 
-DEFAULT_SOURCES = {"encoder": "all-minilm-l6-v2", "bellm": "smollm2-135m-instruct"}
+DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": "smollm2-135m-instruct"}
 # The registered backbones' Hugging Face ids: the model card's "Base model" (a local folder has none to name).
-HUB_IDS = {"all-minilm-l6-v2": "sentence-transformers/all-MiniLM-L6-v2",
+HUB_IDS = {DEFAULT_ENCODER: "sentence-transformers/all-MiniLM-L6-v2",
            "smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
 
 
