@@ -18,7 +18,7 @@ from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.generate.settings import GenerateSettings
 from tasks.generate.stage import (
-    OUTPUT_FILES,
+    IO,
     STAGE,
     failed_llm_calls,
     generate_triples,
@@ -45,5 +45,5 @@ def generate_sts_triples(
     from `llm` (or STSGEN_LLM_BASE_URL / STSGEN_LLM_MODEL)."""
     started = time.perf_counter()
     job = prepare_generation(settings, llm or LLMSettings(), output_dir)  # every input checked before any LLM spend
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(generate_triples, job),
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(generate_triples, job),
                      publish_generation, reusable=lambda folder: not failed_llm_calls(folder), started=started)

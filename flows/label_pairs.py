@@ -18,7 +18,7 @@ from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.label.labeling import LabelSettings
-from tasks.label.stage import OUTPUT_FILES, STAGE, label_all, prepare_labeling, publish_labels
+from tasks.label.stage import IO, STAGE, label_all, prepare_labeling, publish_labels
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -43,5 +43,5 @@ def label_pairs(
     local server). Returns output paths."""
     started = time.perf_counter()
     job = prepare_labeling(contexts, triples, pairs, settings, coherence_dir, llm)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(label_all, job), publish_labels,
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(label_all, job), publish_labels,
                      started=started)

@@ -17,7 +17,7 @@ from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
-from tasks.report.stage import OUTPUT_FILES, STAGE, prepare_patterns, publish_patterns, report
+from tasks.report.stage import IO, STAGE, prepare_patterns, publish_patterns, report
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -30,5 +30,5 @@ def report_patterns(triples: str, encoder: str = DEFAULT_ENCODER, output_dir: st
     or a sentence-transformers / transformers folder)."""
     started = time.perf_counter()
     job = prepare_patterns(triples, encoder)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(report, job), publish_patterns,
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(report, job), publish_patterns,
                      started=started)

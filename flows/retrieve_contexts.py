@@ -20,7 +20,7 @@ from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.retrieve.stage import OUTPUT_FILES, STAGE, prepare_retrieval, publish_retrieval, retrieve_all
+from tasks.retrieve.stage import IO, STAGE, prepare_retrieval, publish_retrieval, retrieve_all
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
@@ -40,5 +40,5 @@ def retrieve_contexts(
     started = time.perf_counter()
     device = resolve_device(settings.coherence.device)  # an unavailable GPU fails here, before any work
     job = prepare_retrieval(sentences, settings, llm)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(retrieve_all, job, device=device),
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(retrieve_all, job, device=device),
                      publish_retrieval, started=started)

@@ -27,7 +27,7 @@ from tasks.core.device import resolve_device
 from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
-from tasks.train.stage import OUTPUT_FILES, STAGE, prepare_training, publish_training, train_and_select
+from tasks.train.stage import IO, STAGE, prepare_training, publish_training, train_and_select
 from tasks.train.training import TrainSettings
 
 ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
@@ -54,5 +54,5 @@ def train_surrogate(
     if dataset is not None:
         triples, pairs = dataset_tables(Path(dataset))
     job = prepare_training(triples, pairs, settings, device)
-    return run_stage(STAGE, output_dir, job.key(), OUTPUT_FILES, partial(train_and_select, job), publish_training,
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(train_and_select, job), publish_training,
                      started=started)

@@ -31,18 +31,11 @@ from tasks.core.store import read_input_table, read_manifest, sentence_id, verif
 if TYPE_CHECKING:
     from models.coherence import CoherenceModel, Vocab
 
+from tasks.core.stage import StageIO  # noqa: E402,F401  (re-exported: each stage module declares its IO)
+
 TRIPLE_SLOTS = ("anchor", "positive", "intermediate", "negative")
 
 
-@dataclass(frozen=True)
-class StageIO:
-    """What a stage reads from other stages and what it writes, as distilabel steps declare their columns: each
-    stage module's `IO`. `reads`: "<stage>/<file>" → the columns it needs; `writes`: file → the columns it writes
-    (empty for a non-table output). tests/pipeline/test_architecture.py checks that every column a stage reads is one
-    the stage it reads from writes."""
-
-    reads: dict[str, tuple[str, ...]]
-    writes: dict[str, tuple[str, ...]]
 
 ALL_KINDS = ("positive", "intermediate", "negative")
 _PER_KIND = [

@@ -41,6 +41,41 @@ def stage_key(stage: str, **parts: Any) -> str:
     return fingerprint({"stage": stage, **{name: key_value(value) for name, value in parts.items()}})
 
 
+@dataclass(frozen=True)
+class StageIO:
+    """What a stage reads from other stages and what it writes, as distilabel steps declare their columns: each
+    stage module's `IO`, the one declaration of its outputs. `reads`: "<stage>/<file>" → the columns it needs;
+    `writes`: file → the columns it writes (empty for a non-table output), checked by `run_stage` against what the
+    stage committed; `names`: the returned path's name of a file where it is not the file's stem.
+    tests/pipeline/test_architecture.py checks that every column a stage reads is one the stage it reads from
+    writes."""
+
+    reads: dict[str, tuple[str, ...]]
+    writes: dict[str, tuple[str, ...]]
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def files(self) -> dict[str, str]:
+        """Returned path name → file or folder name in the stage folder."""
+        return {self.names.get(file, Path(file).name.split(".")[0]): file for file in self.writes}
+
+    def check_written(self, stage: str, folder: Path) -> None:
+        """The committed tables against `writes`: a column written but not declared (or declared but not written) is
+        a stage that broke its contract — an error before its manifest commits anything."""
+        import pyarrow.parquet as pq
+
+        for file, declared in self.writes.items():
+            if not declared or not file.endswith(".parquet"):
+                continue
+            written = pq.read_schema(folder / file).names
+            extra = [c for c in written if c not in declared]
+            missing = [c for c in declared if c not in written]
+            if extra or missing:
+                raise RuntimeError(f"{stage} wrote {file} with columns its IO.writes does not declare "
+                                   f"({', '.join(extra) or 'none'}) or without declared ones "
+                                   f"({', '.join(missing) or 'none'}): declare them in the stage module's IO")
+
+
 @dataclass
 class StageFolder:
     """One stage's folder in a run, and the files it commits under `key`."""
@@ -91,7 +126,7 @@ def outputs_current(folder: Path, key: str) -> bool:
     return committed(folder, key) or reuse_from_other_run(Path(folder), key)
 
 
-def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str],
+def run_stage(stage: str, output_dir: str | Path, key: str, io: StageIO,
               compute: Callable[[StageFolder], dict[str, Any]],
               publish: Callable[[StageFolder, dict[str, Any]], None] | None = None,
               reusable: Callable[[Path], bool] = lambda folder: True, started: float | None = None
@@ -100,12 +135,13 @@ def run_stage(stage: str, output_dir: str | Path, key: str, files: dict[str, str
     first, the manifest last (a folder without a matching manifest is never taken as done), then the artifacts.
     `started`: when the stage began preparing (its inputs read and checked), for the manifest's `total_s`.
     Returns the output paths either way."""
-    out = StageFolder(stage, Path(output_dir) / stage, key, files)
+    out = StageFolder(stage, Path(output_dir) / stage, key, io.files)
     if outputs_current(out.folder, key) and reusable(out.folder):
         run_logger().info("Inputs and parameters unchanged (key %s…): reusing %s", key[:12], out.folder)
         return out.paths
     started = time.perf_counter() if started is None else started
     body = compute(out)  # its writers create the folder: a stage refused before its first write leaves nothing
+    io.check_written(stage, out.folder)  # what it wrote is what its IO declares, or nothing is committed
     body["timings"] = {**body.get("timings", {}), "total_s": round(time.perf_counter() - started, 3)}
     write_manifest(out.folder, {"stage": stage, "cache_key": key, **body}, out.digests)
     register_stage(out.folder, key)  # a versioned run's stage: later runs with the same key reuse it

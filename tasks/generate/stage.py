@@ -48,7 +48,6 @@ from tasks.llm.cost import cost_line, llm_cost, prices_of
 from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
 
 STAGE = "generate-sts-triples"
-OUTPUT_FILES = {"triples": "triples.parquet", "rejected": "rejected.parquet"}
 IO = StageIO(reads={}, writes={"triples.parquet": tuple(TRIPLES_SCHEMA.names),
                                "rejected.parquet": tuple(REJECTED_SCHEMA.names)})  # reads the corpus, no stage
 

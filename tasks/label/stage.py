@@ -68,7 +68,6 @@ from tasks.llm.cost import llm_cost, prices_of
 STAGE = "label-pairs"
 LABEL_THREADS = 1  # shards at once on a thread pool: the LM already uses every core, more would only contend
 CODE_VERSION = "label-v1"  # bump when the scoring changes what a label means
-OUTPUT_FILES = {"pairs": "pairs.parquet", "rejected": "rejected.parquet"}
 IO = StageIO(reads={"generate-sts-triples/triples.parquet": ("source_id", *TRIPLE_SLOTS), "retrieve-contexts/contexts.parquet": CONTEXT_COLUMNS},
              writes={"pairs.parquet": tuple(PAIRS_SCHEMA.names), "rejected.parquet": tuple(REJECTED_PAIRS_SCHEMA.names)})
 

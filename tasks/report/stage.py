@@ -23,8 +23,8 @@ from tasks.report.pattern_report import pattern_distances, pattern_measures, plo
 
 STAGE = "report-patterns"
 CODE_VERSION = "patterns-v1"
-OUTPUT_FILES = {"plot": "pattern_complexity.png", "report": "patterns.json"}
-IO = StageIO(reads={"generate-sts-triples/triples.parquet": TRIPLE_SLOTS}, writes={"pattern_complexity.png": (), "patterns.json": ()})
+IO = StageIO(reads={"generate-sts-triples/triples.parquet": TRIPLE_SLOTS}, writes={"pattern_complexity.png": (), "patterns.json": ()},
+             names={"pattern_complexity.png": "plot", "patterns.json": "report"})
 
 
 @dataclass

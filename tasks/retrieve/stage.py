@@ -46,7 +46,6 @@ from tasks.retrieve.settings import RetrieveSettings
 
 STAGE = "retrieve-contexts"
 RETRIEVE_THREADS = 2  # shards at once on a thread pool: screening and ranking release the GIL in numpy / torch
-OUTPUT_FILES = {"contexts": "contexts.parquet", "rejected": "rejected.parquet"}
 # A sentence without any context, and with written contexts every rejected answer (its reason and raw text).
 REJECTED_SCHEMA = pa.schema([("sentence_id", pa.string()), ("sentence", pa.string()), ("reason", pa.string()),
                              ("detail", pa.string())])

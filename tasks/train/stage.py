@@ -46,7 +46,6 @@ from tasks.train.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
-OUTPUT_FILES = {"model": "model", "eval": "eval.json"}
 _TRIPLES, _PAIRS = ("source_id", *TRIPLE_SLOTS), ("s1", "s2", "label")  # a run's tables, or a dataset version's
 IO = StageIO(reads={"generate-sts-triples/triples.parquet": _TRIPLES, "label-pairs/pairs.parquet": _PAIRS,
                     "build-dataset/triples.parquet": _TRIPLES, "build-dataset/pairs.parquet": _PAIRS},

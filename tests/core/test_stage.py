@@ -11,7 +11,7 @@ import pytest
 
 from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
-from tasks.core.stage import key_fields, run_stage, stage_key
+from tasks.core.stage import StageIO, key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
 from tasks.generate.settings import GenerateSettings, VerifierSettings
 from tasks.label.labeling import LabelSettings
@@ -65,7 +65,7 @@ def _compute(calls: list, fail: bool = False):
 
 def test_run_stage_computes_once_writes_the_manifest_last_and_reuses(tmp_path):
     calls, published = [], []
-    files = {"rows": "rows.parquet", "model": "model"}
+    files = StageIO(reads={}, writes={"rows.parquet": ("x",), "model": ()})
     paths = run_stage("toy", tmp_path, "k1", files, _compute(calls), lambda out, m: published.append(m["counts"]))
     folder = tmp_path / "toy"
     assert paths == {"rows": str(folder / "rows.parquet"), "model": str(folder / "model"),
@@ -82,13 +82,27 @@ def test_run_stage_computes_once_writes_the_manifest_last_and_reuses(tmp_path):
     assert calls == ["k1", "k1", "k2"] and read_manifest(folder)["cache_key"] == "k2"
 
 
+ROWS = StageIO(reads={}, writes={"rows.parquet": ("x",)})
+
+
 def test_a_stage_that_fails_mid_way_leaves_no_commit(tmp_path):
     with pytest.raises(RuntimeError):
-        run_stage("toy", tmp_path, "k1", {"rows": "rows.parquet"}, _compute([], fail=True))
+        run_stage("toy", tmp_path, "k1", ROWS, _compute([], fail=True))
     assert (tmp_path / "toy" / "rows.parquet").is_file() and read_manifest(tmp_path / "toy") is None
     calls = []
-    run_stage("toy", tmp_path, "k1", {"rows": "rows.parquet"}, _compute(calls))
+    run_stage("toy", tmp_path, "k1", ROWS, _compute(calls))
     assert calls == ["k1"]  # not taken as done: computed again
+
+
+def test_a_stage_that_writes_an_undeclared_column_commits_nothing(tmp_path):
+    """IO.writes is the one declaration of a stage's outputs, checked against what the stage wrote."""
+    undeclared = StageIO(reads={}, writes={"rows.parquet": ("y",)})  # the stage writes x
+    with pytest.raises(RuntimeError, match=r"toy wrote rows.parquet with columns its IO.writes does not declare "
+                                           r"\(x\) or without declared ones \(y\)"):
+        run_stage("toy", tmp_path, "k1", undeclared, _compute([]))
+    assert read_manifest(tmp_path / "toy") is None  # nothing committed
+    named = StageIO(reads={}, writes={"rows.parquet": ("x",)}, names={"rows.parquet": "table"})
+    assert set(run_stage("toy", tmp_path, "k1", named, _compute([]))) == {"table", "manifest"}
 
 
 def test_a_shard_is_finished_only_when_its_marker_matches_its_file(tmp_path):
