@@ -11,12 +11,9 @@ from __future__ import annotations
 from prefect import flow
 
 from tasks.core.artifacts import publish_links, publish_markdown, publish_table
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR
 from tasks.dataset.build import build_version, prepare_build, removed_sample, summary_markdown
 from tasks.dataset.settings import DatasetSettings
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name="build-dataset")

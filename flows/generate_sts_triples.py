@@ -13,7 +13,6 @@ from functools import partial
 from prefect import flow
 
 from tasks.core.config import LLMSettings
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.generate.settings import GenerateSettings
@@ -25,8 +24,6 @@ from tasks.generate.stage import (
     prepare_generation,
     publish_generation,
 )
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name=STAGE)

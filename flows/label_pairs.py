@@ -14,13 +14,10 @@ from functools import partial
 from prefect import flow
 
 from tasks.core.config import LLMSettings
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.label.labeling import LabelSettings
 from tasks.label.stage import IO, STAGE, label_all, prepare_labeling, publish_labels
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name=STAGE)

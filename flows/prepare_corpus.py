@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from prefect import flow
 
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.retrieve.prepared_corpus import summary
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.retrieve.stage import prepare_corpus_task, publish_prepared
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name="prepare-corpus")

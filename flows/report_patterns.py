@@ -14,12 +14,9 @@ from functools import partial
 from prefect import flow
 
 from tasks.core.defaults import DEFAULT_ENCODER
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.report.stage import IO, STAGE, prepare_patterns, publish_patterns, report
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name=STAGE)

@@ -16,13 +16,10 @@ from prefect import flow
 
 from tasks.core.config import LLMSettings
 from tasks.core.device import resolve_device
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.retrieve.stage import IO, STAGE, prepare_retrieval, publish_retrieval, retrieve_all
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name=STAGE)

@@ -29,7 +29,6 @@ from flows.retrieve_contexts import retrieve_contexts
 from flows.train_surrogate import train_surrogate
 from tasks.core.config import ConfigError, LLMSettings, with_seed
 from tasks.core.defaults import DEFAULT_ENCODER
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_logger
 from tasks.core.store import read_manifest
@@ -40,8 +39,6 @@ from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.training import TrainSettings
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name="sts-pipeline")

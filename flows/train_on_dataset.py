@@ -7,12 +7,9 @@ from prefect import flow
 
 from flows.build_dataset import build_dataset
 from flows.train_surrogate import train_surrogate
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR, TRAINED_DIR
 from tasks.dataset.settings import DatasetSettings
 from tasks.train.training import TrainSettings
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name="train-on-dataset")

@@ -24,13 +24,10 @@ from prefect import flow
 from tasks.contracts import dataset_tables
 from tasks.core.config import ConfigError
 from tasks.core.device import resolve_device
-from tasks.core.prefect_ephemeral import ephemeral_server_dies_with_parent
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.train.stage import IO, STAGE, prepare_training, publish_training, train_and_select
 from tasks.train.training import TrainSettings
-
-ephemeral_server_dies_with_parent()  # no orphaned Prefect API server if this process is killed
 
 
 @flow(name=STAGE)

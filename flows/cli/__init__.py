@@ -17,16 +17,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
-# No outbound traffic from Prefect (must be set before prefect is imported). The ephemeral API's 20 s start-up limit
-# is too short on a busy 2-core machine (a fresh SQLite database is migrated first): 120 s.
-for _key, _value in (("DO_NOT_TRACK", "1"), ("PREFECT_SERVER_ANALYTICS_ENABLED", "false"),
-                     ("PREFECT_SERVER_UI_SHOW_PROMOTIONAL_CONTENT", "false"),
-                     ("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")):
-    os.environ.setdefault(_key, _value)
-
+# Prefect's environment defaults are set by the flows package (flows/__init__.py), imported before this module.
 from pydantic import ValidationError  # noqa: E402
 
 # One module per group of commands; options.py holds the flags several commands share, console.py what they print.
