@@ -5,7 +5,7 @@ LLM endpoint, the corpus) are tasks.core.config's."""
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -89,7 +89,7 @@ class VerifierSettings(Settings):
                                      "prompts/templates/judge-<kind>.v1.j2.")
     threshold: float | None = Field(None, ge=0, le=1, description="P(pass) at or above which the judge accepts, "
                                     "every kind; None: the per-kind `thresholds`.")
-    thresholds: dict[Literal["positive", "intermediate", "negative"], float] = Field(
+    thresholds: dict[Literal["positive", "intermediate", "negative"], Annotated[float, Field(ge=0, le=1)]] = Field(
         {"positive": 0.63, "intermediate": 0.5, "negative": 0.5},
         description="P(pass) per kind at or above which the judge accepts. Positive 0.63: fit on 210 hand-labeled "
         "generations (where a one-signal logistic regression with balanced classes puts P(bad) = 0.5). The fit for "

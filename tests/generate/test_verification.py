@@ -14,7 +14,8 @@ import pytest
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
-from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes
+from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes, verdict_of
+from tasks.llm.client import CallResult
 from tests.conftest import generate_settings
 from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 
@@ -101,8 +102,8 @@ def test_judge_with_log_probs_and_its_own_endpoint(prefect_harness, tiny_corpus,
 
     with ScriptedOpenAI() as generator, ScriptedOpenAI(models=("judge-model",), responder=lambda m, b: "yes",
                                                        logprobs=judge_logprobs) as judge:
-        verifier = VerifierSettings(llm=llm(judge, tmp_path).model_copy(update={"model": "judge-model"}),
-                                    threshold=0.5)
+        # The per-kind thresholds decide (positive 0.63 < 0.9, intermediate 0.5 < 0.7, negative 0.4 < 0.5).
+        verifier = VerifierSettings(llm=llm(judge, tmp_path).model_copy(update={"model": "judge-model"}))
         paths = generate_sts_triples(settings=one_choice(tiny_corpus, n=3, max_attempts=2, verifier=verifier),
                                      llm=llm(generator, tmp_path), output_dir=str(tmp_path / "out"))
         assert not any(is_judge_request(r["body"]["messages"]) for r in generator.chat_requests())
@@ -184,3 +185,17 @@ def test_ordering_gap_and_the_ordering_check(prefect_harness, scripted, tiny_cor
     rejected = pq.read_table(paths["rejected"]).to_pandas()
     assert pq.read_table(paths["triples"]).num_rows == 0
     assert list(rejected["reason"]) == ["ordering"] * 3 and rejected["detail"].str.contains("< margin 2.0").all()
+
+
+def test_each_kind_is_judged_at_its_own_threshold_and_a_bad_one_is_refused():
+    """P(pass) 0.6: under the positives' 0.63 (fit on the labeled generations), over the others' 0.5; one global
+    threshold overrides them all. Thresholds outside [0, 1] are a settings error."""
+    from pydantic import ValidationError
+
+    answer = CallResult(ok=True, text="yes", top_logprobs=[["yes", math.log(0.6)], ["no", math.log(0.4)]])
+    settings = VerifierSettings()
+    assert verdict_of([answer], settings, kind="positive").reason == "judge_rejected"
+    assert verdict_of([answer], settings, kind="intermediate").reason is None
+    assert verdict_of([answer], settings.model_copy(update={"threshold": 0.5}), kind="positive").reason is None
+    with pytest.raises(ValidationError, match="thresholds"):
+        VerifierSettings(thresholds={"positive": 1.5})
