@@ -8,15 +8,28 @@ import inspect
 import re
 
 from flows.cli import build_parser
-from flows.serve import deployment_specs, load_flow, runner_deployments
+from flows.serve import deployment_specs, load_flow
 from tests.conftest import PROJECT
 
 SHELL_COMMANDS = {"setup", "test", "help"}  # handled by the ./stsgen script itself, before the Python CLI
 
 
-def test_serve_serves_exactly_the_prefect_yaml_deployments():
+# The deployments the README and docs/architecture.md promise users, written here independently of prefect.yaml:
+# a deployment dropped from (or renamed in) prefect.yaml fails the tests below.
+PROMISED = {"generate-sts-triples/adhoc", "generate-sts-triples/nightly", "retrieve-contexts/retrieve-adhoc",
+            "label-pairs/label-adhoc", "sts-pipeline/pipeline-adhoc", "sts-pipeline/pipeline-nightly",
+            "prepare-corpus/corpus-weekly", "train-surrogate/train-adhoc", "build-dataset/build-adhoc",
+            "train-on-dataset/weekly"}
+
+
+def test_serve_serves_exactly_the_promised_deployments(monkeypatch):
+    import flows.serve
+
+    served = []
+    monkeypatch.setattr(flows.serve, "prefect_serve", lambda *deployments: served.extend(deployments))
+    flows.serve.serve()  # what `stsgen serve` runs, with Prefect's blocking serve loop replaced by a recorder
+    assert {f"{d.flow_name}/{d.name}" for d in served} == PROMISED and len(served) == len(PROMISED)
     specs = deployment_specs()
-    served = runner_deployments()
     assert [(d.flow_name, d.name) for d in served] == [(load_flow(s["entrypoint"]).name, s["name"]) for s in specs]
     for spec, deployment in zip(specs, served):
         assert deployment.parameters == (spec.get("parameters") or {})
