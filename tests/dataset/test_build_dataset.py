@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -241,6 +242,20 @@ def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scr
     with pytest.raises(ConfigError, match=r"missing.tsv: no such file"):
         build_dataset(runs=[str(tmp_path / "runs" / "sts")], output_dir=str(out),
                       settings=NGRAMS_ONLY.model_copy(update={"eval_sets": [str(tmp_path / "missing.tsv")]}))
+    # The run sources' refusals (tasks/dataset/sources.py), each naming the fix.
+    sts = tmp_path / "runs" / "sts"
+    tampered = tmp_path / "elsewhere" / "tampered"
+    shutil.copytree(sts, tampered)
+    with open(tampered / "generate-sts-triples" / "triples.parquet", "ab") as fh:
+        fh.write(b"changed after the run committed it")
+    (tmp_path / "empty").mkdir()
+    for kwargs, message in (({"runs_dir": str(tmp_path / "nowhere")}, "nowhere is not a folder of runs"),
+                            ({"runs": [str(sts / "generate-sts-triples")]}, "is a stage folder: pass its run folder"),
+                            ({"runs_dir": str(tmp_path / "empty")}, "No finished run to build a dataset from"),
+                            ({"runs": [str(sts), str(sts)]}, "Run sts is named twice"),
+                            ({"runs": [str(tampered)]}, "its files no longer match manifest.json")):
+        with pytest.raises(ConfigError, match=message):
+            build_dataset(**kwargs, settings=NGRAMS_ONLY, output_dir=str(out))
     assert not out.exists()
     # Scanning a folder takes the finished runs and names the others in the card; mixed patterns when allowed.
     mixed = build_dataset(runs_dir=str(tmp_path / "runs"), output_dir=str(out),
