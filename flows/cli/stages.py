@@ -4,6 +4,7 @@ each runs its flow once (ephemeral Prefect unless PREFECT_API_URL is set) and pr
 from __future__ import annotations
 
 import argparse
+import typing
 
 from flows.cli.console import print_outputs, progress_bar, with_llm
 from flows.cli.options import (
@@ -21,6 +22,7 @@ from flows.cli.options import (
     merged,
 )
 from tasks.core.home import latest_output
+from tasks.train.label_sources import LabelSource
 
 
 def add_context_source_argument(p: argparse.ArgumentParser) -> None:
@@ -98,6 +100,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="CosineSimilarityLoss (L2 on the cosine) or CoSENTLoss (the labels' order only)")
     p.add_argument("--infonce-mini-batch", type=int, default=None,
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
+    p.add_argument("--label-source", choices=typing.get_args(LabelSource), default=None,
+                   help="the regression's target: stage 3's label, its rating or context_label alone, or an encoder "
+                   "teacher's cosine (with --regression)")
+    p.add_argument("--teacher", default=None, help="--label-source teacher: all-mpnet-base-v2 (after `./stsgen "
+                   "teacher fetch`) or a sentence-transformers folder")
     p.add_argument("--negatives", choices=("generated", "mined", "both"), default=None,
                    help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both (default: "
                    "LossSettings.negatives)")
@@ -207,7 +214,7 @@ def _label(args: argparse.Namespace) -> int:
 def train_fields(args: argparse.Namespace) -> dict:
     """TrainSettings fields from stage 4's flags."""
     return given(steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed,
-                 eval_sets=args.eval_set) | device_fields(args) | {
+                 eval_sets=args.eval_set, label_source=args.label_source, teacher=args.teacher) | device_fields(args) | {
         "backbone": given(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
                           train_layers=args.train_layers, lora_rank=args.lora_rank),
         "losses": given(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
