@@ -188,7 +188,7 @@ def main() -> None:
                 scores |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
                 rows.append({"anchors": size, "data": kind, "seed": seed, "rows": len(frame) + len(data.pairs),
                              "best_step": state.best_step, "train_s": seconds, **scores})
-                print(f"| {size} | {kind} | {len(frame)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
+                print(f"| {size} | {kind} | {len(frame) + len(data.pairs)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
                       f"{seconds:.0f} |", flush=True)
                 if args.table_out:  # after every row, so a run stopped by a time limit keeps what it measured
                     pd.DataFrame(rows).assign(backbone=info["source"], steps=args.steps, lr=args.lr).to_csv(
