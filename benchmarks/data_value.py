@@ -40,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+import torch  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from tasks.core.device import resolve_device  # noqa: E402
@@ -159,7 +160,7 @@ def main() -> None:
     t = time.perf_counter()
     untrained, info = load_sentence_transformer(backbone, device=str(device))
     print(f"backbone loaded in {time.perf_counter() - t:.0f} s on {device}"
-          + (f" ({__import__('torch').cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+          + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
     model = untrained  # every row trains a fresh copy of these weights (loaded once: a GGUF dequantizes slowly)
     zero = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
     zero |= {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}

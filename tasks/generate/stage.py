@@ -45,6 +45,7 @@ from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
 from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
 from tasks.llm.cost import cost_line, llm_cost, prices_of
+from tasks.llm.local_models import load_encoder
 from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
 
 STAGE = "generate-sts-triples"
@@ -95,6 +96,8 @@ def chooser_of(cfg: GenerateSettings, patterns: PatternSource) -> Chooser:
         return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
     ceiling = cfg.validation.negative_max_cosine
     if cfg.sampling.candidates < 2:
+        if ceiling is not None:  # loaded here, not inside the request loop, where loading would stall paced requests
+            load_encoder(Chooser().encoder)
         return Chooser(NEGATIVE_CHOICE["sts"], negative_max_cosine=ceiling)
     bands = {k: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", k)]
              for k in ("intermediate", "negative")}
