@@ -23,7 +23,7 @@ from flows.label_pairs import label_pairs
 from flows.retrieve_contexts import retrieve_contexts
 from tasks.core.runners import ExecutionSettings
 from tasks.core.store import write_parquet
-from tasks.label.labeling import LabelSettings
+from tasks.label.settings import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
 
 

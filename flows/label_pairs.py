@@ -16,7 +16,7 @@ from prefect import flow
 from tasks.core.config import LLMSettings
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
-from tasks.label.labeling import LabelSettings
+from tasks.label.settings import LabelSettings
 from tasks.label.stage import IO, STAGE, label_all, prepare_labeling, publish_labels
 
 

@@ -38,7 +38,7 @@ from tasks.generate.settings import GenerateSettings
 from tasks.label.labeling import LabelSettings, uses_contexts
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.train.training import TrainSettings
+from tasks.train.settings import TrainSettings
 
 
 @flow(name="sts-pipeline")

@@ -9,7 +9,7 @@ from flows.build_dataset import build_dataset
 from flows.train_surrogate import train_surrogate
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR, TRAINED_DIR
 from tasks.dataset.settings import DatasetSettings
-from tasks.train.training import TrainSettings
+from tasks.train.settings import TrainSettings
 
 
 @flow(name="train-on-dataset")

@@ -26,8 +26,8 @@ from tasks.core.config import ConfigError
 from tasks.core.device import resolve_device
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
+from tasks.train.settings import TrainSettings
 from tasks.train.stage import IO, STAGE, prepare_training, publish_training, train_and_select
-from tasks.train.training import TrainSettings
 
 
 @flow(name=STAGE)

@@ -146,9 +146,9 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
     """sts-pipeline's stage settings from the preset's sizes and the flags (the flags win)."""
     from flows.presets import PRESETS
     from tasks.generate.settings import GenerateSettings
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
     from tasks.retrieve.settings import RetrieveSettings
-    from tasks.train.training import TrainSettings
+    from tasks.train.settings import TrainSettings
 
     preset, device, execution = PRESETS[args.preset], device_fields(args), execution_fields(args)
     retrieve = {"coherence": device, "source": given(source=args.contexts_source), "execution": execution}
@@ -228,7 +228,7 @@ def _train(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.train_surrogate import train_surrogate
-    from tasks.train.training import TrainSettings
+    from tasks.train.settings import TrainSettings
 
     settings = TrainSettings.model_validate(train_fields(args))
     with progress_bar(Console(stderr=True)):

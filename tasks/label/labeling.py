@@ -22,172 +22,35 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import ClassVar, Literal
 
 import numpy as np
 import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field, model_validator
 
 from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
 from models.coherence import encode_texts
 from models.llama_cpp_lm import load_llama_cpp_lm
 from tasks.contracts import TrainedCoherence, load_trained_cached
-from tasks.core.config import DEFAULT_SEED, ConfigError, LLMSettings, Settings, key_fields
-from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, resolve_device, scaled_batch
-from tasks.core.runners import ExecutionSettings
+from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.device import resolve_device, scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import fingerprint, read_manifest
-from tasks.label.label_similarity import CONSTANT_RTOL, Similarity, similarity_matrix
-from tasks.label.llm_rating import Rating, RatingSettings
+from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix
+from tasks.label.llm_rating import Rating
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, finish_rows
+
+# The settings live in tasks/label/settings.py; re-exported here for the callers that import them from labeling.
+from tasks.label.settings import (  # noqa: E402,F401
+    DEFAULT_CANDIDATES,
+    TERMS,
+    LabelMethod,
+    LabelSettings,
+    is_endpoint,
+)
 from tasks.llm.client import endpoint_kind
 from tasks.llm.local_models import resolve_model_files
 from tasks.llm.served_lm import ServedLM, served_lm
-
-TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
-DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
-
-
-LabelMethod = Literal["context", "llm_rating", "combined"]
-
-
-class LabelSettings(Settings):
-    # How the scoring runs, not what it computes: left out of every cache key (tasks.core.config.key_fields).
-    # `calibration` enters the stage key as its file's content (tasks/label/stage.py), not its path.
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
-                                                      "lm_max_concurrency", "shard_size", "execution",
-                                                      "calibration"})
-    # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
-    # them, so changing them re-scores nothing.
-    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight"})
-
-    def key_exclusions(self) -> frozenset[str]:
-        """A served LM is identified by its model and tokenizer checksum (in the key beside these fields), not its
-        URL: another URL serving the same model reuses the scores, and the URL (it may embed credentials) goes into
-        no key."""
-        return self.NOT_IN_KEY | ({"lm"} if is_endpoint(self.lm) else frozenset())
-
-    def score_fields(self) -> dict:
-        """The fields the (sentence, context) scores depend on: the shards' key."""
-        return {k: v for k, v in key_fields(self).items() if k not in self.LABEL_ONLY}
-
-    method: LabelMethod = Field(
-        "combined", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
-        "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
-        "tfidf_weight·TF-IDF cosine + the rest·context label on 0–1 (docs/labeling.md); every part is kept in its "
-        "column whatever its weight")
-    rating: RatingSettings = RatingSettings()
-    rating_weight: float = Field(0.7, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.7 "
-                                 "with tfidf_weight 0.3: best on STS-B dev sample A over the issue-32 corpus, "
-                                 "confirmed on B; docs/labeling.md)")
-    tfidf_weight: float = Field(0.3, ge=0, le=1, description="Weight of the pair's TF-IDF cosine (uni+bigrams, fit "
-                                "on the labeled pairs' sentences) in method='combined'; the context label gets "
-                                "1 − rating_weight − tfidf_weight (0 by default: computed and kept, not mixed in)")
-
-    @model_validator(mode="after")
-    def _weights_sum_to_at_most_one(self):
-        if self.rating_weight + self.tfidf_weight > 1 + 1e-9:
-            raise ValueError(f"rating_weight ({self.rating_weight}) + tfidf_weight ({self.tfidf_weight}) must be at "
-                             "most 1: the context label gets the rest")
-        return self
-
-    @property
-    def context_weight(self) -> float:
-        return max(0.0, round(1.0 - self.rating_weight - self.tfidf_weight, 9))  # 1 − 0.7 − 0.3 is 5.6e-17
-
-    lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
-                               "was best on STS-B dev, docs/labeling.md)")
-    lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
-    lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
-    lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
-                                "it lowered STS-B dev Spearman, docs/labeling.md)")
-    lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
-                    "folder of a causal LM (scored in-process), or an OpenAI-compatible endpoint http(s)://…/v1 that "
-                    "echoes prompt log-probs on /completions (vLLM, llama-cpp-python's server)")
-    lm_model: str | None = Field(None, description="With label.lm an endpoint: the model name it serves (default: "
-                                 "label.lm_tokenizer)")
-    lm_tokenizer: str | None = Field(None, description="With label.lm an endpoint: the served model's tokenizer — a "
-                                     "registered local model, a .gguf file or a transformers folder (required)")
-    lm_api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key")
-    lm_max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint")
-    dtype: Literal["float32", "bfloat16"] = "float32"
-    scorer: Literal["transformers", "llama_cpp"] = Field(
-        "transformers", description="In-process LM scorer: 'transformers' (float32/bfloat16 torch, CPU or GPU, a "
-        ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "
-        "llama-cpp-python; CPU). Side by side in benchmarks/scorer.py: same labels (Spearman 0.98), transformers "
-        "faster on 2 CPU cores (docs/labeling.md)")
-    contexts_per_sentence: int = Field(24, ge=1, description="|C_s|: contexts per sentence in the label's union "
-                                       "(the label stage's k; stage 2's selection.contexts_per_sentence is how many "
-                                       "it retrieves)")
-    context_selection: Literal["score", "rank"] = Field(
-        "score", description="How C_s is chosen among a sentence's top candidates_per_sentence stage-2 contexts: "
-        "'score' = the k it fits best by S(s, c) (seed 003 Eq. 3); 'rank' = the stage-2 ranking's top k")
-    candidates_per_sentence: int | None = Field(None, ge=1, description="With context_selection='score': stage-2 "
-                                                "contexts per sentence scored to choose its C_s from (≥ "
-                                                "contexts_per_sentence; default max(32, contexts_per_sentence))")
-    max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
-    max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
-    similarity: Similarity = Field("contrast", description="How two sentences' score rows become a label: "
-                                   "centered_cosine, cosine (the paper's), rank, contrast (tasks/label/label_similarity.py)")
-    lm_prompt: Literal["left", "right_first"] = Field(
-        "left", description="What the LM reads before s: 'left' = c< (λ2 = log p(s | c<)); 'right_first' = c> ⏎ c< "
-        "(λ2 = log p(s | c>, c<): the text after the gap made visible; λ4 must then be 0)")
-    start_token: str = Field("bos", description="Token before every LM prefix: 'bos', 'eos' (the tokenizer's), or a "
-                             "literal token of the vocabulary, e.g. '<|endoftext|>' (a pretraining separator)")
-    lm_reference_sentences: int = Field(0, ge=0, description="λ2's per-context correction: the mean log p(r | c<) "
-                                        "of this many reference sentences is subtracted on each context")
-    min_contexts: int = Field(3, ge=1, description="Pairs whose union has fewer contexts are quarantined (with "
-                              "centring, 2 contexts would give labels of exactly ±1)")
-    cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
-    context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
-                                   "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
-    reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
-    seed: int = DEFAULT_SEED
-    threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
-    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION + " On a GPU, dtype='bfloat16' halves the "
-                                  "memory and time of the LM passes.")
-    calibration: str | None = Field(None, description="A labeled pairs.parquet (label and gold columns) to fit a "
-                                    "monotone map of labels onto 0–5; None: labels as computed.")
-    shard_size: int = Field(8, ge=1, description="Pairs' sentences per scoring shard (a shard is the unit of "
-                            "resumption).")
-    execution: ExecutionSettings = ExecutionSettings()
-
-    @model_validator(mode="after")
-    def _usable(self) -> "LabelSettings":
-        if not any(self.weights().values()):
-            raise ValueError("every λ is 0: set at least one of lambda_disc, lambda_sentence, lambda_left, "
-                             "lambda_right")
-        if self.lm_prompt == "right_first" and (self.lambda_right or self.lambda_left):
-            raise ValueError("lm_prompt='right_first' already shows c> before s: set lambda_right and lambda_left to 0")
-        if self.context_selection == "score" and self.candidates() < self.contexts_per_sentence:
-            raise ValueError(f"candidates_per_sentence ({self.candidates_per_sentence}) < contexts_per_sentence "
-                             f"({self.contexts_per_sentence}): C_s is chosen among the candidates")
-        if self.lm_reference_sentences > self.reference_sentences:
-            raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
-                             f"({self.reference_sentences}): the LM's references are drawn from that sample")
-        if is_endpoint(self.lm) and not self.lm_tokenizer:
-            raise ValueError(f"label.lm is an endpoint ({self.lm}): set label.lm_tokenizer to the served model's "
-                             "tokenizer (a registered local model, a .gguf file or a transformers folder) so "
-                             "segment boundaries are counted in its tokens")
-        if self.similarity == "centered_cosine" and self.min_contexts < 3:
-            raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
-                             "apart: the label would be the sign of a difference)")
-        return self
-
-    def candidates(self) -> int:
-        """Stage-2 contexts per sentence that enter its unit (and are scored)."""
-        if self.context_selection == "rank":
-            return self.contexts_per_sentence
-        return self.candidates_per_sentence or max(DEFAULT_CANDIDATES, self.contexts_per_sentence)
-
-    def weights(self) -> dict[str, float]:
-        return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
-
-
-def is_endpoint(source: str) -> bool:
-    return source.startswith(("http://", "https://"))
 
 
 def lm_public(settings: LabelSettings) -> str:

@@ -1,84 +1,16 @@
-"""Stage-4 settings (`TrainSettings`, `LossSettings`), the training data and its held-out split, and the state a
-training run reports. The training itself is `tasks/train/trainer.py` (SentenceTransformerTrainer).
+"""Stage-4 training data and its held-out split, and the state a training run reports (the settings:
+tasks/train/settings.py). The training itself is `tasks/train/trainer.py` (SentenceTransformerTrainer).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, model_validator
 
-from tasks.core.config import DEFAULT_SEED, Settings
-from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
-from tasks.train.backbones import BackboneSettings
-from tasks.train.hard_negatives import MiningSettings
-from tasks.train.label_sources import LabelSource
-from tasks.train.teacher import DEFAULT_TEACHER
-
-
-class LossSettings(Settings):
-
-    infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
-    hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
-    regression: float = Field(0.0, ge=0, description="Weight of the regression onto stage-3 labels (seed 003)")
-    regression_loss: Literal["cosine", "cosent"] = Field(
-        "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (seed 003); cosent: "
-        "CoSENTLoss, only the labels' order counts")
-    infonce_mini_batch: int | None = Field(None, ge=1, description="Use CachedMultipleNegativesRankingLoss with "
-                                           "this mini-batch: large InfoNCE batches in bounded memory")
-    temperature: float = Field(0.05, gt=0)
-    m1: float = Field(5e-3, ge=0)
-    m2: float = Field(1e-2, ge=0)
-    negatives: Literal["generated", "mined", "both"] = Field(
-        "generated", description="InfoNCE's hard negatives: the LLM's s⁻, negatives mined from the corpus "
-        "(mining.num_negatives > 0), or both")
-    simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
-                         "another dropout mask (ignores the other weights)")
-
-
-class TrainSettings(Settings):
-    # Where it trains, not what (tasks.core.stage); the evaluation sets enter the stage key as their content.
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device", "eval_sets"})
-
-    backbone: BackboneSettings = BackboneSettings()
-    losses: LossSettings = LossSettings()
-    mining: MiningSettings = MiningSettings()
-    steps: int = Field(200, ge=1)
-    batch_size: int = Field(16, ge=2)
-    lr: float = Field(3e-5, gt=0)
-    warmup_steps: int = Field(10, ge=0)
-    eval_every: int = Field(50, ge=1)
-    heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
-    dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
-    encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
-    seed: int = DEFAULT_SEED
-    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
-    label_source: LabelSource = Field("label", description="What the pairs' regression trains on: stage 3's label, "
-                                      "its rating or context_label alone, or an encoder teacher's cosine "
-                                      "(tasks/train/label_sources.py); only with losses.regression > 0")
-    teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
-                         "fetch`) or a sentence-transformers folder")
-    eval_sets: list[str] = Field([], description="STS12–16 folders or SICK files evaluated at the end beside STS-B "
-                                 "dev and test")
-
-    @model_validator(mode="after")
-    def _label_source_needs_regression(self) -> "TrainSettings":
-        if self.label_source != "label" and not self.losses.regression:
-            raise ValueError(f"label_source={self.label_source!r} chooses the regression's target, but "
-                             "losses.regression is 0: set losses.regression > 0 (e.g. 1.0), or leave label_source "
-                             "at 'label'")
-        return self
-
-    @model_validator(mode="after")
-    def _mined_negatives_need_mining(self) -> "TrainSettings":
-        if (self.losses.negatives != "generated") != bool(self.mining.num_negatives):
-            raise ValueError(f"losses.negatives={self.losses.negatives!r} with mining.num_negatives="
-                             f"{self.mining.num_negatives}: mined negatives are used only with negatives 'mined' or "
-                             "'both', and those need mining.num_negatives > 0")
-        return self
+# The settings live in tasks/train/settings.py; re-exported here for the callers that import them from training.
+from tasks.train.settings import LossSettings, TrainSettings  # noqa: E402,F401
 
 
 @dataclass

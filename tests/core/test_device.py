@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from tasks.core.config import ConfigError
 from tasks.core.device import autocast, device_info, resolve_device, scaled_batch
-from tasks.label.labeling import LabelSettings
+from tasks.label.settings import LabelSettings
 from tasks.retrieve.coherence import CoherenceSettings, model_key
-from tasks.train.training import TrainSettings
+from tasks.train.settings import TrainSettings
 
 NO_CUDA = not torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(NO_CUDA, reason="needs a CUDA GPU")

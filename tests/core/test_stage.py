@@ -14,8 +14,8 @@ from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import StageIO, key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
 from tasks.generate.settings import GenerateSettings, VerifierSettings
-from tasks.label.labeling import LabelSettings
-from tasks.train.training import TrainSettings
+from tasks.label.settings import LabelSettings
+from tasks.train.settings import TrainSettings
 
 
 def test_key_fields_leave_out_what_each_settings_class_declares_nested_included():

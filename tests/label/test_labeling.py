@@ -229,7 +229,7 @@ def test_units_without_enough_contexts_are_quarantined(tiny_lm):
 def test_label_settings_reject_unusable_combinations():
     from pydantic import ValidationError
 
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     with pytest.raises(ValidationError, match="every λ is 0"):
         LabelSettings(lambda_disc=0, lambda_sentence=0)
@@ -293,7 +293,7 @@ def stage2(prefect_harness, tmp_path_factory):
 
 def context_settings(tiny_lm_dir, **fields):
     """The tiny LM's context labels; `fields`: more LabelSettings fields (shard_size, execution)."""
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     return LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                          **fields)
@@ -382,7 +382,7 @@ def test_interrupted_run_scores_only_unfinished_shards(stage2, tmp_path, tiny_lm
 
 def test_pairs_input_with_gold_and_calibration(stage2, tmp_path, tiny_lm_dir):
     from flows.label_pairs import label_pairs
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     triples, contexts = stage2
     t = pq.read_table(triples).to_pandas()
@@ -494,7 +494,7 @@ def rater():
 def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_calls(
         stage2, tmp_path, tiny_lm_dir, rater):
     from tasks.core.config import LLMSettings
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     llm = LLMSettings(base_url=rater.base_url, model="rater", max_retries=0, max_concurrency=1,
                       cache_path=str(tmp_path / "cache.sqlite"))
@@ -589,7 +589,7 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
                                                                                rater):
     from tasks.core.artifacts import add_progress_listener, remove_progress_listener
     from tasks.core.config import LLMSettings
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     llm = LLMSettings(base_url=rater.base_url, model="rater", cache_path="off")
     settings = LabelSettings(lm="not-a-model", method="llm_rating")  # the LM is never loaded
@@ -616,7 +616,7 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
 def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, tiny_lm_dir, tiny_encoder_dir):
     from pydantic import ValidationError
 
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     with pytest.raises(ValidationError, match="contexts_per_sentence"):
         LabelSettings(contexts_per_sentence=0)
@@ -636,7 +636,7 @@ def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, 
 
 
 def test_scoring_endpoint_without_prompt_logprobs_fails_before_any_shard(stage2, tmp_path, tiny_lm_dir, scripted):
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     served = LabelSettings(method="context", lm=scripted.base_url, lm_model="scripted-model",
                            lm_tokenizer=str(tiny_lm_dir), contexts_per_sentence=3, lambda_disc=0.0)

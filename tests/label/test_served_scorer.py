@@ -51,7 +51,7 @@ def smollm2_server():
 
 
 def served_settings(server, tmp_path, **kw):
-    from tasks.label.labeling import LabelSettings
+    from tasks.label.settings import LabelSettings
 
     return LabelSettings(method="context", lambda_disc=0.0, lm=server.base_url, lm_model=MODEL, lm_tokenizer=MODEL,
                          lm_max_concurrency=2, **kw)

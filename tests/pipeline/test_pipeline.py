@@ -13,7 +13,7 @@ import pytest
 from tasks.core.config import CorpusSettings, LLMSettings
 from tasks.core.store import sha256_path
 from tasks.generate.settings import SamplingSettings, VerifierSettings
-from tasks.label.labeling import LabelSettings
+from tasks.label.settings import LabelSettings
 from tasks.report.pattern_report import match_error_rates
 from tasks.retrieve.retrieval import SelectionSettings
 from tasks.retrieve.settings import RetrieveSettings

@@ -22,9 +22,9 @@ from flows.train_surrogate import train_surrogate
 from tasks.core.config import LLMSettings, Settings, with_seed
 from tasks.dataset.settings import DatasetSettings
 from tasks.generate.settings import GenerateSettings
-from tasks.label.labeling import LabelSettings
+from tasks.label.settings import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.train.training import TrainSettings
+from tasks.train.settings import TrainSettings
 
 STAGES = {"generate": (generate_sts_triples, GenerateSettings), "retrieve": (retrieve_contexts, RetrieveSettings),
           "label": (label_pairs, LabelSettings), "dataset": (build_dataset, DatasetSettings),
