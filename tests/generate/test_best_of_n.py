@@ -223,6 +223,16 @@ def test_cli_refuses_zero_candidates_before_any_work(tmp_path, capsys):
     assert not out.exists()  # nothing written, no endpoint contacted (port 9 would refuse)
 
 
+def test_the_chooser_ranks_by_its_pattern_targets():
+    """The flow test below sees the targets recorded; this one sees them used: with the middle candidate's cosine as
+    the negative's target, the middle one is kept, where the target-less rule keeps the farthest."""
+    candidates = [KEEPS_CLOSE, KEEPS_FAR, "A cat sleeps on the warm sofa all afternoon."]
+    order, cosines = Chooser().rank("negative", ANCHOR, candidates)
+    middle = sorted(range(3), key=lambda i: cosines[i])[1]
+    targeted, _ = Chooser(targets=(("negative", cosines[middle]),)).rank("negative", ANCHOR, candidates)
+    assert order[0] == min(range(3), key=lambda i: cosines[i]) != middle and targeted[0] == middle
+
+
 def test_the_flow_with_best_of_n_keeps_every_choice_and_records_the_targets(prefect_harness, tiny_corpus, tmp_path):
     import json
 
