@@ -338,3 +338,28 @@ def test_the_cli_builds_and_refuses_with_one_line(prefect_harness, scripted, tin
     assert len(triples_of(tmp_path / "ds" / "latest")) == 3
     manifest = json.loads((tmp_path / "ds" / "latest" / "manifest.json").read_text())
     assert manifest["settings"]["eval_cosine"] is None and manifest["counts"]["sentences_encoded"] == 0
+
+
+def test_pairs_follow_their_triples_and_the_dropped_ones_are_kept_with_why():
+    """select_pairs: a pair whose own or other triple was removed goes to removed.parquet as triple_removed (naming
+    that triple, in its own run); the same triple id in another run does not drop it; a run without pairs adds none."""
+    from types import SimpleNamespace
+
+    import pyarrow as pa
+
+    from tasks.dataset.build import select_pairs
+
+    def pairs(rows):
+        return pa.table({"pair_id": [r[0] for r in rows], "s1": [r[1] for r in rows], "s2": ["x"] * len(rows),
+                         "triple_id": [r[2] for r in rows], "other_triple_id": [r[3] for r in rows],
+                         "label": [0.5] * len(rows)})
+
+    r1 = SimpleNamespace(name="r1", pairs=pairs([("p1", "a", "t1", None), ("p2", "b", "t2", None),
+                                                 ("p3", "c", "t1", "t2")]))
+    r2 = SimpleNamespace(name="r2", pairs=pairs([("q1", "d", "t2", None)]))
+    unlabeled = SimpleNamespace(name="r3", pairs=None)
+    kept, removed = select_pairs([r1, r2, unlabeled], {"r1/t2"})
+    assert list(zip(kept["run"].to_pylist(), kept["pair_id"].to_pylist())) == [("r1", "p1"), ("r2", "q1")]
+    assert [(r["row_id"], r["reason"], r["matched_id"], r["text"]) for r in removed] == [
+        ("p2", "triple_removed", "r1/t2", "b"), ("p3", "triple_removed", "r1/t2", "c")]
+    assert select_pairs([unlabeled], set()) == (None, [])
