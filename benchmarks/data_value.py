@@ -71,9 +71,12 @@ def read_triples(sources: list[str]) -> pd.DataFrame:
 def recipe(kind: str) -> tuple[str | None, LossSettings, str]:
     """(triple data, losses, label source) of a data variant: `simcse`, `neighbours`, `triples`, `pairs:SOURCE` or
     `triples+pairs:SOURCE`."""
-    base, _, source = kind.partition("+") if "+" in kind else (kind, "", "")
-    if base.startswith("pairs:"):
-        base, source = None, base
+    parts = kind.split("+")
+    sources = [p for p in parts if p.startswith("pairs:")]
+    bases = [p for p in parts if not p.startswith("pairs:")]
+    if len(sources) > 1 or len(bases) > 1 or (bases and bases[0] not in LOSSES) or (sources and bases == ["simcse"]):
+        raise SystemExit(f"--data {kind}: one of {', '.join(LOSSES)} and/or one pairs:SOURCE (SimCSE takes no pairs)")
+    base, source = (bases or [None])[0], (sources or [""])[0]
     if not source:
         return base, LOSSES[base], "label"
     label_source = source.removeprefix("pairs:")

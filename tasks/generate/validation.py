@@ -40,7 +40,7 @@ RULES = ("empty", "multiline", "refusal_or_meta", "leftover_label", "length", "n
 FUNCTION_WORDS = frozenset(
     "a an the of in on at to for by with from into and or but nor as than that which who whom whose this these those "
     "it its he she they them their his her is are was were be been being has have had do does did will would can "
-    "could not no so also then there".split())
+    "could so also then there".split())  # never "not" / "no" / "nor": a negation is new content
 
 _META = re.compile(
     r"^\s*(sure\b|certainly\b|of course\b|okay\b|ok[,.!]|here(?:'s| is| are)\b|i'?m sorry|i am sorry|"
@@ -177,16 +177,24 @@ def _copied_example(text: str, examples: tuple[str, ...], s: ValidationSettings)
 
 
 def added_words(text: str, source: str) -> list[str]:
-    """The words of `text` that are not a subsequence of `source`'s words (function words aside): what an edit that
-    only deletes from `source` could not have produced."""
-    words, pos, added = [w for w in normalize(source).split() if w not in FUNCTION_WORDS], 0, []
-    for word in normalize(text).split():
-        if word in FUNCTION_WORDS:  # matched against nothing: a greedy match of "the" could skip content words
-            continue
-        try:
-            pos = words.index(word, pos) + 1
-        except ValueError:
-            added.append(word)
+    """The content words of `text` outside its longest common subsequence with `source`'s content words (function
+    words aside): what an edit that only deletes from `source` could not have produced. An LCS, not a greedy match:
+    a clause moved to the front ("On Tuesday, the mayor …") counts as its own words, not as every word after it."""
+    a = [w for w in normalize(text).split() if w not in FUNCTION_WORDS]
+    b = [w for w in normalize(source).split() if w not in FUNCTION_WORDS]
+    table = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]  # sentences: tens of words, a small table
+    for i in range(len(a) - 1, -1, -1):
+        for j in range(len(b) - 1, -1, -1):
+            table[i][j] = table[i + 1][j + 1] + 1 if a[i] == b[j] else max(table[i + 1][j], table[i][j + 1])
+    added, i, j = [], 0, 0
+    while i < len(a):
+        if j < len(b) and a[i] == b[j]:
+            i, j = i + 1, j + 1
+        elif j < len(b) and table[i][j + 1] >= table[i + 1][j]:
+            j += 1
+        else:
+            added.append(a[i])
+            i += 1
     return added
 
 

@@ -36,4 +36,9 @@ def regression_targets(pairs: pd.DataFrame, source: str, teacher: str, device: s
                           f"(found: {', '.join(pairs.columns)}); pass a pairs.parquet written by label-pairs with "
                           "its default labeler, or set label_source to 'label' or 'teacher'.")
     values = pd.to_numeric(pairs[source], errors="coerce")
+    if values.isna().any():  # label-pairs writes the column for every method, empty where the method skips it
+        raise ConfigError(f"{pairs_file}: label_source '{source}' needs a value in every row, and "
+                          f"{int(values.isna().sum())} of {len(values)} are empty (label-pairs fills '{source}' only "
+                          f"with label.method={'combined or llm_rating' if source == 'rating' else 'combined or context'}"
+                          "): label the pairs with such a method, or choose another label_source.")
     return pairs.assign(label=values / RATING_MAX if source == "rating" else values), None

@@ -40,6 +40,7 @@ from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.label_sources import regression_targets
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
+from tasks.train.teacher import teacher_identity
 from tasks.train.trainer import check_training_data, train
 from tasks.train.training import TrainingData, TrainSettings, split_data
 from tasks.train.training_report import plot_curves, plot_rfd
@@ -61,7 +62,7 @@ def _eval_hash(source: str) -> str:
 
 def _card_data(settings: TrainSettings, inputs: list[dict]) -> dict:
     """sentence-transformers' model card fields: what the model is and the data it was trained on (by content)."""
-    source = settings.backbone.source or settings.backbone.kind
+    source = public_path(settings.backbone.source) if settings.backbone.source else settings.backbone.kind
     return {"model_name": f"stsgen surrogate ({settings.backbone.kind}, from {source})",
             "train_datasets": [{"name": f"stsgen {i['role']} (sha256 {i['sha256'][:16]})", "size": i["rows"],
                                 "columns": [f"<code>{c}</code>" for c in i["columns"]]}
@@ -79,7 +80,8 @@ def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[
             + (f", the pairs' regression target: {settings.label_source}\n" if settings.losses.regression else "\n") +
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
             f"shipped: step {shipped_step}\n\n### Backbone vs surrogate (Spearman ×100, cosine)\n\n"
-            f"{comparison_markdown(comparison)}\n\n{verdict(shipped_step, reverted)}\n")
+            f"{comparison_markdown([dict(r, set=public_path(str(r['set']))) for r in comparison])}\n\n"
+            f"{verdict(shipped_step, reverted)}\n")
 
 
 @dataclass
@@ -129,12 +131,15 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, d
                                    _PAIRS).to_pandas() if pairs else \
         pd.DataFrame(columns=list(_PAIRS))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
-    if settings.losses.regression:  # the regression's target column (a teacher labels the pairs here, cached)
-        pairs_frame, teacher = regression_targets(pairs_frame, settings.label_source, settings.teacher, str(device),
-                                                  pairs or "pairs")
-        if teacher:
-            inputs.append({"path": teacher["teacher"], "sha256": teacher["sha256"], "role": "teacher",
-                           "licence": teacher["licence"]})
+    if settings.losses.regression and settings.label_source == "teacher":
+        # The teacher's folder checked and hashed here (the key); its labels are computed by train_and_select, after
+        # the reuse decision: a reused stage never loads the teacher.
+        teacher = teacher_identity(settings.teacher)
+        inputs.append({"path": teacher["teacher"], "sha256": teacher["sha256"], "role": "teacher",
+                       "licence": teacher["licence"]})
+    elif settings.losses.regression:  # a stage-3 column as the target: checked now, nothing to compute
+        pairs_frame, _ = regression_targets(pairs_frame, settings.label_source, settings.teacher, str(device),
+                                            pairs or "pairs")
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples, pairs or "pairs")
     candidates = None
@@ -154,6 +159,8 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     model, backbone = load_sentence_transformer(settings.backbone, device=str(device),
                                                 card=_card_data(settings, job.inputs), identity=job.backbone)
     workdir = out.work_dir("work", job.train_key)
+    if settings.losses.regression and settings.label_source == "teacher":  # labelled once per pairs content (cached)
+        data.pairs, _ = regression_targets(data.pairs, "teacher", settings.teacher, str(device))
     mining = None
     if job.candidates is not None:
         data.triples, mining = _mined(data, job.candidates, model, settings, workdir,

