@@ -35,7 +35,8 @@ from tasks.core.store import read_manifest
 from tasks.dataset.settings import DatasetSettings
 from tasks.dataset.sources import accumulated_runs
 from tasks.generate.settings import GenerateSettings
-from tasks.label.labeling import LabelSettings, uses_contexts
+from tasks.label.labeling import uses_contexts
+from tasks.label.settings import LabelSettings
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.settings import TrainSettings

@@ -193,7 +193,8 @@ def _label(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from flows.label_pairs import label_pairs
-    from tasks.label.labeling import LabelSettings, uses_contexts, uses_rating
+    from tasks.label.labeling import uses_contexts, uses_rating
+    from tasks.label.settings import LabelSettings
 
     settings = LabelSettings.model_validate(merged(label_fields(args), device_fields(args),
                                                    {"execution": execution_fields(args)}))

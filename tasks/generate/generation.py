@@ -119,10 +119,10 @@ def _screen(slot: Slot, attempt: int, seed: int, params: dict, result: CallResul
         else:
             rows.append(_rejection(slot, attempt, seed, text, verdict.reason or "invalid", verdict.detail, index))
     order, cosines = chooser.rank(slot.kind, slot.anchor, [text for _, text, _ in passing])
-    for j in [j for j in order if chooser.too_close(slot.kind, cosines[j])]:  # the negative band (STS pattern)
-        rows.append(_rejection(slot, attempt, seed, passing[j][1], "negative_too_close",
-                               chooser.too_close(slot.kind, cosines[j]) or "", passing[j][0]))
-    order = [j for j in order if not chooser.too_close(slot.kind, cosines[j])]
+    close = {j: chooser.too_close(slot.kind, cosines[j]) for j in order}  # the negative band (STS pattern)
+    rows += [_rejection(slot, attempt, seed, passing[j][1], "negative_too_close", close[j], passing[j][0])
+             for j in order if close[j]]
+    order = [j for j in order if not close[j]]
     ranked = [Generation(slot.source_id, slot.kind, passing[j][1], attempt + 1, seed, params["temperature"],
                          params["top_p"], tokens[0], tokens[1], round(tokens[2], 4), result.cached,
                          list(passing[j][2].passed), candidate=passing[j][0], candidates=len(texts),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
@@ -164,6 +164,7 @@ class GenerationJob:
     anchor_counts: dict  # candidates, rejected by reason, sampled per source (tasks/generate/anchors.py)
     prepare_s: float
     avoided: frozenset[str] = frozenset()  # source ids earlier runs of the dataset used (avoid_used_sources)
+    shown: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the example sentences each prompt shows
 
     @functools.cached_property
     def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
@@ -194,9 +195,9 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
               for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
-    if cfg.validation.copied_example:  # a template that shows no examples fails here, nothing spent or written
-        for k in kinds:
-            prompt_example_sentences(templates[k], examples[k])
+    # What copied_example compares with; a template that shows no examples fails here, nothing spent or written.
+    shown = {k: prompt_example_sentences(templates[k], examples[k]) for k in kinds} \
+        if cfg.validation.copied_example else {}
     corpus = load_corpus_task(cfg.corpus)
     if cfg.avoid_used_sources and run_version(output_dir) is None:
         raise ConfigError(f"avoid_used_sources looks for the runs beside this one, but {output_dir} is not a run "
@@ -204,7 +205,7 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
     avoided = used_source_ids(Path(output_dir)) if cfg.avoid_used_sources else frozenset()
     sample, anchor_counts = sample_anchors(corpus, cfg.n, cfg.seed, cfg.anchors, exclude=avoided)
     return GenerationJob(cfg, llm, kinds, templates, judges, patterns, examples, corpus, sample, anchor_counts,
-                         round(time.perf_counter() - t0, 3), avoided)
+                         round(time.perf_counter() - t0, 3), avoided, shown)
 
 
 def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
@@ -223,10 +224,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    shown = {k: prompt_example_sentences(templates[k], job.examples[k]) for k in kinds} \
-        if cfg.validation.copied_example else {}
-    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, shown), llm, accepted, quarantine,
-                     progress)
+    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, job.shown), llm, accepted,
+                     quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 

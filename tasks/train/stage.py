@@ -39,10 +39,11 @@ from tasks.core.sts_evaluation import evaluate_sources
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.label_sources import regression_targets
+from tasks.train.settings import TrainSettings
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
 from tasks.train.teacher import teacher_identity
 from tasks.train.trainer import check_training_data, train
-from tasks.train.training import TrainingData, TrainSettings, split_data
+from tasks.train.training import TrainingData, split_data
 from tasks.train.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
@@ -131,13 +132,13 @@ def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, d
                                    _PAIRS).to_pandas() if pairs else \
         pd.DataFrame(columns=list(_PAIRS))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
-    if settings.losses.regression and settings.label_source == "teacher":
+    if settings.label_source == "teacher":  # (TrainSettings refuses a label source without the regression)
         # The teacher's folder checked and hashed here (the key); its labels are computed by train_and_select, after
         # the reuse decision: a reused stage never loads the teacher.
         teacher = teacher_identity(settings.teacher)
         inputs.append({"path": teacher["teacher"], "sha256": teacher["sha256"], "role": "teacher",
                        "licence": teacher["licence"]})
-    elif settings.losses.regression:  # a stage-3 column as the target: checked now, nothing to compute
+    elif settings.label_source != "label":  # a stage-3 column as the target: checked now, nothing to compute
         pairs_frame, _ = regression_targets(pairs_frame, settings.label_source, settings.teacher, str(device),
                                             pairs or "pairs")
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
@@ -159,7 +160,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     model, backbone = load_sentence_transformer(settings.backbone, device=str(device),
                                                 card=_card_data(settings, job.inputs), identity=job.backbone)
     workdir = out.work_dir("work", job.train_key)
-    if settings.losses.regression and settings.label_source == "teacher":  # labelled once per pairs content (cached)
+    if settings.label_source == "teacher":  # labelled once per pairs content (cached)
         data.pairs, _ = regression_targets(data.pairs, "teacher", settings.teacher, str(device))
     mining = None
     if job.candidates is not None:

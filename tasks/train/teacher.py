@@ -28,9 +28,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from models.embedding_metrics import cosine_scores
 from tasks.core.config import ConfigError, stsgen_home
 from tasks.core.corpus_packages import PackageArchive, fetch
 from tasks.core.store import atomic_write_bytes, fingerprint, sha256_path
+from tasks.llm.local_models import encoder_identity
 
 DEFAULT_TEACHER = "all-mpnet-base-v2"
 TEACHER_COLUMN = "teacher_label"
@@ -106,21 +108,19 @@ def teacher_folder(source: str = DEFAULT_TEACHER) -> Path:
 
 
 def teacher_identity(source: str = DEFAULT_TEACHER) -> dict:
-    """What the labels depend on (the folder's content, not its path), for cache keys and manifests."""
+    """What the labels depend on (the folder's content, not its path), for cache keys and manifests; hashed once per
+    process by `encoder_identity` (the stage's key and its labels both ask: ~420 MB for the default teacher)."""
     folder = teacher_folder(source)
-    return {"teacher": source if source == DEFAULT_TEACHER else folder.name, "sha256": sha256_path(folder),
+    return {"teacher": source if source == DEFAULT_TEACHER else folder.name, "sha256": encoder_identity(str(folder))[1],
             "licence": LICENCE.get(source, "see the model folder's card")}
 
 
 def teacher_cosines(encode, s1: list[str], s2: list[str]) -> np.ndarray:
     """Row-wise cosine of the two sides, each distinct sentence encoded once, clipped to [0, 1]."""
     unique = list(dict.fromkeys([*s1, *s2]))
-    vectors = np.asarray(encode(unique), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    vectors = np.asarray(encode(unique))
     index = {s: i for i, s in enumerate(unique)}
-    a = vectors[[index[s] for s in s1]]
-    b = vectors[[index[s] for s in s2]]
-    return np.clip((a * b).sum(axis=1), 0.0, 1.0)
+    return np.clip(cosine_scores(vectors[[index[s] for s in s1]], vectors[[index[s] for s in s2]]), 0.0, 1.0)
 
 
 def teacher_labels(pairs: pd.DataFrame, source: str = DEFAULT_TEACHER, device: str = "cpu") -> tuple[np.ndarray, dict]:
@@ -130,9 +130,10 @@ def teacher_labels(pairs: pd.DataFrame, source: str = DEFAULT_TEACHER, device: s
     cache = stsgen_home() / "teacher-labels" / f"{key}.parquet"
     if cache.is_file():
         return pd.read_parquet(cache)[TEACHER_COLUMN].to_numpy(), dict(identity, cached=True)
+    folder = teacher_folder(source)
     from sentence_transformers import SentenceTransformer
 
-    model = SentenceTransformer(str(teacher_folder(source)), device=device, local_files_only=True)
+    model = SentenceTransformer(str(folder), device=device, local_files_only=True)
     labels = teacher_cosines(lambda s: model.encode(s, batch_size=64, convert_to_numpy=True),
                              pairs["s1"].tolist(), pairs["s2"].tolist())
     buffer = io.BytesIO()

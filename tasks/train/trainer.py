@@ -31,7 +31,8 @@ import torch
 from tasks.core.config import ConfigError
 from tasks.core.device import resolve_device
 from tasks.train.hard_negatives import mined_columns
-from tasks.train.training import LossSettings, TrainingData, TrainSettings, TrainState
+from tasks.train.settings import LossSettings, TrainSettings
+from tasks.train.training import TrainingData, TrainState
 
 DEV_METRIC = "eval_sts-dev_spearman_cosine"
 BEST_FILE = "best.pt"
