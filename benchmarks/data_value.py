@@ -147,11 +147,14 @@ def main() -> None:
         from tasks.core.corpus import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
+    recipes = {kind: recipe(kind) for kind in args.data.split(",")}  # a bad --data fails before any training
     labeled = pd.read_parquet(args.pairs) if args.pairs else None
-    if labeled is None and any("pairs:" in k for k in args.data.split(",")):
+    if labeled is None and any(losses.regression for _, losses, _ in recipes.values()):
         raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
     backbone = BackboneSettings(kind=args.backbone, source=args.source)
     device = resolve_device(args.device)
+    targets = {source: regression_targets(labeled, source, args.teacher, str(device), args.pairs)[0]
+               for _, losses, source in recipes.values() if losses.regression}  # each label source once
     base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          eval_every=max(args.steps // 4, 1), heldout_fraction=0.0, device=args.device)
     print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
@@ -172,13 +175,10 @@ def main() -> None:
     rows = []
     for size in [int(s) for s in args.sizes.split(",")]:
         anchors = triples.iloc[:size]
-        for kind in args.data.split(","):
+        for kind, (triple_kind, losses, label_source) in recipes.items():
             for seed in [int(s) for s in args.seeds.split(",")]:
-                triple_kind, losses, label_source = recipe(kind)
                 frame = training_frame(triple_kind, anchors, seed, sentences)
-                pairs = pd.DataFrame(columns=["s1", "s2", "label"])
-                if losses.regression:
-                    pairs, _ = regression_targets(labeled, label_source, args.teacher, str(device), args.pairs)
+                pairs = targets[label_source] if losses.regression else pd.DataFrame(columns=["s1", "s2", "label"])
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
