@@ -21,6 +21,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.core.config import LLMSettings
 from tasks.generate.candidates import Chooser
 from tasks.generate.combined_verifier import VerifierModel, stage_signals
+from tasks.generate.roles import RoleCheck
 from tasks.generate.settings import GenerateSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
@@ -30,7 +31,7 @@ from tasks.llm.prompting import BASE_OF_KIND, PromptTemplate
 
 # Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
 # and a re-run of the stage retries it.
-FAILED_CALL_REASONS = ("llm_error", "judge_llm_error")
+FAILED_CALL_REASONS = ("llm_error", "judge_llm_error", "role_llm_error")
 
 
 @dataclass(frozen=True)
@@ -167,6 +168,11 @@ class Plan:
     chooser: Chooser
     settings: GenerateSettings
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each kind's example sentences (copy check)
+    roles: RoleCheck | None = None  # the role check of positives (None: off)
+
+    def verified_by_judge_endpoint(self, kind: str) -> bool:
+        """Whether a kind's generations are sent to the judge's endpoint (the judge, or the positives' role check)."""
+        return kind in self.judges or (self.roles is not None and kind == "positive")
 
     def kind(self, kind: str) -> tuple[PromptTemplate, str, Judge | None]:
         """One kind's template, system message and judge (None: not judged)."""
@@ -197,6 +203,11 @@ async def generate_slot(call, judge_call, slot: Slot, plan: Plan) -> tuple[Gener
         if judge is not None:
             verdict = await judge_one(judge_call, judge.template, slot.anchor, best.text, judge.settings, judge.seed)
             best, row = _apply_verdict(slot, attempt, best, verdict, judge.combined)
+        if best is not None and plan.roles is not None and slot.kind == "positive":
+            roles = await plan.roles.verdict(judge_call, slot.anchor, best.text)
+            if roles.reason is not None:
+                best, row = None, _rejection(slot, attempt, best.seed, best.text, roles.reason, roles.detail,
+                                             best.candidate)
         if row is not None:
             rejected.append(row)
         rejected.extend(_not_chosen(slot, attempt, ranked[1:], ranked[0]))
@@ -346,9 +357,9 @@ def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -
     verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
 
     No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
-    judge = plan.judges.get(kind)
+    judge_llm = plan.settings.verifier.llm if plan.verified_by_judge_endpoint(kind) else None
     client = LLMClient(llm)
-    judge_client = LLMClient(judge.settings.llm) if judge is not None and judge.settings.llm else client
+    judge_client = LLMClient(judge_llm) if judge_llm else client
     if llm.batch_api:
         runner = BatchRunner(client)
         judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
@@ -366,7 +377,7 @@ def generate_source_batch(sources: list[Source], kinds: tuple[str, ...], plan: P
     """Every kind of a batch of sources, each source's kinds chained (`generate_chains`: a thin task around the
     async function, with the endpoint's clients). Like `generate_batch`: no Prefect result cache (the LLM response cache
     makes a retried batch free); the judge's calls count in the stats."""
-    judge_llm = next((j.settings.llm for j in plan.judges.values() if j.settings.llm), None)
+    judge_llm = plan.settings.verifier.llm if any(plan.verified_by_judge_endpoint(k) for k in kinds) else None
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
     accepted, rejected = asyncio.run(generate_chains(sources, kinds, plan, client, judge_client))

@@ -106,6 +106,12 @@ class VerifierSettings(Settings):
         "None = off. A triple that fails is quarantined as ordering.")
     ordering_model: str = Field(DEFAULT_ENCODER, description="Encoder of the ordering check (a name or a "
                                 "sentence-transformers folder).")
+    roles: bool = Field(False, description="Role check (role_changed): the judge's endpoint lists who does what in "
+                        "the anchor and in each positive, and the lists are compared with the run's encoder "
+                        "(tasks/generate/roles.py); one request per positive that passed the judge. Off: measured on "
+                        "70 labeled positives first (docs/benchmarks.md, issue 34).")
+    role_min_match: float = Field(0.6, ge=0, le=1, description="Role check: each anchor action's best match in the "
+                                  "positive (mean cosine of subject, verb, object) must reach this.")
     model: str | None = Field(None, description="A combined-verifier model file (JSON, benchmarks/verifier_combined.py):"
                               " after the judge accepts, P(bad) from the judge's P(pass), the encoder cosine, the fact "
                               "counts and the length; at or above the model's threshold → verifier_rejected. None: off.")

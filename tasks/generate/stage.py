@@ -22,6 +22,7 @@ from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, StageIO, rejected_t
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
 from tasks.core.corpus import Corpus, load_corpus
+from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.runs import run_version
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
@@ -39,6 +40,7 @@ from tasks.generate.generation import (
     next_slot,
 )
 from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
+from tasks.generate.roles import ROLE_TEMPLATE, RoleCheck, role_template
 from tasks.generate.settings import GenerateSettings, VerifierSettings
 from tasks.generate.validation import prompt_example_sentences
 from tasks.generate.verification import load_judge_template, ordering_gaps
@@ -165,6 +167,7 @@ class GenerationJob:
     prepare_s: float
     avoided: frozenset[str] = frozenset()  # source ids earlier runs of the dataset used (avoid_used_sources)
     shown: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the example sentences each prompt shows
+    roles: RoleCheck | None = None  # the positives' role check (verifier.roles)
 
     @functools.cached_property
     def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
@@ -174,7 +177,7 @@ class GenerationJob:
 
     @property
     def judge_llm(self) -> LLMSettings | None:
-        return (self.cfg.verifier.llm or self.llm) if self.judges else None
+        return (self.cfg.verifier.llm or self.llm) if self.judges or self.roles else None
 
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
@@ -182,7 +185,8 @@ class GenerationJob:
         return stage_key(STAGE, params=self.cfg, llm=self.llm, inputs=[i["sha256"] for i in self.inputs],
                          choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
-                         | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}, **avoided)
+                         | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}
+                         | ({"roles": fingerprint([self.roles.template])} if self.roles else {}), **avoided)
 
 
 def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str) -> GenerationJob:
@@ -193,6 +197,7 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
     combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
     judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, cfg.seed, combined)
               for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
+    roles = role_check_of(cfg, llm)
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     # What copied_example compares with; a template that shows no examples fails here, nothing spent or written.
@@ -205,7 +210,18 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
     avoided = used_source_ids(Path(output_dir)) if cfg.avoid_used_sources else frozenset()
     sample, anchor_counts = sample_anchors(corpus, cfg.n, cfg.seed, cfg.anchors, exclude=avoided)
     return GenerationJob(cfg, llm, kinds, templates, judges, patterns, examples, corpus, sample, anchor_counts,
-                         round(time.perf_counter() - t0, 3), avoided, shown)
+                         round(time.perf_counter() - t0, 3), avoided, shown, roles)
+
+
+def role_check_of(cfg: GenerateSettings, llm: LLMSettings) -> RoleCheck | None:
+    """The positives' role check of a run (None: off, or a pattern without positives to check)."""
+    if not cfg.verifier.roles:
+        return None
+    if llm.batch_api:
+        raise ConfigError("verifier.roles asks one question per positive as soon as it is generated, which the Batch "
+                          "API's rounds do not do: turn verifier.roles off or run without llm.batch_api.")
+    return RoleCheck(role_template(), DEFAULT_ENCODER, cfg.verifier.role_min_match,
+                     cfg.verifier.attempts, cfg.seed)
 
 
 def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
@@ -213,8 +229,14 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     cfg, kinds, templates, judges = job.cfg, job.kinds, job.templates, job.judges
     llm = job.llm
     served = check_llm_endpoint(llm)  # only when there is work for it: a reused stage needs no endpoint
-    if judges and cfg.verifier.llm:
-        check_llm_endpoint(cfg.verifier.llm)  # a separate judge endpoint must be reachable before any spending
+    if (judges or job.roles) and cfg.verifier.llm:  # a separate judge endpoint must be reachable before any spending
+        try:
+            check_llm_endpoint(cfg.verifier.llm)
+        except ConfigError as err:
+            raise ConfigError(f"verifier.llm (the endpoint of the judge{' and the role check' if job.roles else ''}"
+                              f"): {err}") from None
+    if job.roles is not None:
+        load_encoder(job.roles.encoder)  # before the request loop: loading inside it would stall paced requests
     systems = {k: templates[k].system_message([vars(e) for e in job.examples[k]]) for k in kinds}
     accepted: dict[str, dict[str, dict]] = {k: {} for k in kinds}
     quarantine: list[dict] = list(job.corpus.rejected)
@@ -224,8 +246,8 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, job.shown), llm, accepted,
-                     quarantine, progress)
+    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, job.shown, job.roles), llm,
+                     accepted, quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
 
@@ -261,6 +283,9 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                      "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
                                        for k, j in judges.items()},
                      "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
+                     "role_check": {"prompt": ROLE_TEMPLATE, "sha256": fingerprint([job.roles.template]),
+                                    "encoder": job.roles.encoder, "min_match": job.roles.min_match}
+                     if job.roles else None,
                      "ordering_margin": cfg.verifier.ordering_margin},
         "llm": {"model": llm.model, "served_models": served,
                 "model_sha256": llm.model_sha256,
