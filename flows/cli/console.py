@@ -118,7 +118,7 @@ def with_llm(args: argparse.Namespace, job) -> int:
 
     console = Console(stderr=True)
     # Flags left out keep LLMSettings' defaults (prices: STSGEN_LLM_PRICE_*_PER_MILLION, or none).
-    llm_kwargs = given(max_concurrency=args.concurrency, batch_api=getattr(args, "batch_api", None) or None,
+    llm_kwargs = given(max_concurrency=args.concurrency,
                        requests_per_minute=args.rpm, price_prompt_per_million=getattr(args, "price_prompt", None),
                        price_completion_per_million=getattr(args, "price_completion", None))
     if args.base_url:

@@ -91,7 +91,8 @@ def generate_fields(args: argparse.Namespace) -> dict:
     verifier = given(judge=False if args.no_judge else None, threshold=args.judge_threshold,
                      template_dir=args.judge_templates, ordering_margin=args.ordering_margin,
                      llm={"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_base_url else None)
-    return given(n=args.n, max_attempts=args.max_attempts, avoid_used_sources=args.avoid_used_sources) | {
+    return given(n=args.n, max_attempts=args.max_attempts, avoid_used_sources=args.avoid_used_sources,
+                 batch_api=getattr(args, "batch_api", None) or None) | {
         "corpus": given(source=args.corpus), "pattern": given(kind=args.pattern, source=args.pattern_source),
         "sampling": given(candidates=args.candidates), "verifier": verifier}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from tasks.core.errors import ConfigError  # noqa: F401  (re-exported: most modules import it from here)
 from tasks.core.home import stsgen_home  # noqa: F401  (re-exported: most modules import it from here)
@@ -84,8 +84,8 @@ class LLMSettings(Settings):
     # How requests are sent, not what they return: another URL, key or pace serving the same model reuses the outputs.
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({
         "max_concurrency", "requests_per_minute", "tokens_per_minute", "timeout_s", "max_retries", "backoff_base_s",
-        "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url", "batch_api", "batch_poll_s",
-        "prefect_limit", "request_order", "price_prompt_per_million", "price_completion_per_million",
+        "backoff_max_s", "verify_model", "cache_path", "api_key_env", "base_url", "prefect_limit",
+        "price_prompt_per_million", "price_completion_per_million",
         # The served model's identity enters keys through `model_identity`, where a stage keys on it.
         "model_sha256", "server_engine"})
 
@@ -117,22 +117,6 @@ class LLMSettings(Settings):
     cache_path: str | None = Field(
         None, description="SQLite response cache; default $STSGEN_HOME/llm-cache.sqlite. 'off' disables it."
     )
-    batch_api: bool = Field(
-        False,
-        description="Send stage-1 requests through the OpenAI Batch API (/files + /batches: half the price, results "
-        "within 24 h) instead of one chat call each: one batch per prompt kind and attempt round, results put into "
-        "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
-    )
-    batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
-    request_order: Literal["auto", "by_source", "by_kind"] = Field(
-        "auto",
-        description="Stage 1's request order (the same requests and results either way). 'by_source': each "
-        "sentence's next kind as soon as its base is accepted — keeps a multi-slot server (llama-server, vLLM) "
-        "busy; 'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a "
-        "single-slot server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded "
-        "server, by_source otherwise.",
-    )
-
     # Who serves the model, when stsgen started the server (the CLI, the stack): carried here, not in os.environ.
     model_sha256: str | None = Field(
         default_factory=lambda: _llm_env().model_sha256, pattern=r"^[0-9a-f]{64}$",
@@ -141,7 +125,7 @@ class LLMSettings(Settings):
     )
     server_engine: Literal["llama-server", "llama-cpp-python"] | None = Field(
         default_factory=lambda: _llm_env().server_engine,
-        description="Engine of the server stsgen started (request_order 'auto' sends kind by kind to "
+        description="Engine of the server stsgen started (stage 1's request_order 'auto' sends kind by kind to "
         "llama-cpp-python's single slot). Env: STSGEN_LLM_SERVER_ENGINE.",
     )
 
@@ -162,19 +146,6 @@ class LLMSettings(Settings):
         "(llama.cpp servers), 'off' parses the free answer, 'auto' sends the grammar where GET /props shows a "
         "llama-server. Log-probs are read either way.",
     )
-
-    @model_validator(mode="after")
-    def _batch_api_goes_kind_by_kind(self):
-        if self.batch_api and self.request_order == "by_source":
-            raise ValueError("request_order 'by_source' cannot be used with batch_api (a batch holds one prompt kind's "
-                             "attempt round): use 'by_kind' or 'auto'")
-        return self
-
-    def resolved_request_order(self) -> str:
-        if self.request_order != "auto":
-            return self.request_order
-        single_slot = self.server_engine == "llama-cpp-python"
-        return "by_kind" if self.batch_api or single_slot else "by_source"
 
     def resolved_cache_path(self) -> Path | None:
         if self.cache_path == "off":

@@ -5,7 +5,7 @@ temperature raised by k*temperature_step. Every rejected attempt and every faile
 row with its reason; a slot whose attempts all fail is quarantined, never filled with None.
 Request seeds depend only on (run seed, sentence, kind, attempt), so results do not depend on batch order or
 concurrency, and an interrupted run re-issues exactly the requests it had not finished (they hit the cache
-otherwise). With `llm.batch_api` the same attempts run in rounds, one Batch API batch per round (tasks/llm/batch.py).
+otherwise). With `batch_api` the same attempts run in rounds, one Batch API batch per round (tasks/llm/batch.py).
 """
 
 from __future__ import annotations
@@ -352,7 +352,7 @@ def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) ->
 
 @task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
 def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -> tuple[list[dict], list[dict], dict]:
-    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `llm.batch_api`,
+    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `batch_api`,
     its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
     verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
 
@@ -360,9 +360,10 @@ def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -
     judge_llm = plan.settings.verifier.llm if plan.verified_by_judge_endpoint(kind) else None
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
-    if llm.batch_api:
-        runner = BatchRunner(client)
-        judge_runner = BatchRunner(judge_client) if judge_client is not client else runner
+    if plan.settings.batch_api:
+        poll_s = plan.settings.batch_poll_s
+        runner = BatchRunner(client, poll_s=poll_s)
+        judge_runner = BatchRunner(judge_client, poll_s=poll_s) if judge_client is not client else runner
         accepted, rejected = generate_slots_batched(slots, kind, plan, runner, judge_runner)
         stats = {**asdict(client.stats), **asdict(runner.stats)}
     else:

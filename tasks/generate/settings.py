@@ -121,8 +121,10 @@ class GenerateSettings(Settings):
     """Stage 1's settings: everything that determines its output besides the LLM endpoint (the cache key is computed
     from these, the endpoint's model and the input hashes). The judge samples with `seed` too."""
 
-    # avoid_used_sources enters the key as the set of sources it avoided (none: the key of a run without it).
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"batch_size", "avoid_used_sources"})
+    # avoid_used_sources enters the key as the set of sources it avoided (none: the key of a run without it); how
+    # requests are sent (the Batch API, the order) does not change what they return.
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"batch_size", "avoid_used_sources", "batch_api", "batch_poll_s",
+                                                       "request_order"})
 
     n: int = Field(30, ge=1, description="Number of source sentences.")
     seed: int = DEFAULT_SEED
@@ -137,3 +139,32 @@ class GenerateSettings(Settings):
     avoid_used_sources: bool = Field(
         False, description="Sample no source sentence an earlier run under the same output directory already used "
         "(its triples or its quarantine): scheduled runs grow one dataset instead of repeating sources.")
+    batch_api: bool = Field(
+        False,
+        description="Send the requests through the OpenAI Batch API (/files + /batches: half the price, results "
+        "within 24 h) instead of one chat call each: one batch per prompt kind and attempt round, results put into "
+        "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
+    )
+    batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
+    request_order: Literal["auto", "by_source", "by_kind"] = Field(
+        "auto",
+        description="The request order (the same requests and results either way). 'by_source': each sentence's "
+        "next kind as soon as its base is accepted — keeps a multi-slot server (llama-server, vLLM) busy; "
+        "'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a single-slot "
+        "server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded server, "
+        "by_source otherwise.",
+    )
+
+    @model_validator(mode="after")
+    def _batch_api_goes_kind_by_kind(self) -> "GenerateSettings":
+        if self.batch_api and self.request_order == "by_source":
+            raise ValueError("request_order 'by_source' cannot be used with batch_api (a batch holds one prompt kind's "
+                             "attempt round): use 'by_kind' or 'auto'")
+        return self
+
+    def resolved_request_order(self, llm: LLMSettings) -> str:
+        """The order requests go in: the setting, or for 'auto' by the Batch API and the endpoint's engine."""
+        if self.request_order != "auto":
+            return self.request_order
+        single_slot = llm.server_engine == "llama-cpp-python"
+        return "by_kind" if self.batch_api or single_slot else "by_source"

@@ -128,7 +128,7 @@ def generate_by_kind(sources: list[Source], kinds, plan: Plan, llm: LLMSettings,
     """Kind after kind, in batches of slots (a single-slot server keeps one few-shot prefix; the Batch API sends one
     batch per kind and attempt round); fills `accepted` and `quarantine`, returns the LLM stats."""
     stats_total: dict = {}
-    step = MAX_BATCH_LINES if llm.batch_api else batch_step(plan.settings.batch_size, llm.max_concurrency)
+    step = MAX_BATCH_LINES if plan.settings.batch_api else batch_step(plan.settings.batch_size, llm.max_concurrency)
     for kind in kinds:
         slots = []
         for src in sources:
@@ -197,7 +197,7 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
     combined = load_verifier_model(cfg.verifier.model) if cfg.verifier.model else None  # bad file: fails here
     judges = {k: Judge(load_judge_template(k, cfg.verifier.template_dir), cfg.verifier, cfg.seed, combined)
               for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
-    roles = role_check_of(cfg, llm)
+    roles = role_check_of(cfg)
     patterns = load_pattern_source(cfg.pattern)
     examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
     # What copied_example compares with; a template that shows no examples fails here, nothing spent or written.
@@ -213,13 +213,13 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
                          round(time.perf_counter() - t0, 3), avoided, shown, roles)
 
 
-def role_check_of(cfg: GenerateSettings, llm: LLMSettings) -> RoleCheck | None:
+def role_check_of(cfg: GenerateSettings) -> RoleCheck | None:
     """The positives' role check of a run (None: off, or a pattern without positives to check)."""
     if not cfg.verifier.roles:
         return None
-    if llm.batch_api:
+    if cfg.batch_api:
         raise ConfigError("verifier.roles asks one question per positive as soon as it is generated, which the Batch "
-                          "API's rounds do not do: turn verifier.roles off or run without llm.batch_api.")
+                          "API's rounds do not do: turn verifier.roles off or run without batch_api.")
     return RoleCheck(role_template(), DEFAULT_ENCODER, cfg.verifier.role_min_match,
                      cfg.verifier.attempts, cfg.seed)
 
@@ -242,7 +242,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     quarantine: list[dict] = list(job.corpus.rejected)
     progress = Progress("generate", cfg.n * len(kinds), f"{cfg.n} sentences × {len(kinds)} kinds")
     t_gen = time.perf_counter()
-    request_order = llm.resolved_request_order()
+    request_order = cfg.resolved_request_order(llm)
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)

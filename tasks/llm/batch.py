@@ -156,9 +156,10 @@ class BatchRunner:
     `run(requests)` blocks until the round's batch is terminal and returns one `CallResult` per request, in order;
     `max_polls` (tests) raises `BatchPending` after that many status polls instead of waiting on."""
 
-    def __init__(self, client: LLMClient, *, state_dir: Path | None = None, max_polls: int | None = None,
-                 sleep: Callable[[float], None] = time.sleep):
+    def __init__(self, client: LLMClient, *, poll_s: float = 5.0, state_dir: Path | None = None,
+                 max_polls: int | None = None, sleep: Callable[[float], None] = time.sleep):
         self.llm = client
+        self.poll_s = poll_s  # stage 1's batch_poll_s
         self.settings = client.settings
         self.state_dir = Path(state_dir) if state_dir else default_state_dir(client.settings)
         self.max_polls = max_polls
@@ -218,7 +219,7 @@ class BatchRunner:
                 except openai.NotFoundError:
                     raise ConfigError(
                         f"LLM endpoint {self.settings.base_url} does not serve the Batch API (/files, /batches); "
-                        "run without --batch-api / llm.batch_api."
+                        "run without --batch-api / batch_api."
                     ) from None
                 except openai.OpenAIError as exc:  # the whole round failed to start: every request is a failure
                     return {k: self._fail(k, "batch_submit", f"batch submission failed: {exc}") for k in pending}, \
@@ -276,7 +277,7 @@ class BatchRunner:
         while batch.status not in TERMINAL:
             if self.max_polls is not None and polls >= self.max_polls:
                 raise BatchPending(f"batch {batch.id} still {batch.status} after {polls} polls")
-            self.sleep(self.settings.batch_poll_s)
+            self.sleep(self.poll_s)
             batch = client.batches.retrieve(batch.id)
             polls += 1
         return batch

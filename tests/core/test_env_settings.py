@@ -11,6 +11,7 @@ import pytest
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.env_settings import StsgenEnv, env, secret_env
 from tasks.core.home import stsgen_home
+from tasks.generate.settings import GenerateSettings
 
 CANARY = "sk-canary-3f9a1c7e5b2d"
 
@@ -35,7 +36,7 @@ def test_defaults_when_nothing_is_set(tmp_path):
     llm = LLMSettings()
     assert (llm.base_url, llm.model, llm.prefect_limit) == ("http://127.0.0.1:8765/v1", "qwen2.5-coder-1.5b-instruct",
                                                              None)
-    assert llm.resolved_request_order() == "by_source"
+    assert GenerateSettings().resolved_request_order(llm) == "by_source"
 
 
 @pytest.mark.parametrize("separator", ["_", "__"], ids=["flat", "nested"])
@@ -55,7 +56,8 @@ def test_the_server_identity_travels_in_the_settings_not_the_environment():
     from tasks.llm.client import model_identity
 
     llm = LLMSettings(server_engine="llama-cpp-python", model_sha256="cd" * 32)
-    assert llm.resolved_request_order() == "by_kind" and LLMSettings().resolved_request_order() == "by_source"
+    order = GenerateSettings().resolved_request_order
+    assert order(llm) == "by_kind" and order(LLMSettings()) == "by_source"
     assert model_identity(llm) == {"model": llm.model, "sha256": "cd" * 32}
     assert "STSGEN_LLM_MODEL_SHA256" not in os.environ and "STSGEN_LLM_SERVER_ENGINE" not in os.environ
 
@@ -63,7 +65,7 @@ def test_the_server_identity_travels_in_the_settings_not_the_environment():
 def test_the_server_engine_from_the_environment_picks_the_request_order(monkeypatch):
     monkeypatch.setenv("STSGEN_LLM_SERVER_ENGINE", "llama-cpp-python")
     monkeypatch.setenv("STSGEN_LLM_MODEL_SHA256", "ab" * 32)
-    assert LLMSettings().resolved_request_order() == "by_kind"
+    assert GenerateSettings().resolved_request_order(LLMSettings()) == "by_kind"
     assert env().llm.model_sha256 == "ab" * 32
 
 

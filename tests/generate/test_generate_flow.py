@@ -152,8 +152,9 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
     for order in ("by_kind", "by_source"):
         (tmp_path / order).mkdir()
         with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
-            paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=2, batch_size=4),
-                                         llm=llm(server, tmp_path / order, request_order=order, max_concurrency=3),
+            paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=2, batch_size=4,
+                                                                request_order=order),
+                                         llm=llm(server, tmp_path / order, max_concurrency=3),
                                          output_dir=str(tmp_path / order / "out"))
             sent = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"], r["t"]) for r in server.chat_requests()]
         triples, rejected, manifest = read(paths)
@@ -178,8 +179,8 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
 
 def test_the_batch_api_cannot_be_sent_source_by_source():
     with pytest.raises(ValueError, match="'by_source' cannot be used with batch_api"):
-        LLMSettings(batch_api=True, request_order="by_source")
-    assert LLMSettings(batch_api=True).resolved_request_order() == "by_kind"
+        GenerateSettings(batch_api=True, request_order="by_source")
+    assert GenerateSettings(batch_api=True).resolved_request_order(LLMSettings()) == "by_kind"
 
 
 def test_nli_pattern_has_no_intermediate(prefect_harness, scripted, tiny_corpus, tmp_path):

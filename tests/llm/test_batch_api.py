@@ -26,18 +26,18 @@ from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.
 def unjudged(corpus, **fields) -> GenerateSettings:
-    """No judge, one choice per request: the request counts of the one-choice path."""
-    return generate_settings(corpus, **{"verifier": VerifierSettings(judge=False),
-                                        "sampling": SamplingSettings(candidates=1), **fields})
+    """No judge, one choice per request, through the Batch API (polled every 10 ms) unless `batch_api=False`: the
+    request counts of the one-choice path."""
+    return generate_settings(corpus, **{"verifier": VerifierSettings(judge=False), "batch_api": True,
+                                        "batch_poll_s": 0.01, "sampling": SamplingSettings(candidates=1), **fields})
 
 CANARY = "sk-canary-batch-4d1e9b"
 SYSTEM = "Your task is to generate a new sentence that is semantically similar."
 
 
 def llm(server, folder, **kw) -> LLMSettings:
-    kw.setdefault("batch_api", True)
     return LLMSettings(base_url=server.base_url, model="scripted-model", cache_path=str(folder / "llm.sqlite"),
-                       backoff_base_s=0.01, backoff_max_s=0.05, batch_poll_s=0.01, **kw)
+                       backoff_base_s=0.01, backoff_max_s=0.05, **kw)
 
 
 def read(paths):
@@ -60,8 +60,8 @@ def meta_first(messages, body):
 def test_batch_flow_matches_direct_calls(prefect_harness, tiny_corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("STSGEN_TEST_KEY", CANARY)
     with ScriptedOpenAI(responder=meta_first) as direct:
-        ref = generate_sts_triples(settings=unjudged(tiny_corpus, n=6), output_dir=str(tmp_path / "direct"),
-                                   llm=llm(direct, tmp_path / "direct", batch_api=False))
+        ref = generate_sts_triples(settings=unjudged(tiny_corpus, n=6, batch_api=False),
+                                   output_dir=str(tmp_path / "direct"), llm=llm(direct, tmp_path / "direct"))
     with ScriptedOpenAI(responder=meta_first, batch_polls=3) as server:
         paths = generate_sts_triples(settings=unjudged(tiny_corpus, n=6), output_dir=str(tmp_path / "batch"),
                                      llm=llm(server, tmp_path / "batch", api_key_env="STSGEN_TEST_KEY"))
@@ -131,7 +131,7 @@ def test_line_failures_are_quarantined_as_llm_error(prefect_harness, tiny_corpus
 def test_expired_batch_keeps_its_completed_lines_failed_batch_fails_all(scripted, tmp_path, final):
     scripted.batch_final_status = final
     client = LLMClient(llm(scripted, tmp_path))
-    results = BatchRunner(client).run(requests(6))
+    results = BatchRunner(client, poll_s=0.01).run(requests(6))
     if final == "expired":  # the scripted server completes the first half of the lines
         assert sum(r.ok for r in results) == 3 and len(client.cache) == 3
         assert all("batch_expired" in r.error for r in results if not r.ok)
@@ -144,16 +144,16 @@ def test_expired_batch_keeps_its_completed_lines_failed_batch_fails_all(scripted
 def test_failed_create_keeps_the_uploaded_file_for_the_next_run(scripted, tmp_path):
     scripted.batch_create_errors = 1
     settings = llm(scripted, tmp_path, max_retries=0)
-    first = BatchRunner(LLMClient(settings)).run(requests(4))
+    first = BatchRunner(LLMClient(settings), poll_s=0.01).run(requests(4))
     assert not any(r.ok for r in first) and all("submission failed" in r.error for r in first)
-    results = BatchRunner(LLMClient(settings)).run(requests(4))
+    results = BatchRunner(LLMClient(settings), poll_s=0.01).run(requests(4))
     assert all(r.ok for r in results) and scripted.files_uploaded == 1 and scripted.batches_created == 1
 
 
 def test_lost_create_answer_finds_the_batch_instead_of_creating_another(scripted, tmp_path):
     # The endpoint makes the batch but its answer is lost (500): the retry finds that batch by its input file.
     scripted.batch_create_lost = 1
-    runner = BatchRunner(LLMClient(llm(scripted, tmp_path, max_retries=2)))
+    runner = BatchRunner(LLMClient(llm(scripted, tmp_path, max_retries=2)), poll_s=0.01)
     results = runner.run(requests(4))
     assert all(r.ok for r in results) and scripted.batches_created == 1 and scripted.files_uploaded == 1
     assert runner.stats.batches_reattached == 1 and runner.stats.batches_created == 0
@@ -164,9 +164,9 @@ def test_batch_made_but_not_stored_is_found_by_the_next_run(scripted, tmp_path):
     # The same window as a crash between create and storing the id: the state holds the file, not the batch.
     scripted.batch_create_lost = 1
     settings = llm(scripted, tmp_path, max_retries=0)
-    first = BatchRunner(LLMClient(settings)).run(requests(4))
+    first = BatchRunner(LLMClient(settings), poll_s=0.01).run(requests(4))
     assert not any(r.ok for r in first) and scripted.batches_created == 1
-    again = BatchRunner(LLMClient(settings))
+    again = BatchRunner(LLMClient(settings), poll_s=0.01)
     results = again.run(requests(4))
     assert all(r.ok for r in results) and again.stats.batches_reattached == 1
     assert scripted.batches_created == 1 and scripted.files_uploaded == 1  # nothing paid twice
@@ -191,7 +191,7 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
     monkeypatch.setenv("STSGEN_TEST_KEY", CANARY)
     scripted.batch_polls = 4
     settings = llm(scripted, tmp_path, api_key_env="STSGEN_TEST_KEY")
-    runner = BatchRunner(LLMClient(settings), max_polls=1)
+    runner = BatchRunner(LLMClient(settings), poll_s=0.01, max_polls=1)
     with pytest.raises(BatchPending):
         runner.run(requests(5))
     keys = [request_key(settings.model, m, p) for m, p in requests(5)]
@@ -201,7 +201,7 @@ def test_interrupted_poll_reattaches_to_the_stored_batch(scripted, tmp_path, mon
     assert CANARY not in state_file.read_text() and scripted.batches_created == 1 and scripted.files_uploaded == 1
 
     client = LLMClient(settings)
-    again = BatchRunner(client)
+    again = BatchRunner(client, poll_s=0.01)
     results = again.run(requests(5))
     assert scripted.batches_created == 1 and scripted.files_uploaded == 1 and again.stats.batches_reattached == 1
     assert [r.text for r in results] == [default_responder(m, p) for m, p in requests(5)]
@@ -216,9 +216,9 @@ from tasks.generate.settings import GenerateSettings, SamplingSettings, Verifier
 base_url, cache, out, corpus = sys.argv[1:5]
 no_judge = VerifierSettings(judge=False)
 settings = GenerateSettings(n=5, corpus=CorpusSettings(source=corpus), verifier=no_judge,
-                            sampling=SamplingSettings(candidates=1))
+                            sampling=SamplingSettings(candidates=1), batch_api=True, batch_poll_s=0.05)
 generate_sts_triples(settings=settings, output_dir=out, llm=LLMSettings(
-    base_url=base_url, model="scripted-model", cache_path=cache, batch_api=True, batch_poll_s=0.05))
+    base_url=base_url, model="scripted-model", cache_path=cache))
 """
 
 
