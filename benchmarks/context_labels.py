@@ -60,13 +60,12 @@ from tasks.label.label_similarity import similarity_matrix  # noqa: E402
 from tasks.label.labeling import (  # noqa: E402
     LabelSettings,
     context_label_01,
-    load_scorer,
     reference_sentences,
-    resolve_lm,
     score_terms,
     select_contexts,
 )
 from tasks.label.pair_units import Unit, context_sets, pair_units  # noqa: E402
+from tasks.label.scorer import load_scorer, resolve_lm  # noqa: E402
 from tasks.retrieve.coherence import CoherenceSettings  # noqa: E402
 from tasks.retrieve.retrieval import SelectionSettings  # noqa: E402
 

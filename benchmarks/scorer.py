@@ -39,7 +39,8 @@ from tasks.core.config import CorpusSettings  # noqa: E402
 from tasks.core.corpus import load_corpus  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix  # noqa: E402
-from tasks.label.labeling import LabelSettings, context_groups, lm_endpoint, load_scorer, resolve_lm  # noqa: E402
+from tasks.label.labeling import LabelSettings, context_groups  # noqa: E402
+from tasks.label.scorer import load_scorer, resolve_lm  # noqa: E402
 from tasks.llm.server import local_server  # noqa: E402
 
 MODEL = "smollm2-135m-instruct"
@@ -145,10 +146,10 @@ def main() -> None:
     with endpoint(args) as (base_url, model, pid):
         with PeakRSS(pid) as rss:
             for concurrency in [int(c) for c in args.concurrency.split(",")]:
-                served = LabelSettings(method="context", lambda_disc=0.0, lm=base_url, lm_model=model,
-                                       lm_tokenizer=args.lm, lm_max_concurrency=concurrency)
+                served = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, lm_endpoint={
+                    "base_url": base_url, "model": model, "max_concurrency": concurrency})
                 scorer = load_scorer(served, *map(str, resolve_lm(served)))
-                scorer.client = type(scorer.client)(lm_endpoint(served).model_copy(update={"cache_path": "off"}))
+                scorer.client = type(scorer.client)(served.lm_endpoint.model_copy(update={"cache_path": "off"}))
                 t = time.perf_counter()
                 result = scorer.score(groups)
                 compare(f"served ({args.base_url or 'llama-cpp-python, 127.0.0.1'}, {scorer.prompt_form} prompts, "

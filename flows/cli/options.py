@@ -113,9 +113,18 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
 
 def label_fields(args: argparse.Namespace) -> dict:
     """LabelSettings fields from the labeler's flags."""
-    fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity, lm_model=args.lm_model,
-                   lm_tokenizer=args.lm_tokenizer, contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
+    from tasks.core.config import ConfigError
+    from tasks.label.settings import is_endpoint
+
+    fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity,
+                   contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
                    calibration=getattr(args, "calibration", None))
+    if args.label_lm and is_endpoint(args.label_lm):  # --lm URL: the scoring endpoint, its tokenizer as label.lm
+        if not args.lm_tokenizer:
+            raise ConfigError(f"--lm {args.label_lm} is an endpoint: give --lm-tokenizer, the served model's tokenizer "
+                              "(a registered local model, a .gguf file or a transformers folder).")
+        fields |= {"lm": args.lm_tokenizer,
+                   "lm_endpoint": {"base_url": args.label_lm, "model": args.lm_model or args.lm_tokenizer}}
     if getattr(args, "lambdas", None):
         fields |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
     return fields

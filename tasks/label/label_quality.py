@@ -59,7 +59,7 @@ def label_columns_quality(pairs: pd.DataFrame) -> dict[str, dict]:
 
 def labeler_description(settings) -> dict:
     """The labeler's configuration as the summary and manifest show it (what produced the labels)."""
-    from tasks.label.labeling import lm_public
+    from tasks.label.scorer import lm_public
 
     out = {"method": settings.method}
     if settings.method != "llm_rating":

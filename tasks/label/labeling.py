@@ -20,7 +20,6 @@ sentences' overall likelihood, which otherwise puts every raw cosine near 1).
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
@@ -28,17 +27,17 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from models.causal_lm import CausalLM, Group, TokenizedLM, load_causal_lm
+from models.causal_lm import Group, TokenizedLM
 from models.coherence import encode_texts
-from models.llama_cpp_lm import load_llama_cpp_lm
 from tasks.contracts import TrainedCoherence, load_trained_cached
-from tasks.core.config import ConfigError, LLMSettings
-from tasks.core.device import resolve_device, scaled_batch
+from tasks.core.config import ConfigError
+from tasks.core.device import scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
-from tasks.core.store import fingerprint, read_manifest
+from tasks.core.store import read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix
 from tasks.label.llm_rating import Rating
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, finish_rows
+from tasks.label.scorer import load_scorer
 
 # The settings live in tasks/label/settings.py; re-exported here for the callers that import them from labeling.
 from tasks.label.settings import (  # noqa: E402,F401
@@ -46,62 +45,7 @@ from tasks.label.settings import (  # noqa: E402,F401
     TERMS,
     LabelMethod,
     LabelSettings,
-    is_endpoint,
 )
-from tasks.llm.client import endpoint_kind
-from tasks.llm.local_models import resolve_model_files
-from tasks.llm.served_lm import ServedLM, served_lm
-
-
-def lm_public(settings: LabelSettings) -> str:
-    """label.lm as manifests and artifacts show it: a served LM by endpoint kind and model, never its URL (it may
-    embed credentials)."""
-    if not is_endpoint(settings.lm):
-        return settings.lm
-    return f"endpoint ({endpoint_kind(settings.lm)}): {lm_endpoint(settings).model}"
-
-
-def lm_endpoint(settings: LabelSettings) -> LLMSettings:
-    """The scoring endpoint of label.lm = http(s)://…: same client settings as stage 1 (cache, retries)."""
-    return LLMSettings(base_url=settings.lm, model=settings.lm_model or settings.lm_tokenizer,
-                       api_key_env=settings.lm_api_key_env, max_concurrency=settings.lm_max_concurrency)
-
-
-def resolve_lm(settings: LabelSettings) -> tuple[Path, str]:
-    """(path, identity) of the scoring LM: its files and their sha256, or for an endpoint the tokenizer's files and
-    a fingerprint of the served model name and that tokenizer (the endpoint's URL does not change the scores)."""
-    if not is_endpoint(settings.lm):
-        return resolve_model_files(settings.lm)
-    path, tokenizer_sha = resolve_model_files(settings.lm_tokenizer)
-    return path, fingerprint({"served_model": lm_endpoint(settings).model, "tokenizer": tokenizer_sha})
-
-
-@functools.lru_cache(maxsize=2)
-def cached_lm(path: str, sha256: str, dtype: str, threads: int | None, device: str = "cpu") -> CausalLM:
-    # `sha256` keys the cache so a replaced file at the same path is reloaded.
-    lm = load_causal_lm(Path(path), dtype, threads)
-    lm.model.to(device)
-    return lm
-
-
-@functools.lru_cache(maxsize=2)
-def cached_served_lm(llm: LLMSettings, tokenizer_path: str, start_token: str) -> ServedLM:
-    return served_lm(llm, Path(tokenizer_path), start_token)
-
-
-@functools.lru_cache(maxsize=2)
-def cached_llama_cpp_lm(path: str, sha256: str, threads: int | None) -> TokenizedLM:
-    return load_llama_cpp_lm(Path(path), threads)
-
-
-def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedLM:
-    """The LM that scores (s, c): in-process (llama.cpp, or transformers on settings.device), or the endpoint of
-    label.lm (probed once)."""
-    if is_endpoint(settings.lm):
-        return cached_served_lm(lm_endpoint(settings), path, settings.start_token)
-    if settings.scorer == "llama_cpp":
-        return cached_llama_cpp_lm(path, identity, settings.threads)
-    return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
 
 
 def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64

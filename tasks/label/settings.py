@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.core.config import DEFAULT_SEED, Settings, key_fields
+from tasks.core.config import DEFAULT_SEED, LLMSettings, Settings, key_fields
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.core.runners import ExecutionSettings
 from tasks.label.label_similarity import Similarity
@@ -21,21 +21,25 @@ DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 ch
 LabelMethod = Literal["context", "llm_rating", "combined"]
 
 
+class ScoringEndpoint(LLMSettings):
+    """`label.lm_endpoint`: an OpenAI-compatible endpoint that echoes prompt log-probs on /completions (vLLM,
+    llama-cpp-python's server). The shared client settings (response cache, retries, pacing) with the scorer's own
+    key variable and concurrency; its URL and key variable stay out of every key (LLMSettings.NOT_IN_KEY)."""
+
+    base_url: str = Field(..., description="The scoring endpoint's base URL (…/v1).")
+    model: str = Field(..., description="The model name it serves.")
+    api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key.")
+    max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint.")
+
+
 class LabelSettings(Settings):
     # How the scoring runs, not what it computes: left out of every cache key (tasks.core.config.key_fields).
     # `calibration` enters the stage key as its file's content (tasks/label/stage.py), not its path.
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "lm_api_key_env",
-                                                      "lm_max_concurrency", "shard_size", "execution",
-                                                      "calibration"})
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"max_batch_tokens", "threads", "device", "shard_size",
+                                                      "execution", "calibration"})
     # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
     # them, so changing them re-scores nothing.
     LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight"})
-
-    def key_exclusions(self) -> frozenset[str]:
-        """A served LM is identified by its model and tokenizer checksum (in the key beside these fields), not its
-        URL: another URL serving the same model reuses the scores, and the URL (it may embed credentials) goes into
-        no key."""
-        return self.NOT_IN_KEY | ({"lm"} if is_endpoint(self.lm) else frozenset())
 
     def score_fields(self) -> dict:
         """The fields the (sentence, context) scores depend on: the shards' key."""
@@ -72,14 +76,11 @@ class LabelSettings(Settings):
     lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
                                 "it lowered STS-B dev Spearman, docs/labeling.md)")
     lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
-                    "folder of a causal LM (scored in-process), or an OpenAI-compatible endpoint http(s)://…/v1 that "
-                    "echoes prompt log-probs on /completions (vLLM, llama-cpp-python's server)")
-    lm_model: str | None = Field(None, description="With label.lm an endpoint: the model name it serves (default: "
-                                 "label.lm_tokenizer)")
-    lm_tokenizer: str | None = Field(None, description="With label.lm an endpoint: the served model's tokenizer — a "
-                                     "registered local model, a .gguf file or a transformers folder (required)")
-    lm_api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key")
-    lm_max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint")
+                    "folder of a causal LM: scored in-process, or with lm_endpoint the served model's tokenizer "
+                    "(segments are counted in its tokens)")
+    lm_endpoint: ScoringEndpoint | None = Field(None, description="Score (s, c) at this endpoint instead of "
+                                                "in-process (a served LM is identified in keys by its model name and "
+                                                "the tokenizer's checksum, never by its URL)")
     dtype: Literal["float32", "bfloat16"] = "float32"
     scorer: Literal["transformers", "llama_cpp"] = Field(
         "transformers", description="In-process LM scorer: 'transformers' (float32/bfloat16 torch, CPU or GPU, a "
@@ -135,10 +136,10 @@ class LabelSettings(Settings):
         if self.lm_reference_sentences > self.reference_sentences:
             raise ValueError(f"lm_reference_sentences ({self.lm_reference_sentences}) > reference_sentences "
                              f"({self.reference_sentences}): the LM's references are drawn from that sample")
-        if is_endpoint(self.lm) and not self.lm_tokenizer:
-            raise ValueError(f"label.lm is an endpoint ({self.lm}): set label.lm_tokenizer to the served model's "
-                             "tokenizer (a registered local model, a .gguf file or a transformers folder) so "
-                             "segment boundaries are counted in its tokens")
+        if is_endpoint(self.lm):
+            raise ValueError("label.lm is a URL: put the scoring endpoint in label.lm_endpoint (base_url, model) and "
+                             "the served model's tokenizer (a registered local model, a .gguf file or a transformers "
+                             "folder) in label.lm, so segment boundaries are counted in its tokens")
         if self.similarity == "centered_cosine" and self.min_contexts < 3:
             raise ValueError("min_contexts must be ≥ 3 with similarity='centered_cosine' (two centred values are always ±1 "
                              "apart: the label would be the sign of a difference)")

@@ -48,13 +48,8 @@ from tasks.label.label_quality import (
 from tasks.label.labeling import (
     LabelSettings,
     apply_ratings,
-    is_endpoint,
     label_shard,
-    lm_endpoint,
-    lm_public,
-    load_scorer,
     reference_sentences,
-    resolve_lm,
     unit_pair_rows,
     uses_contexts,
     uses_lm,
@@ -62,6 +57,7 @@ from tasks.label.labeling import (
 )
 from tasks.label.llm_rating import rate_pairs_task
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, context_sets, finish_rows, pair_units, read_pairs, triple_units
+from tasks.label.scorer import lm_public, load_scorer, resolve_lm
 from tasks.llm.client import check_endpoint, model_identity
 from tasks.llm.cost import llm_cost, prices_of
 
@@ -120,7 +116,7 @@ class LabelJob:
 
     @property
     def served(self) -> bool:
-        return uses_lm(self.settings) and is_endpoint(self.settings.lm)
+        return uses_lm(self.settings) and self.settings.lm_endpoint is not None
 
     def score_key(self) -> str:
         """What the scores depend on: everything but the calibration (applied after the shards are merged)."""
@@ -138,7 +134,7 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     t0 = time.perf_counter()
     if (triples is None) == (pairs is None):
         raise ConfigError("Give exactly one of triples= (a triples.parquet) or pairs= (a pairs Parquet).")
-    served = uses_lm(settings) and is_endpoint(settings.lm)
+    served = uses_lm(settings) and settings.lm_endpoint is not None
     # An in-process LM's device: no GPU fails here, before any work. A served LM runs where it is served.
     lm_device = resolve_device(settings.device) if uses_lm(settings) and not served and \
         settings.scorer == "transformers" else None  # llama.cpp scores on the CPU
@@ -162,7 +158,7 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     lm_path, lm_sha = resolve_lm(settings) if uses_lm(settings) else (None, None)
     if lm_path is not None:
         if served:
-            check_endpoint(lm_endpoint(settings))
+            check_endpoint(settings.lm_endpoint)
         try:  # fail before any shard (a served LM is probed for prompt log-probs); the workers reuse this load
             load_scorer(settings, str(lm_path), lm_sha)
         except ConfigError:
@@ -240,13 +236,15 @@ def label_all(job: LabelJob, out: StageFolder) -> dict:
     served = job.served
     return {
         "code_version": CODE_VERSION, "seed": settings.seed, "inputs": job.inputs,
-        "parameters": {"label": settings.model_dump() | {"lm": lm_public(settings)}, "shard_size": shard_size,
+        # The scoring endpoint by kind and model: its URL may embed credentials.
+        "parameters": {"label": settings.model_dump(exclude={"lm_endpoint"})
+                       | {"lm_endpoint": lm_public(settings) if served else None}, "shard_size": shard_size,
                        "workers": runner_kind(execution.workers, execution.dask_address)},
         "lambdas": settings.weights(),
         "coherence_model": {"folder": job.coherence[0], "sha256": job.coherence[1]},
         "lm": {"source": lm_public(settings), "path": job.lm_path and str(job.lm_path), "sha256": job.lm_sha,
                "dtype": settings.dtype, "device": job.lm_device and device_info(job.lm_device),
-               "served": {"model": lm_endpoint(settings).model, "tokenizer": str(job.lm_path),
+               "served": {"model": settings.lm_endpoint.model, "tokenizer": str(job.lm_path),
                           "prompt_form": load_scorer(settings, str(job.lm_path), job.lm_sha).prompt_form}
                if served else None},
         "labeler": labeler_description(settings), "rating": rating_info,

@@ -146,7 +146,7 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
     folder = Path(source)
     if not (folder / "config.json").is_file():
         raise ConfigError(f"LM '{source}' is not a registered model ({', '.join(LOCAL_MODELS)}), a .gguf file, or a "
-                          "transformers folder with config.json; set label.lm (or label.lm_tokenizer) to one of those.")
+                          "transformers folder with config.json; set label.lm (the model, or with label.lm_endpoint its tokenizer) to one of those.")
     return folder, sha256_path(folder)
 
 

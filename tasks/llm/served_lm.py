@@ -69,8 +69,8 @@ class ServedLM(TokenizedLM):
         if skipped not in (0, 1) or (skipped == 1 and self.prompt_form == "ids"):
             raise ServedScoringError(
                 f"{self.llm.base_url} echoed {echoed} prompt tokens for a {len(ids)}-token prompt: its tokenizer split "
-                f"the text differently from label.lm_tokenizer ({self.path.name}); set label.lm_tokenizer to the "
-                "served model's own tokenizer")
+                f"the text differently from label.lm ({self.path.name}); set label.lm to the served model's own "
+                "tokenizer")
         return [None] * skipped + list(values[:echoed])
 
     def score(self, groups: list[Group], max_batch_tokens: int = 2048) -> list[tuple[np.ndarray, np.ndarray]]:

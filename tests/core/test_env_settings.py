@@ -142,7 +142,7 @@ def test_the_api_key_never_appears_in_a_dump_of_the_settings(monkeypatch):
     from tasks.llm.client import api_key, redact
 
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    monkeypatch.setenv("STSGEN_LM_API_KEY", CANARY)  # the served context-labeler's key (label.lm_api_key_env)
+    monkeypatch.setenv("STSGEN_LM_API_KEY", CANARY)  # the served context-labeler's key (label.lm_endpoint.api_key_env)
     monkeypatch.setenv("STSGEN_LLM_BASE_URL", "https://api.example.com/v1")
     llm = LLMSettings()
     dumps = [env().model_dump_json(), repr(env()), str(env().model_dump()), llm.model_dump_json(), repr(llm),

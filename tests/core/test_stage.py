@@ -41,10 +41,11 @@ def test_key_fields_leave_out_what_each_settings_class_declares_nested_included(
 
 def test_label_settings_key_leaves_out_a_served_lm_url_and_the_scores_leave_out_label_only_fields():
     local = LabelSettings(method="context")
-    assert {"lm", "threads", "device", "lm_max_concurrency"} & set(key_fields(local)) == {"lm"}
-    served = LabelSettings(method="context", lm="http://user:secret@host:8000/v1", lm_tokenizer="smollm2-135m-instruct")
-    assert "lm" not in key_fields(served) and "secret" not in json.dumps(key_fields(served))
-    assert key_fields(served)["lm_tokenizer"] == "smollm2-135m-instruct"
+    assert {"lm", "threads", "device"} & set(key_fields(local)) == {"lm"}
+    served = LabelSettings(method="context", lm="smollm2-135m-instruct",
+                           lm_endpoint={"base_url": "http://user:secret@host:8000/v1", "model": "m"})
+    assert "secret" not in json.dumps(key_fields(served)) and "max_concurrency" not in key_fields(served)["lm_endpoint"]
+    assert key_fields(served)["lm"] == "smollm2-135m-instruct" and key_fields(served)["lm_endpoint"]["model"] == "m"
     rated = local.model_copy(update={"method": "combined", "rating_weight": 0.3})
     assert local.score_fields() == rated.score_fields()  # a new mix re-scores nothing
     assert key_fields(local) != key_fields(rated)  # but is a new stage output

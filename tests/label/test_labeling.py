@@ -638,8 +638,8 @@ def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, 
 def test_scoring_endpoint_without_prompt_logprobs_fails_before_any_shard(stage2, tmp_path, tiny_lm_dir, scripted):
     from tasks.label.settings import LabelSettings
 
-    served = LabelSettings(method="context", lm=scripted.base_url, lm_model="scripted-model",
-                           lm_tokenizer=str(tiny_lm_dir), contexts_per_sentence=3, lambda_disc=0.0)
+    served = LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, lambda_disc=0.0,
+                           lm_endpoint={"base_url": scripted.base_url, "model": "scripted-model"})
     with pytest.raises(ConfigError, match=f"{scripted.base_url}.*returns no prompt log-probs"):
         run_label(stage2, tmp_path, tiny_lm_dir, settings=served)
     assert not (tmp_path / "out" / "label-pairs").exists()

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def scorers():
-    from tasks.label.labeling import LabelSettings, load_scorer, resolve_lm
+    from tasks.label.labeling import LabelSettings
+    from tasks.label.scorer import load_scorer, resolve_lm
 
     reference = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, scorer="transformers")
     fast = reference.model_copy(update={"scorer": "llama_cpp"})
@@ -50,7 +51,8 @@ def test_a_shared_prefix_scores_like_each_continuation_alone(scorers):
 
 
 def test_the_llama_cpp_scorer_refuses_a_transformers_folder(tiny_lm_dir):
-    from tasks.label.labeling import LabelSettings, load_scorer
+    from tasks.label.labeling import LabelSettings
+    from tasks.label.scorer import load_scorer
 
     settings = LabelSettings(method="context", lm=str(tiny_lm_dir), scorer="llama_cpp")
     with pytest.raises(ValueError, match="reads a .gguf file"):

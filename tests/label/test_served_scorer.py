@@ -53,12 +53,13 @@ def smollm2_server():
 def served_settings(server, tmp_path, **kw):
     from tasks.label.settings import LabelSettings
 
-    return LabelSettings(method="context", lambda_disc=0.0, lm=server.base_url, lm_model=MODEL, lm_tokenizer=MODEL,
-                         lm_max_concurrency=2, **kw)
+    return LabelSettings(method="context", lambda_disc=0.0, lm=MODEL,
+                         lm_endpoint={"base_url": server.base_url, "model": MODEL, "max_concurrency": 2}, **kw)
 
 
 def test_served_scores_and_labels_agree_with_the_in_process_scorer(smollm2_server, tmp_path, monkeypatch):
-    from tasks.label.labeling import LabelSettings, label_units, lm_log_probs, load_scorer, resolve_lm
+    from tasks.label.labeling import LabelSettings, label_units, lm_log_probs
+    from tasks.label.scorer import load_scorer, resolve_lm
 
     monkeypatch.setenv("STSGEN_HOME", str(tmp_path / "home"))  # a fresh response cache
     # λ2 and λ4 from one request per (s, c): two segments per continuation (s, c>), and the context baseline
@@ -86,43 +87,50 @@ def test_served_scores_and_labels_agree_with_the_in_process_scorer(smollm2_serve
 
 
 def test_an_endpoint_without_prompt_logprobs_is_refused_with_one_clear_error(scripted, tiny_lm_dir):
-    from tasks.label.labeling import LabelSettings, lm_endpoint
+    from tasks.label.settings import LabelSettings
     from tasks.llm.served_lm import served_lm
 
-    settings = LabelSettings(method="context", lm=scripted.base_url, lm_model="scripted-model",
-                             lm_tokenizer=str(tiny_lm_dir))
+    settings = LabelSettings(method="context", lm=str(tiny_lm_dir),
+                             lm_endpoint={"base_url": scripted.base_url, "model": "scripted-model"})
     with pytest.raises(ConfigError, match=r"returns no prompt log-probs.*echo=true and logprobs"):
-        served_lm(lm_endpoint(settings), tiny_lm_dir, "bos")
+        served_lm(settings.lm_endpoint, tiny_lm_dir, "bos")
     assert scripted.text_requests and scripted.text_requests[0]["echo"] is True
 
 
 def test_endpoint_settings_need_a_tokenizer_and_keep_the_url_out_of_the_score_key(tiny_lm_dir):
-    from tasks.label.labeling import LabelSettings, resolve_lm
+    from tasks.core.config import key_fields
+    from tasks.label.scorer import resolve_lm
+    from tasks.label.settings import LabelSettings
 
-    with pytest.raises(ValueError, match="lm_tokenizer"):
+    with pytest.raises(ValueError, match="label.lm is a URL: put the scoring endpoint in label.lm_endpoint"):
         LabelSettings(lm="http://127.0.0.1:9/v1")
-    a = LabelSettings(lm="http://127.0.0.1:9/v1", lm_model="m", lm_tokenizer=str(tiny_lm_dir))
-    b = a.model_copy(update={"lm": "http://10.0.0.1:8000/v1"})
-    c = a.model_copy(update={"lm_model": "other"})
+    a = LabelSettings(lm=str(tiny_lm_dir), lm_endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "m"})
+    b = LabelSettings(lm=str(tiny_lm_dir), lm_endpoint={"base_url": "http://10.0.0.1:8000/v1", "model": "m"})
+    c = LabelSettings(lm=str(tiny_lm_dir), lm_endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "other"})
     assert resolve_lm(a)[1] == resolve_lm(b)[1] != resolve_lm(c)[1]
+    assert key_fields(a) == key_fields(b) != key_fields(c)  # the URL in no key, the served model in every one
     assert resolve_lm(a)[0] == tiny_lm_dir
 
 
 def test_api_key_for_the_scoring_endpoint_comes_from_its_env_var(monkeypatch, tiny_lm_dir):
-    from tasks.label.labeling import LabelSettings, lm_endpoint
+    from tasks.label.settings import LabelSettings
     from tasks.llm.client import api_key
 
     monkeypatch.setenv("STSGEN_LM_API_KEY", "sk-scoring")
-    llm = lm_endpoint(LabelSettings(lm="http://127.0.0.1:9/v1", lm_model="m", lm_tokenizer=str(tiny_lm_dir)))
+    llm = LabelSettings(lm=str(tiny_lm_dir), lm_endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "m"}).lm_endpoint
     assert isinstance(llm, LLMSettings) and api_key(llm) == "sk-scoring" and "sk-scoring" not in llm.model_dump_json()
 
 
 def test_the_endpoint_url_goes_into_no_description_or_key(tiny_lm_dir):
+    from tasks.core.config import key_fields
     from tasks.label.label_quality import labeler_description
-    from tasks.label.labeling import LabelSettings, lm_public
+    from tasks.label.scorer import lm_public
+    from tasks.label.settings import LabelSettings
 
-    settings = LabelSettings(method="context", lm="https://user:s3cret@gpu.example:8000/v1", lm_model="m",
-                             lm_tokenizer=str(tiny_lm_dir))
+    settings = LabelSettings(method="context", lm=str(tiny_lm_dir),
+                             lm_endpoint={"base_url": "https://user:s3cret@gpu.example:8000/v1", "model": "m"})
     assert lm_public(settings) == "endpoint (remote): m"
-    assert "s3cret" not in str(labeler_description(settings))
-    assert lm_public(settings.model_copy(update={"lm": "http://127.0.0.1:8000/v1"})) == "endpoint (loopback): m"
+    assert "s3cret" not in str(labeler_description(settings)) and "s3cret" not in str(key_fields(settings))
+    loopback = LabelSettings(method="context", lm=str(tiny_lm_dir),
+                             lm_endpoint={"base_url": "http://127.0.0.1:8000/v1", "model": "m"})
+    assert lm_public(loopback) == "endpoint (loopback): m"

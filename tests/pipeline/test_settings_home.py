@@ -128,3 +128,18 @@ def test_corpus_flags_build_corpus_settings():
                                                              "--mining-corpus", "docs.zip"])))
     assert mined.mining.corpus == CorpusSettings(source="docs.zip")
     assert TrainSettings().mining.corpus is None  # the pipeline fills in stage 1's corpus, a lone run the default
+
+
+def test_the_label_flags_put_a_scoring_endpoint_in_its_nested_settings(tmp_path):
+    from flows.cli.options import label_fields
+    from tasks.core.config import ConfigError
+
+    parse = build_parser().parse_args
+    served = LabelSettings.model_validate(label_fields(parse(["label", "--lm", "http://gpu:8000/v1", "--lm-model",
+                                                              "m", "--lm-tokenizer", "smollm2-135m-instruct"])))
+    assert served.lm == "smollm2-135m-instruct" and isinstance(served.lm_endpoint, LLMSettings)
+    assert (served.lm_endpoint.base_url, served.lm_endpoint.model) == ("http://gpu:8000/v1", "m")
+    assert served.lm_endpoint.api_key_env == "STSGEN_LM_API_KEY"  # the scorer's own key variable
+    with pytest.raises(ConfigError, match="--lm http://gpu:8000/v1 is an endpoint: give --lm-tokenizer"):
+        label_fields(parse(["label", "--lm", "http://gpu:8000/v1"]))
+    assert LabelSettings.model_validate(label_fields(parse(["label"]))).lm_endpoint is None
