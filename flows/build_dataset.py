@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from prefect import flow
 
-from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR
-from tasks.dataset.build import build_version, prepare_build, removed_sample, summary_markdown
+from tasks.dataset.build import build_version, prepare_build, publish_build
 from tasks.dataset.settings import DatasetSettings
 
 
@@ -27,10 +26,4 @@ def build_dataset(
     Returns its folder and files."""
     job = prepare_build(runs_dir, runs, settings)  # bad input fails here, nothing written
     folder, manifest, reused = build_version(job, output_dir)
-    publish_markdown("build-dataset-summary", summary_markdown(folder, manifest, reused), "Dataset version")
-    publish_table("build-dataset-removed", removed_sample(folder), "First rows removed (removed.parquet has all)")
-    files = {"triples": "triples.parquet", "pairs": "pairs.parquet", "removed": "removed.parquet", "card": "README.md",
-             "manifest": "manifest.json"}  # named as every stage's outputs are (the pipeline's run report reads them)
-    paths = {"dataset": folder, **{name: folder / file for name, file in files.items() if (folder / file).is_file()}}
-    publish_links("build-dataset", paths, "Dataset files")
-    return {name: str(path) for name, path in paths.items()}
+    return publish_build(folder, manifest, reused)

@@ -19,10 +19,10 @@ from tasks.generate.settings import GenerateSettings
 from tasks.generate.stage import (
     IO,
     STAGE,
-    failed_llm_calls,
     generate_triples,
     prepare_generation,
     publish_generation,
+    reusable,
 )
 
 
@@ -43,4 +43,4 @@ def generate_sts_triples(
     started = time.perf_counter()
     job = prepare_generation(settings, llm or LLMSettings(), output_dir)  # every input checked before any LLM spend
     return run_stage(STAGE, output_dir, job.key(), IO, partial(generate_triples, job),
-                     publish_generation, reusable=lambda folder: not failed_llm_calls(folder), started=started)
+                     publish_generation, reusable=reusable, started=started)

@@ -15,7 +15,6 @@ from functools import partial
 from prefect import flow
 
 from tasks.core.config import LLMSettings
-from tasks.core.device import resolve_device
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.retrieve.settings import RetrieveSettings
@@ -35,7 +34,6 @@ def retrieve_contexts(
     column, or a text file with one sentence per line): retrieved from settings.corpora, written by the LLM at `llm`
     (settings.source.source = generated), or both. Returns output paths."""
     started = time.perf_counter()
-    device = resolve_device(settings.coherence.device)  # an unavailable GPU fails here, before any work
-    job = prepare_retrieval(sentences, settings, llm)
-    return run_stage(STAGE, output_dir, job.key(), IO, partial(retrieve_all, job, device=device),
+    job = prepare_retrieval(sentences, settings, llm)  # an unavailable GPU or a bad input fails here, before any work
+    return run_stage(STAGE, output_dir, job.key(), IO, partial(retrieve_all, job),
                      publish_retrieval, started=started)

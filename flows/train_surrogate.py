@@ -17,13 +17,9 @@ from __future__ import annotations
 
 import time
 from functools import partial
-from pathlib import Path
 
 from prefect import flow
 
-from tasks.contracts import dataset_tables
-from tasks.core.config import ConfigError
-from tasks.core.device import resolve_device
 from tasks.core.runs import OUTPUTS_DIR, run_scoped
 from tasks.core.stage import run_stage
 from tasks.train.settings import TrainSettings
@@ -44,12 +40,6 @@ def train_surrogate(
     label-pairs (needed when settings.losses.regression is non-zero); `dataset`: a dataset version from build-dataset
     instead of the two (its triples and pairs). Returns output paths."""
     started = time.perf_counter()
-    device = resolve_device(settings.device)  # an unavailable GPU fails here, before any work
-    if (dataset is None) == (triples is None) or (dataset is not None and pairs is not None):
-        raise ConfigError("Give train-surrogate either triples (a run's triples.parquet, and pairs) or dataset (a "
-                          "version folder from build-dataset: its own triples and pairs), not both or neither.")
-    if dataset is not None:
-        triples, pairs = dataset_tables(Path(dataset))
-    job = prepare_training(triples, pairs, settings, device)
+    job = prepare_training(triples, pairs, settings, dataset)  # an unavailable GPU or a bad input fails here
     return run_stage(STAGE, output_dir, job.key(), IO, partial(train_and_select, job), publish_training,
                      started=started)

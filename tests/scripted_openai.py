@@ -38,13 +38,26 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from tasks.generate.facts import facts
-
 VOCAB = (
     "river market council winter engine garden signal harbor teacher museum valley station report league "
     "forest bridge captain orchard village theory painter doctor ocean mountain library festival farmer "
     "company program season island railway senate concert planet soldier"
 ).split()
+
+
+# The server's own notion of a sentence's facts, deliberately not the production rule (tasks/generate/facts.py): a
+# superset — every token with a digit or a capital, every number and calendar word — so the positives it writes keep
+# whatever the production rule counts, and a flow test sees that rule's verdicts instead of its own echo.
+_FACT_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
+                        "hundred thousand million billion january february march april may june july august "
+                        "september october november december monday tuesday wednesday thursday friday saturday "
+                        "sunday".split())
+
+
+def fact_tokens(text: str) -> list[str]:
+    """The tokens of `text` a positive copies so that it keeps the anchor's numbers, names and dates."""
+    tokens = [t.strip(".,;:!?()\"'") for t in text.split()]
+    return sorted({t for t in tokens if t and (any(c.isdigit() or c.isupper() for c in t) or t.lower() in _FACT_WORDS)})
 
 
 def is_judge_request(messages: list[dict]) -> bool:
@@ -76,7 +89,7 @@ def default_responder(messages: list[dict], body: dict) -> str:
     choice = [body["choice"]] if body.get("choice") else []  # the 2nd, 3rd … of `n` choices differ
     text = pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), *choice, words=n_words)
     if kind == "positive":  # a positive keeps the anchor's numbers, names and dates (stage 1's fact rules)
-        text = " ".join([text[:-1], *sorted(facts(user))]) + "."
+        text = " ".join([text[:-1], *fact_tokens(user)]) + "."
     return text
 
 

@@ -5,6 +5,7 @@ between the two: flows/presets.py)."""
 from __future__ import annotations
 
 import argparse
+import typing
 from typing import Any
 
 from tasks.core.defaults import DEFAULT_GENERATOR
@@ -13,6 +14,19 @@ from tasks.core.defaults import DEFAULT_GENERATOR
 def given(**flags: Any) -> dict:
     """The flags that were given (not None): the settings fields they set."""
     return {name: value for name, value in flags.items() if value is not None}
+
+
+def choices_of(settings: type, *path: str) -> tuple[str, ...]:
+    """The values a settings field takes (its Literal, `X | None` unwrapped), for a flag's `choices`: a CLI that
+    restated them would drift from the settings."""
+    annotation: Any = settings
+    for name in path:
+        annotation = annotation.model_fields[name].annotation
+        if typing.get_origin(annotation) is not typing.Literal:  # `Settings | None` → the settings class
+            annotation = next((a for a in typing.get_args(annotation) if a is not type(None)), annotation)
+    literal = annotation if typing.get_origin(annotation) is typing.Literal else \
+        next(a for a in typing.get_args(annotation) if typing.get_origin(a) is typing.Literal)
+    return typing.get_args(literal)
 
 
 def merged(*layers: dict) -> dict:
@@ -42,7 +56,9 @@ def add_llm_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def add_engine_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--llm-engine", choices=("auto", "llama-server", "llama-cpp-python"), default="auto",
+    from tasks.llm.server import Engine
+
+    p.add_argument("--llm-engine", choices=typing.get_args(Engine), default="auto",
                    help="the local server: llama.cpp's llama-server (built by setup; auto picks it when there) or "
                    "llama-cpp-python's server")
 
@@ -50,7 +66,9 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     """Stage 1's flags (GenerateSettings, tasks/generate/settings.py): unset ones keep the settings' defaults."""
     p.add_argument("--n", type=int, default=None, help="source sentences (default: GenerateSettings.n)")
-    p.add_argument("--pattern", choices=("sts", "nli"), default=None,
+    from tasks.generate.settings import GenerateSettings
+
+    p.add_argument("--pattern", choices=choices_of(GenerateSettings, "pattern", "kind"), default=None,
                    help="pattern kind (default: PatternSettings.kind)")
     p.add_argument("--corpus", default=None, help="source corpus: a path (file, folder, zip; default: the embedded "
                    "corpus)")
@@ -105,9 +123,11 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
     p.add_argument("--lm-model", dest="lm_model", default=None, help="with an endpoint: the served model's name")
     p.add_argument("--lm-tokenizer", dest="lm_tokenizer", default=None,
                    help="with an endpoint: the served model's tokenizer (registered model, .gguf file or folder)")
-    p.add_argument("--label-method", choices=("context", "llm_rating", "combined"), default=None,
+    from tasks.label.settings import LabelSettings
+
+    p.add_argument("--label-method", choices=choices_of(LabelSettings, "method"), default=None,
                    help="stage-3 labeler (default: the LabelSettings default, docs/labeling.md)")
-    p.add_argument("--similarity", choices=("centered_cosine", "cosine", "rank", "contrast"), default=None,
+    p.add_argument("--similarity", choices=choices_of(LabelSettings, "similarity"), default=None,
                    help="how two sentences' context-score rows become a label")
 
 
@@ -146,7 +166,9 @@ def add_device_argument(p: argparse.ArgumentParser) -> None:
 
 def add_runner_arguments(p: argparse.ArgumentParser) -> None:
     """Where the CPU stages' shards run (retrieval and labeling), and the torch device."""
-    p.add_argument("--workers", choices=("threads", "processes", "dask"), default=None,
+    from tasks.core.runners import ExecutionSettings
+
+    p.add_argument("--workers", choices=choices_of(ExecutionSettings, "workers"), default=None,
                    help="shard runner of the CPU stages; dask without --dask-address starts a loopback LocalCluster")
     p.add_argument("--dask-address", help="scheduler address of an existing Dask cluster (tcp://host:8786)")
     add_device_argument(p)

@@ -4,7 +4,6 @@ each runs its flow once (ephemeral Prefect unless PREFECT_API_URL is set) and pr
 from __future__ import annotations
 
 import argparse
-import typing
 
 from flows.cli.console import print_outputs, progress_bar, with_llm
 from flows.cli.options import (
@@ -14,6 +13,7 @@ from flows.cli.options import (
     add_llm_arguments,
     add_output_arguments,
     add_runner_arguments,
+    choices_of,
     device_fields,
     execution_fields,
     generate_fields,
@@ -21,12 +21,15 @@ from flows.cli.options import (
     label_fields,
     merged,
 )
+from flows.presets import PRESETS
+from tasks.core.config import CorpusSettings
 from tasks.core.home import latest_output
-from tasks.train.label_sources import LabelSource
+from tasks.retrieve.settings import RetrieveSettings
+from tasks.train.settings import TrainSettings
 
 
 def add_context_source_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--contexts-source", choices=("retrieved", "generated", "both"), default=None,
+    p.add_argument("--contexts-source", choices=choices_of(RetrieveSettings, "source", "source"), default=None,
                    help="stage 2's contexts: retrieved from the corpus, written by the LLM around each sentence, "
                    "or both (default: ContextSourceSettings.source; tasks/retrieve/generated_contexts.py)")
 
@@ -42,7 +45,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
         if name != "generate":
             add_context_source_argument(p)
             add_labeler_arguments(p, "--label-lm")
-            p.add_argument("--preset", choices=("quick", "full"), default="quick",
+            p.add_argument("--preset", choices=tuple(PRESETS), default="quick",
                            help="sizes of the CPU stages (flows/presets.py)")
             add_runner_arguments(p)
         p.set_defaults(func=_generate if name == "generate" else _pipeline)
@@ -50,12 +53,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sentences", default=latest_output("generate-sts-triples", "triples.parquet"))
     p.add_argument("--corpus", action="append", default=None,
                    help="corpus source (repeatable); default: the gensim default corpus")
-    p.add_argument("--document-split", choices=("file", "blank_lines"), default=None,
+    p.add_argument("--document-split", choices=choices_of(CorpusSettings, "document_split"), default=None,
                    help="how the --corpus paths split into documents (CorpusSettings.document_split)")
     p.add_argument("--sentence-per-line", action="store_true", default=None,
                    help="the --corpus paths hold one sentence per line (CorpusSettings.sentence_per_line)")
     p.add_argument("--k", type=int, default=None, help="sentences on each side of a context (window_k)")
-    p.add_argument("--screener", choices=("tfidf", "bm25"), default=None)
+    p.add_argument("--screener", choices=choices_of(RetrieveSettings, "selection", "screener"), default=None)
     p.add_argument("--screen-k", type=int, default=None, help="candidates screened per sentence")
     p.add_argument("--contexts-per-sentence", type=int, default=None, help="contexts retrieved per sentence "
                    "(selection.contexts_per_sentence)")
@@ -87,7 +90,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
     p.add_argument("--dataset", default=None, help="a dataset version from build-dataset (its triples and pairs) "
                    "instead of --triples / --pairs")
-    p.add_argument("--backbone", choices=("encoder", "bellm"), default=None,
+    p.add_argument("--backbone", choices=choices_of(TrainSettings, "backbone", "kind"), default=None,
                    help="backbone kind (default: BackboneSettings.kind)")
     p.add_argument("--model", default=None, help="backbone source (default: the kind's model, tasks/train/backbones.py)")
     p.add_argument("--bidirectional-layers", type=int, default=None)
@@ -96,16 +99,16 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--infonce", type=float, default=None, help="InfoNCE weight")
     p.add_argument("--ht", type=float, default=None, help="hierarchical triplet weight β")
     p.add_argument("--regression", type=float, default=None, help="weight of the regression onto stage-3 labels")
-    p.add_argument("--regression-loss", choices=("cosine", "cosent"), default=None,
+    p.add_argument("--regression-loss", choices=choices_of(TrainSettings, "losses", "regression_loss"), default=None,
                    help="CosineSimilarityLoss (L2 on the cosine) or CoSENTLoss (the labels' order only)")
     p.add_argument("--infonce-mini-batch", type=int, default=None,
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
-    p.add_argument("--label-source", choices=typing.get_args(LabelSource), default=None,
+    p.add_argument("--label-source", choices=choices_of(TrainSettings, "label_source"), default=None,
                    help="the regression's target: stage 3's label, its rating or context_label alone, or an encoder "
                    "teacher's cosine (with --regression)")
     p.add_argument("--teacher", default=None, help="--label-source teacher: all-mpnet-base-v2 (after `./stsgen "
                    "teacher fetch`) or a sentence-transformers folder")
-    p.add_argument("--negatives", choices=("generated", "mined", "both"), default=None,
+    p.add_argument("--negatives", choices=choices_of(TrainSettings, "losses", "negatives"), default=None,
                    help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both (default: "
                    "LossSettings.negatives)")
     p.add_argument("--mine", type=int, default=None,

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import torch
 from pydantic import AfterValidator
 
 from tasks.core.config import ConfigError
+
+if TYPE_CHECKING:  # torch is imported where a device is resolved or used: settings that name a device stay light
+    import torch
 
 DEVICE_DESCRIPTION = ("Torch device: 'auto' (CUDA if available, else CPU), 'cpu', 'cuda' or 'cuda:N'. Not part of "
                       "any cache key; the device used is recorded in the manifest.")
@@ -38,6 +40,8 @@ DeviceSetting = Annotated[str, AfterValidator(check_device_setting)]  # the type
 
 def resolve_device(setting: str) -> torch.device:
     """The torch device for a `device` setting; ConfigError when CUDA is asked for and there is none."""
+    import torch
+
     check_device_setting(setting)
     if setting == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -55,6 +59,8 @@ def resolve_device(setting: str) -> torch.device:
 
 def autocast(device: torch.device) -> contextlib.AbstractContextManager:
     """bf16 autocast on a GPU that has bf16; nothing otherwise (float32, as on the CPU)."""
+    import torch
+
     if device.type != "cuda" or not torch.cuda.is_bf16_supported():
         return contextlib.nullcontext()
     return torch.autocast("cuda", dtype=torch.bfloat16)
@@ -67,6 +73,8 @@ def scaled_batch(batch: int, device: torch.device) -> int:
 
 def device_info(device: torch.device) -> dict:
     """The device as a manifest records it."""
+    import torch
+
     info = {"device": str(device), "torch": torch.__version__}
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -77,4 +85,6 @@ def device_info(device: torch.device) -> dict:
 
 def module_device(module: torch.nn.Module) -> torch.device:
     """The device a module's parameters live on (CPU for a module without parameters)."""
+    import torch
+
     return next((p.device for p in module.parameters()), torch.device("cpu"))

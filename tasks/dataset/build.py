@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tasks.contracts import PAIRS_SCHEMA, TRIPLE_SLOTS, TRIPLES_SCHEMA, StageIO
+from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, key_fields
 from tasks.core.hf_dataset import EXPORTS, corpus_source_lines, hub_metadata, save_st_copy
 from tasks.core.runs import RunFolderBusy, lock_file, point_latest
@@ -305,3 +306,18 @@ def summary_markdown(folder: Path, manifest: dict, reused: bool) -> str:
         f"kept from {counts['runs']} runs ({counts['runs_skipped']} left out: not finished)",
         f"- removed: {removed}", f"- evaluation sentences checked: {counts['eval_sentences']}",
         f"- timings: {manifest['timings']}", f"- folder: `{folder}`"])
+
+
+# Named as every stage's outputs are (the pipeline's run report reads them).
+VERSION_FILES = {"triples": "triples.parquet", "pairs": "pairs.parquet", "removed": "removed.parquet",
+                 "card": "README.md", "manifest": "manifest.json"}
+
+
+def publish_build(folder: Path, manifest: dict, reused: bool) -> dict[str, str]:
+    """The version's artifacts (summary, the first removed rows, file links); returns its folder and files."""
+    publish_markdown("build-dataset-summary", summary_markdown(folder, manifest, reused), "Dataset version")
+    publish_table("build-dataset-removed", removed_sample(folder), "First rows removed (removed.parquet has all)")
+    paths = {"dataset": folder,
+             **{name: folder / file for name, file in VERSION_FILES.items() if (folder / file).is_file()}}
+    publish_links("build-dataset", paths, "Dataset files")
+    return {name: str(path) for name, path in paths.items()}

@@ -335,6 +335,11 @@ def failed_llm_calls(folder: Path) -> int:
     return sum(int(reasons.get(reason, 0)) for reason in FAILED_CALL_REASONS)
 
 
+def reusable(folder: Path) -> bool:
+    """A committed stage 1 is reused as is unless some of its LLM calls failed (a re-run retries exactly those)."""
+    return not failed_llm_calls(folder)
+
+
 @task(name="ordering-check", cache_policy=NO_CACHE)
 def ordering_check_task(triples, verifier: VerifierSettings):
     """Triples whose negative is not at least `ordering_margin` farther from the anchor than the positive (encoder

@@ -12,18 +12,16 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 import torch
-from pydantic import Field
 
 from models.coherence import CoherenceModel, Vocab
 from models.coherence_training import coherence_metrics, coherence_probabilities, train_coherence, word2vec_init
 from tasks.contracts import TrainedCoherence, load_trained
-from tasks.core.config import DEFAULT_SEED, Settings, key_fields, stsgen_home
-from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting, device_info, resolve_device
+from tasks.core.config import key_fields, stsgen_home
+from tasks.core.device import device_info, resolve_device
 from tasks.core.store import (
     atomic_write_bytes,
     fingerprint,
@@ -31,29 +29,9 @@ from tasks.core.store import (
     write_json,
     write_manifest,
 )
+from tasks.retrieve.settings import CoherenceSettings  # noqa: F401  (its settings, imported from here too)
 
 CODE_VERSION = "bilstm-coherence-v1"
-
-
-class CoherenceSettings(Settings):
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
-
-    # Defaults chosen by benchmarks/coherence.py on the default corpus (docs/retrieval.md): 60k windows (120k training
-    # examples), one epoch of a hidden-128 BiLSTM from word2vec embeddings — the held-out AUC of two epochs of the
-    # paper's hidden-300 model at ~1/3 of its time on 2 cores.
-    max_train_contexts: int = Field(60_000, ge=10, description="Positives sampled for training (+ as many negatives)")
-    heldout_fraction: float = Field(0.1, gt=0, lt=0.5)
-    epochs: int = Field(1, ge=1, le=50)
-    batch_size: int = Field(256, ge=2)
-    lr: float = Field(2e-3, gt=0)
-    embedding_dim: int = Field(100, ge=8)
-    hidden: int = Field(128, ge=8, description="BiLSTM hidden size (paper: 300; 128 trains ~3x faster on a CPU)")
-    max_len: int = Field(64, ge=4, description="Tokens kept per text (the end nearest the gap)")
-    vocab_size: int = Field(30_000, ge=100)
-    word2vec_epochs: int = Field(3, ge=0, le=20, description="Word embeddings initialised from word2vec trained on "
-                                 "the corpus's sentences for this many epochs (0: random initialisation)")
-    seed: int = DEFAULT_SEED
-    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
 
 
 def training_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, n: int, seed: int) -> pd.DataFrame:

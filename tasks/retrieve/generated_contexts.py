@@ -16,47 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field
 
 from models.coherence import tokenize
-from tasks.core.config import DEFAULT_SEED, LLMSettings, Settings
+from tasks.core.config import LLMSettings
 from tasks.core.store import fingerprint
 from tasks.llm.client import CallResult, LLMClient
 from tasks.llm.prompting import load_template
 from tasks.retrieve.contexts import jaccard
+from tasks.retrieve.settings import ContextSourceSettings  # noqa: F401  (its settings, imported from here too)
 
 TEMPLATE = ("context", "writer")
 PARSER_VERSION = "context-parser-v2"  # in stage 2's key: a new reading of the same cached answers re-runs the stage
 _SIDE = re.compile(r"^\s*\**\s*(before|after)\s*\**\s*:\s*\**\s*(.+?)\s*$", re.IGNORECASE | re.MULTILINE)
-
-
-class ContextSourceSettings(Settings):
-
-    source: Literal["retrieved", "generated", "both"] = Field(
-        "retrieved", description="Where C_s comes from: the corpus (screening + coherence ranking), the LLM writing "
-        "(c<, c>) around each sentence, or both interleaved")
-    genres: list[str] = Field(["news report", "encyclopedia article", "forum post", "short story"], min_length=1,
-                              description="Genres the LLM places the sentence in; one request per genre and draw")
-    draws_per_genre: int = Field(1, ge=1, le=16, description="Requests per (sentence, genre), each with its own seed")
-    temperature: float = Field(0.8, ge=0, le=2)
-    max_tokens: int = Field(120, ge=16)
-    min_words: int = Field(3, ge=1, description="A side with fewer words is garbled")
-    max_words: int = Field(60, ge=5, description="A side with more words is garbled (a run-on answer)")
-    max_copy_jaccard: float = Field(0.7, gt=0, le=1, description="A side sharing this share of its word set with the "
-                                    "sentence is a copy of it")
-    max_jaccard: float = Field(0.5, gt=0, le=1, description="Diversity: a c< this similar to an accepted one is "
-                               "rejected (the rule of the retrieved contexts)")
-    seed: int = DEFAULT_SEED
-
-    @property
-    def generates(self) -> bool:
-        return self.source != "retrieved"
 
 
 def writer_template():

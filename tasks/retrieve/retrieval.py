@@ -22,11 +22,10 @@ import pyarrow.parquet as pq
 import torch
 from prefect import task
 from prefect.cache_policies import NO_CACHE
-from pydantic import Field
 
 from models.coherence import encode_texts
 from tasks.contracts import load_trained_cached, sentence_id
-from tasks.core.config import ConfigError, Settings
+from tasks.core.config import ConfigError
 from tasks.core.device import scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import (
@@ -38,6 +37,7 @@ from tasks.core.store import (
 )
 from tasks.retrieve.contexts import select_diverse
 from tasks.retrieve.screening import build_index, top_k
+from tasks.retrieve.settings import SelectionSettings  # noqa: F401  (its settings, imported from here too)
 
 CONTEXTS_SCHEMA = pa.schema([
     ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),
@@ -45,25 +45,6 @@ CONTEXTS_SCHEMA = pa.schema([
     ("screen_score", pa.float32()), ("coherence_score", pa.float32()), ("rank_score", pa.float32()),
     ("rank", pa.int32()),
 ])
-
-
-class SelectionSettings(Settings):
-
-    screener: str = Field("tfidf", pattern="^(tfidf|bm25)$")
-    ngram_min: int = Field(1, ge=1, le=3)
-    ngram_max: int = Field(2, ge=1, le=3)
-    min_df: int = Field(1, ge=1, description="Screening terms in fewer contexts than this are dropped (a smaller "
-                        "index for a large corpus; 1 keeps every term)")
-    screen_k: int = Field(1000, ge=1, description="Candidates kept by screening per sentence (paper: 20K)")
-    contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
-    max_jaccard: float = Field(0.5, gt=0, le=1)
-    one_per_chunk: bool = True
-    exclude_self: bool = Field(
-        True, description="A sentence never gets a context whose window (c<, the gap's sentence, c>) contains it or "
-        "an exact copy of it: a corpus-drawn anchor would otherwise fit its own neighbours' contexts (self-retrieval)")
-    screen_weight: float = Field(
-        1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score), z over a sentence's "
-        "candidates; 0 ranks by coherence alone as in the paper (see docs/retrieval.md for why the default mixes).")
 
 
 def combine_scores(coherence: np.ndarray, screen: np.ndarray, screen_weight: float) -> np.ndarray:

@@ -1,18 +1,80 @@
-"""Stage 2's settings (retrieve-contexts), owned by the stage: the one object its flow takes. The parts live beside the
-code they drive (screening and selection in retrieval.py, the coherence model in coherence.py, written contexts in
-generated_contexts.py); this module puts them together with the corpus and the shard runner."""
+"""Stage 2's settings (retrieve-contexts), owned by the stage: the one object its flow takes, and its parts —
+screening and selection (driven by retrieval.py), the coherence model (coherence.py), written contexts
+(generated_contexts.py) — with the corpus and the shard runner. Settings only: importing them loads no torch."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from tasks.core.config import CorpusSettings, Settings
+from tasks.core.config import DEFAULT_SEED, CorpusSettings, Settings
+from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.core.runners import ExecutionSettings
-from tasks.retrieve.coherence import CoherenceSettings
-from tasks.retrieve.generated_contexts import ContextSourceSettings
-from tasks.retrieve.retrieval import SelectionSettings
+
+
+class SelectionSettings(Settings):
+
+    screener: Literal["tfidf", "bm25"] = "tfidf"
+    ngram_min: int = Field(1, ge=1, le=3)
+    ngram_max: int = Field(2, ge=1, le=3)
+    min_df: int = Field(1, ge=1, description="Screening terms in fewer contexts than this are dropped (a smaller "
+                        "index for a large corpus; 1 keeps every term)")
+    screen_k: int = Field(1000, ge=1, description="Candidates kept by screening per sentence (paper: 20K)")
+    contexts_per_sentence: int = Field(50, ge=1, description="|C_s| (paper: 500)")
+    max_jaccard: float = Field(0.5, gt=0, le=1)
+    one_per_chunk: bool = True
+    exclude_self: bool = Field(
+        True, description="A sentence never gets a context whose window (c<, the gap's sentence, c>) contains it or "
+        "an exact copy of it: a corpus-drawn anchor would otherwise fit its own neighbours' contexts (self-retrieval)")
+    screen_weight: float = Field(
+        1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score), z over a sentence's "
+        "candidates; 0 ranks by coherence alone as in the paper (see docs/retrieval.md for why the default mixes).")
+
+
+class CoherenceSettings(Settings):
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
+
+    # Defaults chosen by benchmarks/coherence.py on the default corpus (docs/retrieval.md): 60k windows (120k training
+    # examples), one epoch of a hidden-128 BiLSTM from word2vec embeddings — the held-out AUC of two epochs of the
+    # paper's hidden-300 model at ~1/3 of its time on 2 cores.
+    max_train_contexts: int = Field(60_000, ge=10, description="Positives sampled for training (+ as many negatives)")
+    heldout_fraction: float = Field(0.1, gt=0, lt=0.5)
+    epochs: int = Field(1, ge=1, le=50)
+    batch_size: int = Field(256, ge=2)
+    lr: float = Field(2e-3, gt=0)
+    embedding_dim: int = Field(100, ge=8)
+    hidden: int = Field(128, ge=8, description="BiLSTM hidden size (paper: 300; 128 trains ~3x faster on a CPU)")
+    max_len: int = Field(64, ge=4, description="Tokens kept per text (the end nearest the gap)")
+    vocab_size: int = Field(30_000, ge=100)
+    word2vec_epochs: int = Field(3, ge=0, le=20, description="Word embeddings initialised from word2vec trained on "
+                                 "the corpus's sentences for this many epochs (0: random initialisation)")
+    seed: int = DEFAULT_SEED
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+
+
+class ContextSourceSettings(Settings):
+
+    source: Literal["retrieved", "generated", "both"] = Field(
+        "retrieved", description="Where C_s comes from: the corpus (screening + coherence ranking), the LLM writing "
+        "(c<, c>) around each sentence, or both interleaved")
+    genres: list[str] = Field(["news report", "encyclopedia article", "forum post", "short story"], min_length=1,
+                              description="Genres the LLM places the sentence in; one request per genre and draw")
+    draws_per_genre: int = Field(1, ge=1, le=16, description="Requests per (sentence, genre), each with its own seed")
+    temperature: float = Field(0.8, ge=0, le=2)
+    max_tokens: int = Field(120, ge=16)
+    min_words: int = Field(3, ge=1, description="A side with fewer words is garbled")
+    max_words: int = Field(60, ge=5, description="A side with more words is garbled (a run-on answer)")
+    max_copy_jaccard: float = Field(0.7, gt=0, le=1, description="A side sharing this share of its word set with the "
+                                    "sentence is a copy of it")
+    max_jaccard: float = Field(0.5, gt=0, le=1, description="Diversity: a c< this similar to an accepted one is "
+                               "rejected (the rule of the retrieved contexts)")
+    seed: int = DEFAULT_SEED
+
+    @property
+    def generates(self) -> bool:
+        return self.source != "retrieved"
+
 
 
 class RetrieveSettings(Settings):

@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -26,7 +27,7 @@ from prefect.cache_policies import NO_CACHE
 from tasks.contracts import TRIPLE_SLOTS, StageIO, TrainedCoherence, load_query_sentences
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import CorpusSettings, LLMSettings
-from tasks.core.device import device_info
+from tasks.core.device import device_info, resolve_device
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.shards import finished_shard
 from tasks.core.stage import StageFolder, run_logger, stage_key
@@ -110,6 +111,7 @@ class RetrievalJob:
     settings: RetrieveSettings
     timings: dict[str, float]
     llm: LLMSettings | None  # the endpoint that writes contexts (source generated / both)
+    device: Any = None  # the coherence model's torch device (settings.coherence.device, resolved)
 
     @property
     def selection(self) -> SelectionSettings:
@@ -140,6 +142,7 @@ def prepare_retrieval(sentences: str, settings: RetrieveSettings, llm: LLMSettin
     """Read the query sentences, split the corpora into contexts, build (or reuse) the screening index and train (or
     reuse) the coherence model: what the stage key is computed from."""
     t0 = time.perf_counter()
+    device = resolve_device(settings.coherence.device)  # an unavailable GPU fails here, before any work
     llm = (llm or LLMSettings()) if settings.source.generates else None
     if llm is not None:
         check_endpoint(llm)  # before any work: unreachable endpoint, unknown model, bad key
@@ -151,10 +154,10 @@ def prepare_retrieval(sentences: str, settings: RetrieveSettings, llm: LLMSettin
     timings = {**prepared.timings, "prepare_s": round(time.perf_counter() - t0, 3)}
     return RetrievalJob(Path(sentences), queries, prepared.sentences, prepared.contexts, prepared.inputs,
                         prepared.stats, prepared.corpus_key, prepared.index_dir, prepared.trained, settings, timings,
-                        llm)
+                        llm, device)
 
 
-def retrieve_all(job: RetrievalJob, out: StageFolder, device) -> dict:
+def retrieve_all(job: RetrievalJob, out: StageFolder) -> dict:
     """Shards of query sentences on the chosen runner (each keyed by the stage key and its sentences: a re-run skips
     the shards already written), merged into contexts.parquet; returns the manifest's body."""
     shard_dir = out.work_dir("shards", out.key)
@@ -168,7 +171,7 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device) -> dict:
     shard_paths = map_shards(retrieve_shard, [{
         "sentences": shard, "index_dir": str(job.index_dir), "coherence_dir": str(job.trained.folder),
         "settings": job.selection, "out_path": str(shard_dir / f"{fingerprint(shard)[:16]}.parquet"),
-        "device": str(device)} for shard in shards], execution, RETRIEVE_THREADS, progress)
+        "device": str(job.device)} for shard in shards], execution, RETRIEVE_THREADS, progress)
     timings = {**job.timings, "retrieve_s": round(time.perf_counter() - t0, 3)}
 
     table = pa.concat_tables([pq.read_table(p, schema=CONTEXTS_SCHEMA) for p in shard_paths]) if shard_paths \
@@ -207,7 +210,7 @@ def retrieve_all(job: RetrievalJob, out: StageFolder, device) -> dict:
     trained = job.trained
     return {
         "inputs": job.inputs,
-        "parameters": {**job.settings.model_dump(mode="json"), "device": device_info(device),
+        "parameters": {**job.settings.model_dump(mode="json"), "device": device_info(job.device),
                        "workers": runner_kind(execution.workers, execution.dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],

@@ -17,43 +17,23 @@ reference loop of the parity benchmark (`tasks/train/training.py`) trains.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import torch
-from pydantic import Field, model_validator
 
 from models.bellm import BeLLMEncoder
 from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
-from tasks.core.config import ConfigError, Settings
+from tasks.core.config import ConfigError
 from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
+from tasks.train.settings import BackboneSettings  # noqa: F401  (its settings, imported from here too)
 
 DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": "smollm2-135m-instruct"}
 # The registered backbones' Hugging Face ids: the model card's "Base model" (a local folder has none to name).
 HUB_IDS = {DEFAULT_ENCODER: "sentence-transformers/all-MiniLM-L6-v2",
            "smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
-
-
-class BackboneSettings(Settings):
-
-    kind: Literal["encoder", "bellm"] = "encoder"
-    source: str | None = Field(None, description="Registered name or local path; None = the kind's default")
-    bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal)")
-    train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights)")
-    lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA)")
-    lora_alpha: float = Field(16.0, gt=0)
-    lora_targets: tuple[str, ...] = Field(("query", "value", "q_proj", "v_proj"),
-                                          description="Names of the linear layers that get adapters")
-    max_length: int = Field(96, ge=8)
-
-    @model_validator(mode="after")
-    def _one_way_to_freeze(self) -> "BackboneSettings":
-        if self.lora_rank is not None and self.train_layers is not None:
-            raise ValueError("set either train_layers or lora_rank, not both (LoRA freezes every base weight)")
-        return self
 
 
 def _hf_backbone(settings: BackboneSettings, identity: dict | None = None):

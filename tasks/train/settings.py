@@ -10,10 +10,28 @@ from pydantic import Field, model_validator
 
 from tasks.core.config import DEFAULT_SEED, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
-from tasks.train.backbones import BackboneSettings
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
 from tasks.train.teacher import DEFAULT_TEACHER
+
+
+class BackboneSettings(Settings):
+
+    kind: Literal["encoder", "bellm"] = "encoder"
+    source: str | None = Field(None, description="Registered name or local path; None = the kind's default")
+    bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal)")
+    train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights)")
+    lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA)")
+    lora_alpha: float = Field(16.0, gt=0)
+    lora_targets: tuple[str, ...] = Field(("query", "value", "q_proj", "v_proj"),
+                                          description="Names of the linear layers that get adapters")
+    max_length: int = Field(96, ge=8)
+
+    @model_validator(mode="after")
+    def _one_way_to_freeze(self) -> "BackboneSettings":
+        if self.lora_rank is not None and self.train_layers is not None:
+            raise ValueError("set either train_layers or lora_rank, not both (LoRA freezes every base weight)")
+        return self
 
 
 class LossSettings(Settings):

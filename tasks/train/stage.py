@@ -26,11 +26,11 @@ from prefect.cache_policies import NO_CACHE
 
 from models.embedding_metrics import rfd
 from models.lora import merge_lora
-from tasks.contracts import TRIPLE_SLOTS, StageIO, read_triples
+from tasks.contracts import TRIPLE_SLOTS, StageIO, dataset_tables, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
-from tasks.core.device import device_info, scaled_batch
+from tasks.core.device import device_info, resolve_device, scaled_batch
 from tasks.core.hf_dataset import public_path
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
@@ -120,9 +120,21 @@ train_task = task(train, name="train-encoder", cache_policy=NO_CACHE)
 evaluate_task = task(evaluate_sources, name="evaluate-sts", cache_policy=NO_CACHE)
 
 
-def prepare_training(triples: str, pairs: str | None, settings: TrainSettings, device) -> TrainJob:
-    """Read and check the training data (before anything is loaded or written) and the mining corpus, and find the
-    backbone (loaded by `train_and_select`: a reused stage never loads it)."""
+def training_inputs(triples: str | None, pairs: str | None, dataset: str | None) -> tuple[str, str | None]:
+    """(triples, pairs) of a run's files or of a dataset version from build-dataset (its own triples and pairs)."""
+    if (dataset is None) == (triples is None) or (dataset is not None and pairs is not None):
+        raise ConfigError("Give train-surrogate either triples (a run's triples.parquet, and pairs) or dataset (a "
+                          "version folder from build-dataset: its own triples and pairs), not both or neither.")
+    return dataset_tables(Path(dataset)) if dataset is not None else (triples, pairs)
+
+
+def prepare_training(triples: str | None, pairs: str | None, settings: TrainSettings,
+                     dataset: str | None = None) -> TrainJob:
+    """Resolve the device (an unavailable GPU fails first), read and check the training data — a run's `triples`
+    and `pairs`, or a `dataset` version's — and the mining corpus (before anything is loaded or written), and find
+    the backbone (loaded by `train_and_select`: a reused stage never loads it)."""
+    device = resolve_device(settings.device)
+    triples, pairs = training_inputs(triples, pairs, dataset)
     triples_frame = read_triples(Path(triples))
     if settings.losses.regression and not pairs:
         raise ConfigError("losses.regression is non-zero but there are no labeled pairs: pass the pairs.parquet "

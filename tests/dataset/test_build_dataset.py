@@ -363,3 +363,31 @@ def test_pairs_follow_their_triples_and_the_dropped_ones_are_kept_with_why():
     assert [(r["row_id"], r["reason"], r["matched_id"], r["text"]) for r in removed] == [
         ("p2", "triple_removed", "r1/t2", "b"), ("p3", "triple_removed", "r1/t2", "c")]
     assert select_pairs([unlabeled], set()) == (None, [])
+
+
+def test_near_duplicate_anchors_of_two_real_runs_are_removed_naming_the_one_kept(prefect_harness, scripted,
+                                                                                   tiny_corpus, tmp_path):
+    """Two runs the generate flow wrote over corpora whose sentences differ by one letter: build-dataset keeps the
+    earlier run's triples and removes each later near-copy as near_duplicate_anchor (MinHash over character
+    shingles: no exact match exists), naming the anchor it duplicates."""
+    import re
+
+    edited = tmp_path / "edited"
+    edited.mkdir()
+    for path in tiny_corpus.iterdir():  # every sentence's last word gets an "s": other sentence ids, the same text
+        (edited / path.name).write_text(re.sub(r"(\w+)\.", r"\1s.", path.read_text()))
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 8)
+    make_run(scripted, tmp_path, edited, "r2", 8)
+    r1 = {r["source_id"]: r["anchor"] for r in triples_of(tmp_path / "runs" / "r1" / "generate-sts-triples")}
+    r2 = {r["source_id"]: r["anchor"] for r in triples_of(tmp_path / "runs" / "r2" / "generate-sts-triples")}
+    folder = Path(build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY,
+                                output_dir=str(tmp_path / "ds"))["dataset"])
+    removed = pq.read_table(folder / "removed.parquet").to_pylist()
+    near = [r for r in removed if r["reason"] == "near_duplicate_anchor"]
+    twins = {s for s, a in r2.items() if any(re.sub(r"(\w+)\.", r"\1s.", b) == a for b in r1.values())}
+    assert twins and {r["row_id"] for r in near} == twins  # every near-copy of an r1 anchor, and nothing else
+    for row in near:
+        run, kept_id = row["matched_id"].split("/")
+        assert (row["run"], run, row["table"], row["column"]) == ("r2", "r1", "triples", "anchor")
+        assert re.sub(r"(\w+)\.", r"\1s.", r1[kept_id]) == r2[row["row_id"]] == row["text"]
+    assert {r["source_id"] for r in triples_of(folder)} == set(r1) | (set(r2) - twins)

@@ -48,3 +48,25 @@ def test_tokens_and_money_per_triple_in_the_manifest(prefect_harness, scripted, 
     plain = json.loads(open(generate(tiny_corpus, n=4, llm=unpriced,
                                      output_dir=str(tmp_path / "c"))["manifest"]).read())["cost"]
     assert plain["prompt_tokens"] == prompt and plain["money"] is None and plain["money_sent"] is None
+
+
+def test_the_judges_tokens_and_every_best_of_n_choice_are_counted(prefect_harness, scripted, tiny_corpus, tmp_path):
+    """With the judge on and three choices per request, the manifest's tokens are what the server billed for every
+    request: the generations' n choices (completion tokens of all three, the kept one or not) and the judge's calls."""
+    llm = LLMSettings(base_url=scripted.base_url, model="scripted-model", cache_path=str(tmp_path / "llm.sqlite"),
+                      price_prompt_per_million=2.0, price_completion_per_million=10.0)
+    settings = generate_settings(tiny_corpus, n=3, sampling=SamplingSettings(candidates=3))
+    manifest = json.loads(open(generate_sts_triples(settings=settings, llm=llm, output_dir=str(tmp_path / "a"))[
+        "manifest"]).read())
+    bodies = [r["body"] for r in scripted.chat_requests()]
+    judged = [b for b in bodies if b["messages"][-1]["content"].rstrip().endswith("Answer yes or no.")]
+    generated = [b for b in bodies if b not in judged]
+    assert judged and generated and all(b.get("n") == 3 for b in generated)
+    usage = [scripted.completion(b)[1]["usage"] for b in bodies]
+    prompt, completion = sum(u["prompt_tokens"] for u in usage), sum(u["completion_tokens"] for u in usage)
+    choices_only = sum(scripted.completion(b)[1]["usage"]["completion_tokens"] for b in generated)
+    one_choice = sum(scripted.completion({**b, "n": 1})[1]["usage"]["completion_tokens"] for b in generated)
+    assert choices_only > one_choice  # the three choices cost more than the kept one alone
+    cost = manifest["cost"]
+    assert (cost["prompt_tokens"], cost["completion_tokens"]) == (prompt, completion)
+    assert cost["money"] == pytest.approx((2.0 * prompt + 10.0 * completion) / 1e6)

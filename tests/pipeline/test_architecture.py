@@ -34,7 +34,7 @@ def test_every_stage_has_its_package_and_tasks_holds_no_loose_stage_modules():
     for package in STAGES + SHARED:
         assert (tasks / package / "__init__.py").is_file(), package
         assert list((tasks / package).glob("[!_]*.py")), f"tasks/{package} holds no module"
-    assert sorted(p.name for p in tasks.glob("*.py")) == ["__init__.py", "contracts.py"]
+    assert sorted(p.name for p in tasks.glob("*.py")) == ["__init__.py", "contracts.py", "pipeline.py"]
 
 
 def test_no_stage_package_imports_another_and_shared_code_imports_no_stage():
@@ -75,6 +75,44 @@ def test_stage_flows_only_wire_through_the_one_stage_outline():
         assert sum(isinstance(n, ast.FunctionDef) for n in tree.body) == 1, f"{path.name} holds logic beside its flow"
 
 
+# What a flow's body may not hold: the logic goes into tasks (a `prepare_*`, a `publish_*`, tasks/pipeline.py).
+NOT_WIRING = (ast.Raise, ast.Try, ast.For, ast.While, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+              ast.Lambda, ast.JoinedStr)
+DERIVING = ("resolve_device", "model_copy", "with_seed", "Path", "read_manifest")
+
+
+def wiring_faults(path: Path) -> list[str]:
+    """What each @flow function of a flows/ module does besides calling tasks and subflows and passing their results
+    on: raising, looping, building strings or collections by comprehension, or deriving settings, devices or paths."""
+    faults = []
+    for fn in ast.parse(path.read_text()).body:
+        if not isinstance(fn, ast.FunctionDef) or not any(
+                isinstance(d, (ast.Name, ast.Call)) and "flow" in ast.unparse(d) for d in fn.decorator_list):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, NOT_WIRING):
+                faults.append(f"{path.name}:{node.lineno} {fn.name}: {type(node).__name__}")
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] in DERIVING:
+                faults.append(f"{path.name}:{node.lineno} {fn.name}: {ast.unparse(node.func)}()")
+    return faults
+
+
+def test_every_flow_only_wires():
+    """Every flow (the stage flows, build-dataset, prepare-corpus, train-on-dataset, sts-pipeline): tasks and
+    subflows called, their results passed on; no checks, loops or derived settings in the flow itself."""
+    flows = [p for p in sorted((PROJECT / "flows").glob("*.py")) if "@flow" in p.read_text()]
+    assert len(flows) >= 9, [p.name for p in flows]
+    faults = [f for path in flows for f in wiring_faults(path)]
+    assert faults == [], "\n".join(faults)
+
+
+def test_the_wiring_check_sees_a_check_and_a_derived_setting(tmp_path):
+    module = tmp_path / "f.py"
+    module.write_text("@flow(name='x')\ndef f(settings, triples=None):\n    if triples is None:\n"
+                      "        raise ValueError('no')\n    s = settings.model_copy(update={})\n    return run(s)\n")
+    assert [f.split(": ")[1] for f in wiring_faults(module)] == ["Raise", "settings.model_copy()"]
+
+
 def test_no_flow_forwards_prints_into_its_log():
     """Flows log through their run logger (tasks.core.stage.run_logger): with `log_prints`, Prefect forwards every
     print into the flow log, also a library's print into a stdout it redirected (dill's disassembly while datasets
@@ -88,7 +126,7 @@ def test_no_flow_forwards_prints_into_its_log():
 
 # Layers, lowest first: a module imports its own layer or lower ones only (lazy imports included).
 LAYERS = (("models", "prompts"), ("tasks.core",), ("tasks.llm",), ("tasks.contracts",),
-          tuple(f"tasks.{s}" for s in STAGES), ("flows",))
+          tuple(f"tasks.{s}" for s in STAGES), ("tasks.pipeline",), ("flows",))
 
 
 def layer_of(module: str) -> int | None:

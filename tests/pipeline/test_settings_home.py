@@ -143,3 +143,37 @@ def test_the_label_flags_put_a_scoring_endpoint_in_its_nested_settings(tmp_path)
     with pytest.raises(ConfigError, match="--lm http://gpu:8000/v1 is an endpoint: give --lm-tokenizer"):
         label_fields(parse(["label", "--lm", "http://gpu:8000/v1"]))
     assert LabelSettings.model_validate(label_fields(parse(["label"]))).lm_endpoint is None
+
+
+def test_every_flag_with_choices_offers_its_settings_fields_values():
+    """The CLI's `choices` are read from the settings' Literal types (flows.cli.options.choices_of), never restated:
+    a value added to a settings type is offered by its flag, a removed one refused."""
+    import typing
+
+    from flows.cli.options import choices_of
+    from tasks.core.config import CorpusSettings
+    from tasks.core.runners import ExecutionSettings
+    from tasks.llm.server import Engine
+
+    fields = {"pattern": (GenerateSettings, "pattern", "kind"), "label_method": (LabelSettings, "method"),
+              "similarity": (LabelSettings, "similarity"), "workers": (ExecutionSettings, "workers"),
+              "contexts_source": (RetrieveSettings, "source", "source"),
+              "document_split": (CorpusSettings, "document_split"),
+              "screener": (RetrieveSettings, "selection", "screener"), "backbone": (TrainSettings, "backbone", "kind"),
+              "regression_loss": (TrainSettings, "losses", "regression_loss"),
+              "label_source": (TrainSettings, "label_source"), "negatives": (TrainSettings, "losses", "negatives")}
+    seen = set()
+    for command, sub in _subparsers().items():
+        for action in sub._actions:
+            if not action.choices or action.dest in ("action", "table", "func"):
+                continue  # a command's verbs, not a setting
+            seen.add(action.dest)
+            if action.dest == "llm_engine":
+                assert tuple(action.choices) == typing.get_args(Engine), command
+            elif action.dest == "preset":
+                assert tuple(action.choices) == tuple(PRESETS), command
+            else:
+                assert tuple(action.choices) == choices_of(*fields[action.dest]), (command, action.dest)
+    assert set(fields) <= seen
+    assert choices_of(TrainSettings, "backbone", "kind") == ("encoder", "bellm")  # `X | None` and nesting unwrapped
+    assert choices_of(LabelSettings, "lm_endpoint", "server_engine") == ("llama-server", "llama-cpp-python")
