@@ -129,9 +129,17 @@ def rejected_table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist([{n: r.get(n) for n in names} for r in rows], schema=REJECTED_SCHEMA)
 
 
-def read_triples(path: Path) -> pd.DataFrame:
-    return read_input_table(path, "Triples file", "pass a triples.parquet written by generate-sts-triples",
-                            ("source_id", "anchor", "positive", "negative")).to_pandas()
+TRIPLES_REQUIRED = ("source_id", "anchor", "positive", "negative")  # every triples table has these
+
+
+def read_triples(path: Path, columns: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """A triples table; with `columns` (the reading stage's `IO.reads`) only those of them the file has: a stage
+    that used a column it does not declare fails on every input, not only on one that lacks it. (A declared column
+    a file lacks, e.g. intermediate, is the stage's to refuse with its reason.)"""
+    required = [c for c in TRIPLES_REQUIRED if columns is None or c in columns]
+    table = read_input_table(path, "Triples file", "pass a triples.parquet written by generate-sts-triples",
+                             required)
+    return (table.select([c for c in columns if c in table.column_names]) if columns else table).to_pandas()
 
 
 def used_source_ids(run_folder: Path) -> frozenset[str]:

@@ -146,7 +146,7 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     sets = context_sets(read_contexts(contexts_path), settings.candidates()) if contexts_path else {}
     bad_rows: list[dict] = []
     if triples:
-        units, bad_rows = triple_units(read_triples(source), sets, settings.cross_pairs_per_triple, settings.seed)
+        units, bad_rows = triple_units(read_triples(source, IO.reads["generate-sts-triples/triples.parquet"]), sets, settings.cross_pairs_per_triple, settings.seed)
     else:
         frame, bad_rows = read_pairs(source)
         units = pair_units(frame, sets)

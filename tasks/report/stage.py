@@ -48,7 +48,7 @@ def report(job: PatternJob, out: StageFolder) -> dict:
     """Measure MER and encoder cosine per relation, generated vs STS-B dev; write the plot and patterns.json."""
     from sentence_transformers import SentenceTransformer  # lazy: ~2 s to import
 
-    frame: pd.DataFrame = read_triples(Path(job.inputs[0]["path"]))
+    frame: pd.DataFrame = read_triples(Path(job.inputs[0]["path"]), IO.reads["generate-sts-triples/triples.parquet"])
     pairs = relation_pairs(frame, read_stsb("dev"))
     model = SentenceTransformer(job.inputs[1]["path"])  # its own choice: CUDA if present, else CPU
     measures = pattern_measures(pairs, lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True))

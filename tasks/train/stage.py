@@ -48,7 +48,10 @@ from tasks.train.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
-_TRIPLES, _PAIRS = ("source_id", *TRIPLE_SLOTS), ("s1", "s2", "label")  # a run's tables, or a dataset version's
+# A run's tables, or a dataset version's: the triples' columns, and the pairs' (the label sources' columns when
+# there: label_source reads one of them).
+_TRIPLES, _PAIRS = ("source_id", *TRIPLE_SLOTS), ("s1", "s2", "label", "rating", "context_label")
+_PAIRS_REQUIRED = ("s1", "s2", "label")
 IO = StageIO(reads={"generate-sts-triples/triples.parquet": _TRIPLES, "label-pairs/pairs.parquet": _PAIRS,
                     "build-dataset/triples.parquet": _TRIPLES, "build-dataset/pairs.parquet": _PAIRS},
              writes={"model": (), "eval.json": ()})
@@ -120,6 +123,12 @@ train_task = task(train, name="train-encoder", cache_policy=NO_CACHE)
 evaluate_task = task(evaluate_sources, name="evaluate-sts", cache_policy=NO_CACHE)
 
 
+def read_pairs_columns(path: Path) -> pd.DataFrame:
+    """The pairs' declared columns (`_PAIRS`, those of them the file has; s1, s2 and label required)."""
+    table = read_input_table(path, "Pairs file", "pass a pairs.parquet written by label-pairs", _PAIRS_REQUIRED)
+    return table.select([c for c in _PAIRS if c in table.column_names]).to_pandas()
+
+
 def training_inputs(triples: str | None, pairs: str | None, dataset: str | None) -> tuple[str, str | None]:
     """(triples, pairs) of a run's files or of a dataset version from build-dataset (its own triples and pairs)."""
     if (dataset is None) == (triples is None) or (dataset is not None and pairs is not None):
@@ -135,14 +144,12 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
     the backbone (loaded by `train_and_select`: a reused stage never loads it)."""
     device = resolve_device(settings.device)
     triples, pairs = training_inputs(triples, pairs, dataset)
-    triples_frame = read_triples(Path(triples))
+    triples_frame = read_triples(Path(triples), _TRIPLES)
     if settings.losses.regression and not pairs:
         raise ConfigError("losses.regression is non-zero but there are no labeled pairs: pass the pairs.parquet "
                           "written by label-pairs (a dataset version has one only when its runs ran label-pairs), or "
                           "set losses.regression to 0.")
-    pairs_frame = read_input_table(Path(pairs), "Pairs file", "pass a pairs.parquet written by label-pairs",
-                                   _PAIRS).to_pandas() if pairs else \
-        pd.DataFrame(columns=list(_PAIRS))
+    pairs_frame = read_pairs_columns(Path(pairs)) if pairs else pd.DataFrame(columns=list(_PAIRS_REQUIRED))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
     if settings.label_source == "teacher":  # (TrainSettings refuses a label source without the regression)
         # The teacher's folder checked and hashed here (the key); its labels are computed by train_and_select, after
