@@ -1,10 +1,12 @@
 """A blind reading of triples before and after a change, on the same sources (issue 34's targets).
 
-`prepare` draws a seeded sample of the sources both runs completed, writes each source's triple of either run as
+`prepare` draws a seeded sample of the sources both runs completed (and adds every source whose triple changed),
+writes each source's triple of either run as
 rows to read — one row per distinct triple (where both runs wrote the same triple, one row stands for both) — in a
 shuffled order, and keeps which run wrote which row in a separate key file the reader does not open. `score` joins the
 reader's verdicts with the key: per run, the share of positives at STS ≥ 4 and keeping every fact, of good
-intermediates and of good negatives (benchmarks/data/README.md's criteria), with Wilson 95 % intervals.
+intermediates and of good negatives (benchmarks/data/README.md's criteria), with Wilson 95 % intervals; `fresh` rows
+(`--fresh N`) are a sample of the whole after run, for targets stated on a run.
 
     .venv/bin/python -m benchmarks.blind_reading prepare --before RUN_A --after RUN_B --k 30 \\
         --out benchmarks/data/blind_reading_34.csv --key benchmarks/data/blind_reading_34.key.csv
@@ -30,11 +32,14 @@ def triples(run: Path) -> pd.DataFrame:
     return pq.read_table(folder / "triples.parquet").to_pandas().set_index("source_id")[list(SLOTS)]
 
 
-def prepare(before: Path, after: Path, k: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(rows to read, the key: item → the runs that wrote it)."""
+def prepare(before: Path, after: Path, k: int, seed: int, fresh: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(rows to read, the key: item → the runs that wrote it). `fresh`: that many more of the after run's triples,
+    drawn from all of its sources (key `fresh`: the targets' sample of the whole run)."""
     a, b = triples(before), triples(after)
     common = sorted(set(a.index) & set(b.index))
     chosen = pd.Series(common).sample(n=min(k, len(common)), random_state=seed).tolist()
+    # Every source whose triple changed is read too: where the runs differ is what the change did.
+    chosen += [sid for sid in common if sid not in chosen and tuple(a.loc[sid]) != tuple(b.loc[sid])]
     rows, key = [], []
     for sid in chosen:
         before_t, after_t = tuple(a.loc[sid]), tuple(b.loc[sid])
@@ -42,6 +47,10 @@ def prepare(before: Path, after: Path, k: int, seed: int) -> tuple[pd.DataFrame,
         for text, runs in items:
             rows.append(dict(zip(SLOTS, text)))
             key.append({"source_id": sid, "runs": runs})
+    others = pd.Series(sorted(set(b.index) - set(chosen)))
+    for sid in others.sample(n=min(fresh, len(others)), random_state=seed).tolist():
+        rows.append(dict(zip(SLOTS, tuple(b.loc[sid]))))
+        key.append({"source_id": sid, "runs": "fresh"})
     frame = pd.DataFrame(rows)
     frame.insert(0, "item", range(len(frame)))
     order = frame.sample(frac=1.0, random_state=seed + 1).index
@@ -65,7 +74,7 @@ def wilson(good: int, n: int) -> tuple[float, float]:
 def score(reading: pd.DataFrame, key: pd.DataFrame) -> pd.DataFrame:
     joined = reading.merge(key, on="item")
     out = []
-    for run in ("before", "after"):
+    for run in ("before", "after", "fresh"):
         part = joined[joined["runs"].str.split("+").map(lambda runs, r=run: r in runs)]
         row = {"run": run, "triples": len(part)}
         for column in VERDICTS:
@@ -84,6 +93,7 @@ def main() -> None:
     p.add_argument("--after", type=Path, required=True)
     p.add_argument("--k", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--fresh", type=int, default=0, help="more of the after run's triples, from all its sources")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--key", type=Path, required=True)
     s = sub.add_parser("score")
@@ -91,13 +101,16 @@ def main() -> None:
     s.add_argument("key", type=Path)
     args = ap.parse_args()
     if args.command == "prepare":
-        rows, key = prepare(args.before, args.after, args.k, args.seed)
+        rows, key = prepare(args.before, args.after, args.k, args.seed, args.fresh)
         rows.to_csv(args.out, index=False)
         key.to_csv(args.key, index=False)
         print(f"{len(rows)} rows to read ({int(key['runs'].eq('before+after').sum())} written alike by both runs) "
               f"→ {args.out}; key → {args.key}")
     else:
-        print(score(pd.read_csv(args.reading, keep_default_na=False), pd.read_csv(args.key)).to_markdown(index=False))
+        table = score(pd.read_csv(args.reading, keep_default_na=False), pd.read_csv(args.key))
+        print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns))
+        for row in table.itertuples(index=False):
+            print("| " + " | ".join(map(str, row)) + " |")
 
 
 if __name__ == "__main__":
