@@ -45,8 +45,9 @@ from tasks.generate.settings import GenerateSettings, VerifierSettings
 from tasks.generate.validation import prompt_example_sentences
 from tasks.generate.verification import load_judge_template, ordering_gaps
 from tasks.llm.batch import MAX_BATCH_LINES
-from tasks.llm.client import check_endpoint, endpoint_kind, merge_stats
+from tasks.llm.client import merge_stats
 from tasks.llm.cost import cost_line, llm_cost, prices_of
+from tasks.llm.endpoint import check_endpoint, endpoint_kind
 from tasks.llm.local_models import load_encoder
 from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
 

@@ -12,7 +12,7 @@ from models.llama_cpp_lm import load_llama_cpp_lm
 from tasks.core.device import resolve_device
 from tasks.core.store import fingerprint
 from tasks.label.settings import LabelSettings, ScoringEndpoint
-from tasks.llm.client import endpoint_kind
+from tasks.llm.endpoint import endpoint_kind
 from tasks.llm.local_models import resolve_model_files
 from tasks.llm.served_lm import ServedLM, served_lm
 

@@ -58,8 +58,9 @@ from tasks.label.labeling import (
 from tasks.label.llm_rating import rate_pairs_task
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, context_sets, finish_rows, pair_units, read_pairs, triple_units
 from tasks.label.scorer import lm_public, load_scorer, resolve_lm
-from tasks.llm.client import check_endpoint, model_identity
+from tasks.llm.client import model_identity
 from tasks.llm.cost import llm_cost, prices_of
+from tasks.llm.endpoint import check_endpoint
 
 STAGE = "label-pairs"
 LABEL_THREADS = 1  # shards at once on a thread pool: the LM already uses every core, more would only contend

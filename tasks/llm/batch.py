@@ -29,7 +29,8 @@ import openai
 from tasks.core.config import ConfigError, LLMSettings, stsgen_home
 from tasks.core.store import atomic_write_bytes
 from tasks.llm.cache import request_key
-from tasks.llm.client import CallResult, LLMClient, api_key, redact, request_params
+from tasks.llm.client import CallResult, LLMClient, request_params
+from tasks.llm.endpoint import api_key, redact
 
 ENDPOINT = "/v1/chat/completions"
 TERMINAL = {"completed", "failed", "expired", "cancelled"}

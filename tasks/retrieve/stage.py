@@ -32,8 +32,9 @@ from tasks.core.runners import map_shards, runner_kind
 from tasks.core.shards import finished_shard
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
-from tasks.llm.client import check_endpoint, model_identity
+from tasks.llm.client import model_identity
 from tasks.llm.cost import llm_cost, prices_of
+from tasks.llm.endpoint import check_endpoint
 from tasks.retrieve.generated_contexts import (
     PARSER_VERSION,
     ContextSourceSettings,

@@ -139,7 +139,7 @@ def test_the_cli_stops_on_a_bad_variable_before_any_work(monkeypatch, capsys):
 
 
 def test_the_api_key_never_appears_in_a_dump_of_the_settings(monkeypatch):
-    from tasks.llm.client import api_key, redact
+    from tasks.llm.endpoint import api_key, redact
 
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     monkeypatch.setenv("STSGEN_LM_API_KEY", CANARY)  # the served context-labeler's key (label.lm_endpoint.api_key_env)

@@ -114,7 +114,7 @@ def test_endpoint_settings_need_a_tokenizer_and_keep_the_url_out_of_the_score_ke
 
 def test_api_key_for_the_scoring_endpoint_comes_from_its_env_var(monkeypatch, tiny_lm_dir):
     from tasks.label.settings import LabelSettings
-    from tasks.llm.client import api_key
+    from tasks.llm.endpoint import api_key
 
     monkeypatch.setenv("STSGEN_LM_API_KEY", "sk-scoring")
     llm = LabelSettings(lm=str(tiny_lm_dir), lm_endpoint={"base_url": "http://127.0.0.1:9/v1", "model": "m"}).lm_endpoint

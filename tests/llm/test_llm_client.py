@@ -8,7 +8,8 @@ import time
 import pytest
 
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.llm.client import LLMClient, check_endpoint, retry_after_seconds
+from tasks.llm.client import LLMClient, retry_after_seconds
+from tasks.llm.endpoint import check_endpoint
 from tasks.llm.ratelimit import RateLimiter
 from tests.scripted_openai import ScriptedOpenAI
 
