@@ -8,6 +8,7 @@
 set -u
 before=$1 after=$2 out=$3
 PY=$(cd "$(dirname "$0")/.." && pwd)/.venv/bin/python
+mkdir -p "$out"
 for side in before after; do
   dir=${!side}
   start=$(date +%s)
@@ -19,4 +20,8 @@ for side in before after; do
   echo "== $side"
   (cd "$out/$side/r" && find . \( -name "*.parquet" -o -name "model.safetensors" \) -not -path "*/work/*" | sort \
      | xargs sha256sum)
+  # The stages' cache keys: a refactor that keeps them lets an upgraded checkout reuse committed outputs.
+  "$PY" -c 'import json, pathlib, sys
+for m in sorted(pathlib.Path(sys.argv[1]).glob("*/manifest.json")):
+    print("key", m.parent.name, json.loads(m.read_text()).get("cache_key"))' "$out/$side/r"
 done

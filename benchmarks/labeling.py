@@ -48,13 +48,13 @@ from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.label.label_similarity import SIMILARITIES, similarity_matrix  # noqa: E402
 from tasks.label.labeling import (
     LabelSettings,
-    cached_lm,
     context_groups,
     disc_log_probs,
     lm_log_probs,
     reference_sentences,
 )
 from tasks.label.pair_units import Unit, context_sets, pair_units
+from tasks.label.scorer import cached_lm
 from tasks.llm.local_models import resolve_model_files
 from tasks.retrieve.coherence import CoherenceSettings
 from tasks.retrieve.retrieval import SelectionSettings  # noqa: E402

@@ -1,7 +1,7 @@
 """Stage-3 LM scorers side by side on the same (sentence, context) inputs, one run: the in-process transformers
 scorer (SmolLM2-135M's GGUF dequantized to float32; c< once per context, its KV cache shared by the sentences, the
 reference) against the in-process llama.cpp scorer (llama-cpp-python on the GGUF as quantized, prompt-token logits,
-the c< prefix evaluated once per context) and the served scorer (`label.lm` = an endpoint: llama-cpp-python's server on 127.0.0.1 with the same GGUF, one
+the c< prefix evaluated once per context) and the served scorer (`label.lm_endpoint`: llama-cpp-python's server on 127.0.0.1 with the same GGUF, one
 /v1/completions echo request per (s, c), the response cache off so every request is paid for).
 
 Inputs: STS-B dev sentences (s) and contexts (c<, c>) of consecutive sentences of the default corpus, drawn with a

@@ -120,6 +120,7 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
                    help="causal LM of the context labeler: registered local model, .gguf file or folder (scored "
                    "in-process), or an OpenAI-compatible endpoint URL …/v1 that echoes prompt log-probs (vLLM, "
                    "llama-cpp-python's server; key in $STSGEN_LM_API_KEY)")
+    p.set_defaults(label_lm_flag=lm_flag)  # the flag's name on this command, for its error messages
     p.add_argument("--lm-model", dest="lm_model", default=None, help="with an endpoint: the served model's name")
     p.add_argument("--lm-tokenizer", dest="lm_tokenizer", default=None,
                    help="with an endpoint: the served model's tokenizer (registered model, .gguf file or folder)")
@@ -139,12 +140,16 @@ def label_fields(args: argparse.Namespace) -> dict:
     fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity,
                    contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
                    calibration=getattr(args, "calibration", None))
+    flag = getattr(args, "label_lm_flag", "--lm")
     if args.label_lm and is_endpoint(args.label_lm):  # --lm URL: the scoring endpoint, its tokenizer as label.lm
-        if not args.lm_tokenizer:
-            raise ConfigError(f"--lm {args.label_lm} is an endpoint: give --lm-tokenizer, the served model's tokenizer "
+        if not args.lm_tokenizer:  # (the URL is not echoed: it may carry credentials)
+            raise ConfigError(f"{flag} is an endpoint URL: give --lm-tokenizer, the served model's tokenizer "
                               "(a registered local model, a .gguf file or a transformers folder).")
         fields |= {"lm": args.lm_tokenizer,
                    "lm_endpoint": {"base_url": args.label_lm, "model": args.lm_model or args.lm_tokenizer}}
+    elif args.lm_model or args.lm_tokenizer:
+        raise ConfigError(f"--lm-model and --lm-tokenizer describe a served LM: give its endpoint URL with {flag} "
+                          "(or leave them out to score in-process).")
     if getattr(args, "lambdas", None):
         fields |= dict(zip(("lambda_disc", "lambda_sentence", "lambda_left", "lambda_right"), args.lambdas))
     return fields

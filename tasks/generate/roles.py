@@ -31,7 +31,6 @@ from tasks.llm.client import CallResult
 from tasks.llm.local_models import load_encoder
 
 ROLE_TEMPLATE = "roles.v1"
-REASONS = ("role_changed", "role_unparsed", "role_llm_error")
 NO_OBJECT = "-"
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 _SECTION = re.compile(r"^\s*\**\s*(?:sentence\s+)?([AB])\s*\**\s*:\s*(.*)$", re.IGNORECASE)
@@ -65,8 +64,8 @@ def _action(line: str) -> Action | None:
     fields = [f.strip(" .`*\"'") for f in _BULLET.sub("", line).split("|")]
     if len(fields) == 2:
         fields.append(NO_OBJECT)
-    if len(fields) != 3 or not fields[0] or not fields[1]:
-        return None
+    if len(fields) != 3 or fields[0] in ("", NO_OBJECT) or fields[1] in ("", NO_OBJECT):
+        return None  # an action needs a doer and a verb
     return fields[0].lower(), fields[1].lower(), (fields[2] or NO_OBJECT).lower()
 
 
@@ -135,7 +134,10 @@ def verdict_of(results: list[CallResult], encode, min_match: float, attempts: in
             return None
         return RoleVerdict("role_unparsed", f"{len(results)} answers without both lists, last "
                            f"{(last.text or '')[:120]!r}", None, len(results))
-    kept, detail, score = role_verdict(*lists, encode, min_match)
+    try:
+        kept, detail, score = role_verdict(*lists, encode, min_match)
+    except (KeyError, ValueError, IndexError) as exc:  # lists the comparison cannot read: as good as none
+        return RoleVerdict("role_unparsed", f"lists not comparable ({type(exc).__name__}: {exc})", None, len(results))
     return RoleVerdict(None if kept else "role_changed", detail, score, len(results))
 
 

@@ -96,6 +96,10 @@ class VerifierSettings(Settings):
         "intermediates (0.67) cost 28 of 90 slots on the 100-sentence run without a better reading, so they keep 0.5 "
         "(docs/benchmarks.md, issue 24).")
 
+    def key_exclusions(self) -> frozenset[str]:
+        """The role check's fields enter the key only when it is on: a run without it keeps its earlier key."""
+        return self.NOT_IN_KEY | (frozenset() if self.roles else frozenset({"roles", "role_min_match"}))
+
     def threshold_for(self, kind: str) -> float:
         return self.threshold if self.threshold is not None else self.thresholds.get(kind, 0.5)
     top_logprobs: int = Field(10, ge=0, le=20, description="Alternatives of the answer token read for P(pass) "

@@ -178,7 +178,7 @@ class GenerationJob:
 
     @property
     def judge_llm(self) -> LLMSettings | None:
-        return (self.cfg.verifier.llm or self.llm) if self.judges or self.roles else None
+        return (self.cfg.verifier.llm or self.llm) if self.judges else None  # None: judge off (judge_model null)
 
     def key(self) -> str:
         # `params`: the part's name of the keys written before the stage outline, so their outputs stay reusable.
@@ -215,7 +215,7 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
 
 
 def role_check_of(cfg: GenerateSettings) -> RoleCheck | None:
-    """The positives' role check of a run (None: off, or a pattern without positives to check)."""
+    """The positives' role check of a run (None: off)."""
     if not cfg.verifier.roles:
         return None
     if cfg.batch_api:
@@ -285,6 +285,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                                        for k, j in judges.items()},
                      "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
                      "role_check": {"prompt": ROLE_TEMPLATE, "sha256": fingerprint([job.roles.template]),
+                                    "model": (cfg.verifier.llm or llm).model,
                                     "encoder": job.roles.encoder, "min_match": job.roles.min_match}
                      if job.roles else None,
                      "ordering_margin": cfg.verifier.ordering_margin},

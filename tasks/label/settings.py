@@ -31,6 +31,9 @@ class ScoringEndpoint(LLMSettings):
     api_key_env: str = Field("STSGEN_LM_API_KEY", description="Env var holding the endpoint's API key.")
     max_concurrency: int = Field(8, ge=1, le=1024, description="Scoring requests in flight to the endpoint.")
 
+    # Prompt log-probs take no grammar: the answer constraint does not change a score.
+    NOT_IN_KEY: ClassVar[frozenset[str]] = LLMSettings.NOT_IN_KEY | {"constrained_answers"}
+
 
 class LabelSettings(Settings):
     # How the scoring runs, not what it computes: left out of every cache key (tasks.core.config.key_fields).

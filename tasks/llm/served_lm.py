@@ -98,9 +98,9 @@ class ServedLM(TokenizedLM):
 
 
 def no_logprobs_message(llm: LLMSettings) -> str:
-    return (f"label.lm endpoint {llm.base_url} (model '{llm.model}') returns no prompt log-probs: stage-3 scoring "
+    return (f"label.lm_endpoint {llm.base_url} (model '{llm.model}') returns no prompt log-probs: stage-3 scoring "
             "needs /v1/completions with echo=true and logprobs (vLLM, llama-cpp-python's server; llama.cpp's "
-            "llama-server does not echo them). Point label.lm at such an endpoint, or at a local model.")
+            "llama-server does not echo them). Point label.lm_endpoint at such an endpoint, or unset it to score label.lm in-process.")
 
 
 def probe(llm: LLMSettings, tokenized: TokenizedLM, start: list[int]) -> tuple[str, bool]:
@@ -114,17 +114,17 @@ def probe(llm: LLMSettings, tokenized: TokenizedLM, start: list[int]) -> tuple[s
     if not result.ok and not {"timeout", "connection"} & set(client.stats.errors_by_kind):
         form = "text"
         if start != tokenized.start_ids or tokenized.tokenizer.bos_token_id is None:
-            raise ConfigError(f"label.lm endpoint {llm.base_url} takes text prompts only and drops a leading BOS "
+            raise ConfigError(f"label.lm_endpoint {llm.base_url} takes text prompts only and drops a leading BOS "
                               "from its echo: set label.start_token to 'bos' (its log-probs would be misaligned)")
         text = tokenized.tokenizer.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
         first_error, result = result.error, asyncio.run(client.prompt_logprobs(text))
         adds_bos = result.ok and result.prompt_tokens == len(ids) + 1
         if not result.ok:
-            raise ConfigError(f"label.lm endpoint {llm.base_url}: POST /completions failed with a token-id prompt "
+            raise ConfigError(f"label.lm_endpoint {llm.base_url}: POST /completions failed with a token-id prompt "
                               f"({first_error[:300]}) and with a text prompt ({result.error[:300]}); "
                               + no_logprobs_message(llm))
     if not result.ok:
-        raise ConfigError(f"label.lm endpoint {llm.base_url}: POST /completions failed ({result.error[:300]}); "
+        raise ConfigError(f"label.lm_endpoint {llm.base_url}: POST /completions failed ({result.error[:300]}); "
                           + no_logprobs_message(llm))
     if not result.prompt_logprobs or all(v is None for v in result.prompt_logprobs):
         raise ConfigError(no_logprobs_message(llm))

@@ -48,9 +48,10 @@ from tasks.train.training_report import plot_curves, plot_rfd
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
-# A run's tables, or a dataset version's: the triples' columns, and the pairs' (the label sources' columns when
-# there: label_source reads one of them).
-_TRIPLES, _PAIRS = ("source_id", *TRIPLE_SLOTS), ("s1", "s2", "label", "rating", "context_label")
+# A run's tables, or a dataset version's: the triples' columns, and the pairs' — their triples' ids (split_data keeps
+# the pairs of held-out triples out of training) and the label sources' columns when there (label_source reads one).
+_TRIPLES = ("source_id", *TRIPLE_SLOTS)
+_PAIRS = ("s1", "s2", "label", "triple_id", "other_triple_id", "rating", "context_label")
 _PAIRS_REQUIRED = ("s1", "s2", "label")
 IO = StageIO(reads={"generate-sts-triples/triples.parquet": _TRIPLES, "label-pairs/pairs.parquet": _PAIRS,
                     "build-dataset/triples.parquet": _TRIPLES, "build-dataset/pairs.parquet": _PAIRS},

@@ -414,3 +414,23 @@ def test_cli_eval_on_model_folders(tiny_encoder_dir, tiny_lm_dir, tmp_path, caps
         assert results["stsb-dev"]["pairs"] == 1500 and results[str(sick)]["pairs"] == 3
         assert all(-100 <= r["spearman"] <= 100 for r in results.values())
     assert main(["eval", str(tmp_path)]) == 2 and "not a model folder" in capsys.readouterr().err
+
+
+def test_the_pairs_of_held_out_triples_stay_out_of_training_when_read_from_a_file(tiny_encoder_dir, tmp_path):
+    """prepare_training reads pairs.parquet through its declared columns: the triple ids must be among them, or
+    split_data could not drop the pairs of the held-out triples (they would train and leak into held-out metrics)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.stage import prepare_training
+
+    triples, pairs, _ = synthetic_data()
+    pq.write_table(pa.Table.from_pandas(triples, preserve_index=False), tmp_path / "triples.parquet")
+    pq.write_table(pa.Table.from_pandas(pairs.assign(other_triple_id=None), preserve_index=False),
+                   tmp_path / "pairs.parquet")
+    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir))})
+    job = prepare_training(str(tmp_path / "triples.parquet"), str(tmp_path / "pairs.parquet"), settings)
+    held = set(job.data.heldout["source_id"])
+    assert held and not set(job.data.pairs["triple_id"]) & held
+    assert len(job.data.pairs) == len(pairs) - len(held)  # one pair per triple here: the held-out ones removed
