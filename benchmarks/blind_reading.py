@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+from scipy.stats import binomtest
 
 SLOTS = ("anchor", "positive", "intermediate", "negative")
 VERDICTS = ("positive_sts4", "positive_every_fact", "intermediate_verdict", "negative_verdict")
@@ -62,15 +63,6 @@ def prepare(before: Path, after: Path, k: int, seed: int, fresh: int = 0) -> tup
     return frame, key_frame
 
 
-def wilson(good: int, n: int) -> tuple[float, float]:
-    if not n:
-        return float("nan"), float("nan")
-    p, z = good / n, 1.96
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (
-        1 + z * z / n)
-    return centre - half, centre + half
-
-
 def score(reading: pd.DataFrame, key: pd.DataFrame) -> pd.DataFrame:
     joined = reading.merge(key, on="item")
     out = []
@@ -79,7 +71,7 @@ def score(reading: pd.DataFrame, key: pd.DataFrame) -> pd.DataFrame:
         row = {"run": run, "triples": len(part)}
         for column in VERDICTS:
             good = int(part[column].str.strip().str.lower().eq("good").sum())
-            low, high = wilson(good, len(part))
+            low, high = binomtest(good, len(part)).proportion_ci(method="wilson") if len(part) else (math.nan,) * 2
             row[column] = f"{good}/{len(part)} ({good / max(len(part), 1):.0%}, CI {low:.0%}–{high:.0%})"
         out.append(row)
     return pd.DataFrame(out)

@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
+from sklearn.metrics import f1_score  # noqa: E402
 
 from tasks.generate.candidates import Chooser  # noqa: E402
 from tasks.generate.settings import ValidationSettings  # noqa: E402
@@ -49,11 +50,6 @@ def rule_hits(frame: pd.DataFrame, rule: str, settings: ValidationSettings) -> p
                                           settings=settings).reason == rule, axis=1)
 
 
-def _f1(hit: pd.Series, bad: pd.Series) -> float:
-    tp = int((hit & bad).sum())
-    return 2 * tp / (int(hit.sum()) + int(bad.sum())) if tp else 0.0
-
-
 def precision_recall(hit: pd.Series, bad: pd.Series) -> dict:
     return {"quarantined": int(hit.sum()), "precision": (bad & hit).sum() / hit.sum() if hit.sum() else float("nan"),
             "recall": (bad & hit).sum() / bad.sum() if bad.sum() else float("nan"), "bad": int(bad.sum())}
@@ -65,18 +61,14 @@ def role_scores(frame: pd.DataFrame, base_url: str, model: str) -> pd.DataFrame:
     import asyncio
 
     from tasks.core.config import LLMSettings
-    from tasks.generate.roles import check_roles, role_template
+    from tasks.generate.roles import RoleCheck, role_template
     from tasks.llm.client import LLMClient
-    from tasks.llm.local_models import load_encoder
 
-    encoder = load_encoder(Chooser().encoder)
-    encode = lambda texts: encoder.encode(texts, batch_size=64, convert_to_numpy=True)  # noqa: E731
-    source = role_template()
+    check = RoleCheck(role_template(), Chooser().encoder, 0.0, 2, 13)  # as stage 1 builds it, min_match swept below
 
     async def ask_all():
         async with LLMClient(LLMSettings(base_url=base_url, model=model, verify_model=False)).open() as call:
-            return await asyncio.gather(*(check_roles(call, source, r["anchor"], r["candidate"], encode, 0.0, 2, 13)
-                                          for _, r in frame.iterrows()))
+            return await asyncio.gather(*(check.verdict(call, r["anchor"], r["candidate"]) for _, r in frame.iterrows()))
 
     verdicts = asyncio.run(ask_all())
     return pd.DataFrame({"score": [v.score for v in verdicts], "reason": [v.reason for v in verdicts],
@@ -149,7 +141,8 @@ def main() -> None:
             print(f"| {value} | " + " | ".join(cells) + " |")
         names = list(positives)
         for chooses, confirms in ((names[0], names[1]), (names[1], names[0])):  # two-fold: each set chooses once
-            f1 = {v: _f1(role_hits(scores[chooses], v), positives[chooses]["human"] == "bad") for v in MIN_MATCHES}
+            f1 = {v: f1_score(positives[chooses]["human"] == "bad", role_hits(scores[chooses], v), zero_division=0)
+                  for v in MIN_MATCHES}
             best = max(MIN_MATCHES, key=lambda v: (f1[v], -v))
             r = precision_recall(role_hits(scores[confirms], best), positives[confirms]["human"] == "bad")
             print(f"\nchosen on {chooses} (F1 {f1[best]:.2f}): min_match {best} → on {confirms}: "

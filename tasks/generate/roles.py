@@ -24,15 +24,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Callable
 
-import jinja2
 import numpy as np
 
+from tasks.generate.verification import JudgeTemplate
 from tasks.llm.client import CallResult
 from tasks.llm.local_models import load_encoder
 
 ROLE_TEMPLATE = "roles.v1"
 NO_OBJECT = "-"
-_env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 _SECTION = re.compile(r"^\s*\**\s*(?:sentence\s+)?([AB])\s*\**\s*:\s*(.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s+")
 
@@ -47,12 +46,10 @@ class RoleVerdict:
     calls: int
 
 
-def role_template() -> str:
-    return resources.files("prompts").joinpath("templates", f"{ROLE_TEMPLATE}.j2").read_text(encoding="utf-8")
-
-
-def role_messages(source: str, anchor: str, candidate: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": _env.from_string(source).render(anchor=anchor, candidate=candidate).strip()}]
+def role_template() -> JudgeTemplate:
+    """The role question, as a judge's question is held (its {{ anchor }} / {{ candidate }} messages and sha256)."""
+    source = resources.files("prompts").joinpath("templates", f"{ROLE_TEMPLATE}.j2").read_text(encoding="utf-8")
+    return JudgeTemplate("roles", ROLE_TEMPLATE, source)
 
 
 def role_params(attempt: int, seed: int) -> dict:
@@ -141,10 +138,10 @@ def verdict_of(results: list[CallResult], encode, min_match: float, attempts: in
     return RoleVerdict(None if kept else "role_changed", detail, score, len(results))
 
 
-async def check_roles(call, source: str, anchor: str, candidate: str, encode, min_match: float, attempts: int,
-                      seed: int) -> RoleVerdict:
+async def check_roles(call, template: JudgeTemplate, anchor: str, candidate: str, encode, min_match: float,
+                      attempts: int, seed: int) -> RoleVerdict:
     """Ask until both lists come back (or `attempts` calls); `call` is an LLMClient.open() caller."""
-    messages, results = role_messages(source, anchor, candidate), []
+    messages, results = template.messages(anchor, candidate), []
     while True:
         results.append(await call(messages, role_params(len(results), seed)))
         verdict = verdict_of(results, encode, min_match, attempts)
@@ -157,7 +154,7 @@ class RoleCheck:
     """The role check of positives (tasks/generate/roles.py): its question, the encoder that compares the lists, the
     match it needs, the asks per positive and the run's seed. It goes to the judge's endpoint."""
 
-    template: str
+    template: JudgeTemplate
     encoder: str
     min_match: float
     attempts: int

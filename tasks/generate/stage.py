@@ -187,7 +187,7 @@ class GenerationJob:
                          choice=CHOICE_VERSION,
                          prompts={k: t.sha256 for k, t in self.templates.items()}
                          | {f"judge-{k}": j.template.sha256 for k, j in self.judges.items()}
-                         | ({"roles": fingerprint([self.roles.template])} if self.roles else {}), **avoided)
+                         | ({"roles": self.roles.template.sha256} if self.roles else {}), **avoided)
 
 
 def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str) -> GenerationJob:
@@ -284,7 +284,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
                      "judge_prompts": {k: {"name": j.template.name, "sha256": j.template.sha256}
                                        for k, j in judges.items()},
                      "thresholds": {k: cfg.verifier.threshold_for(k) for k in judges},
-                     "role_check": {"prompt": ROLE_TEMPLATE, "sha256": fingerprint([job.roles.template]),
+                     "role_check": {"prompt": ROLE_TEMPLATE, "sha256": job.roles.template.sha256,
                                     "model": (cfg.verifier.llm or llm).model,
                                     "encoder": job.roles.encoder, "min_match": job.roles.min_match}
                      if job.roles else None,

@@ -29,7 +29,7 @@ from tasks.core.store import (
     write_json,
     write_manifest,
 )
-from tasks.retrieve.settings import CoherenceSettings  # noqa: F401  (its settings, imported from here too)
+from tasks.retrieve.settings import CoherenceSettings
 
 CODE_VERSION = "bilstm-coherence-v1"
 

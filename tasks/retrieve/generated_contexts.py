@@ -28,7 +28,7 @@ from tasks.core.store import fingerprint
 from tasks.llm.client import CallResult, LLMClient
 from tasks.llm.prompting import load_template
 from tasks.retrieve.contexts import jaccard
-from tasks.retrieve.settings import ContextSourceSettings  # noqa: F401  (its settings, imported from here too)
+from tasks.retrieve.settings import ContextSourceSettings
 
 TEMPLATE = ("context", "writer")
 PARSER_VERSION = "context-parser-v2"  # in stage 2's key: a new reading of the same cached answers re-runs the stage

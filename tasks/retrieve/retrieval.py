@@ -37,7 +37,7 @@ from tasks.core.store import (
 )
 from tasks.retrieve.contexts import select_diverse
 from tasks.retrieve.screening import build_index, top_k
-from tasks.retrieve.settings import SelectionSettings  # noqa: F401  (its settings, imported from here too)
+from tasks.retrieve.settings import SelectionSettings
 
 CONTEXTS_SCHEMA = pa.schema([
     ("sentence_id", pa.string()), ("sentence", pa.string()), ("context_id", pa.int64()), ("chunk_id", pa.string()),

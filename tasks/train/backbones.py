@@ -28,7 +28,7 @@ from tasks.core.config import ConfigError
 from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
-from tasks.train.settings import BackboneSettings  # noqa: F401  (its settings, imported from here too)
+from tasks.train.settings import BackboneSettings
 
 DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": "smollm2-135m-instruct"}
 # The registered backbones' Hugging Face ids: the model card's "Base model" (a local folder has none to name).
