@@ -6,6 +6,11 @@ run: held-out ROC AUC (all negatives, same-document, random replacements), train
 A variant is `<corpus source>:<preset or field=value,…>`; `quick` is the main job's preset (10k contexts, 1 epoch),
 fields are CoherenceSettings' (contexts = max_train_contexts).
 
+    .venv/bin/python -m benchmarks.coherence --variant default:contexts=20000 --frozen-encoder all-minilm-l6-v2
+adds, for each variant, a row for the lever the BiLSTM lacks: a pretrained sentence encoder, frozen, under the same
+head ([c<, s, c>, c<⊙s, s⊙c>] → logit) fit by scikit-learn's logistic regression on the same training examples, scored
+on the same held-out documents; its wall time is mostly encoding every distinct text once.
+
     .venv/bin/python -m benchmarks.coherence --confirm <model folder> --on gutenberg+sotu [--examples 20000]
 scores a trained model (the one prepare-corpus built) on windows of a corpus it never saw and nothing was chosen on:
 ROC AUC against same-document and random replacements, as in training.
@@ -57,18 +62,82 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
             "roc_auc_same_document": metrics["roc_auc_same_document"], "roc_auc_random": metrics["roc_auc_random"]}
 
 
+def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSettings, confirm=None) -> dict:
+    """Held-out metrics of seed 003's head over a frozen sentence encoder's unit vectors, on the split the BiLSTM of
+    `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
+    head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports."""
+    import numpy as np
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    from tasks.llm.local_models import load_encoder
+    from tasks.retrieve.coherence import metrics_by_negative_kind, split_examples
+
+    train, held, _ = split_examples(contexts, sentences, settings)
+    frames = [train, held] + ([confirm] if confirm is not None else [])
+    texts = pd.Index(pd.unique(pd.concat([f[c] for f in frames for c in ("left", "centre", "right")])))
+    started = time.perf_counter()
+    vectors = load_encoder(encoder).encode(texts.tolist(), batch_size=128, normalize_embeddings=True,
+                                           convert_to_numpy=True)
+    encode_s = time.perf_counter() - started
+
+    def parts(frame):
+        return [vectors[texts.get_indexer(frame[c])] for c in ("left", "centre", "right")]
+
+    def features(frame):
+        left, centre, right = parts(frame)
+        return np.hstack([left, centre, right, left * centre, centre * right])
+
+    def cosine_only(frame) -> dict:
+        # No training at all: how well the encoder's own similarity of the gap's sentence to its neighbours separates.
+        left, centre, right = parts(frame)
+        metrics = metrics_by_negative_kind(((left * centre).sum(1) + (centre * right).sum(1)) / 2, frame)
+        return {k: round(v, 3) for k, v in metrics.items() if k.startswith("roc_auc")}
+
+    fit_started = time.perf_counter()
+    head = LogisticRegression(max_iter=2000).fit(features(train), train["label"].to_numpy())
+    out = {"encoder": encoder, "texts_encoded": len(texts), "encode_s": round(encode_s, 1),
+           "fit_s": round(time.perf_counter() - fit_started, 1), "train_examples": len(train),
+           "cosine_only": cosine_only(held),
+           **metrics_by_negative_kind(head.predict_proba(features(held))[:, 1], held)}
+    if confirm is not None:
+        head_metrics = metrics_by_negative_kind(head.predict_proba(features(confirm))[:, 1], confirm)
+        out["confirm"] = {"examples": len(confirm), "head": {k: round(v, 3) for k, v in head_metrics.items()
+                                                             if k.startswith("roc_auc")},
+                          "cosine_only": cosine_only(confirm)}
+    return out
+
+
+def bilstm_row(text: str, source: str, sentences, contexts, settings: CoherenceSettings) -> dict:
+    from tasks.retrieve.coherence import train_or_load
+
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory() as root:  # never a cached model: each variant trains now
+        trained = train_or_load(contexts, sentences, f"bench-{source}", settings, 1, root=Path(root))
+    held = trained.metrics["heldout"]
+    return {"variant": text, "corpus_sentences": len(sentences), "contexts": len(contexts),
+            "train_examples": trained.metrics["train_examples"], "heldout_examples": held["examples"],
+            "roc_auc": round(held["roc_auc"], 3), "roc_auc_same_document": round(held["roc_auc_same_document"], 3),
+            "roc_auc_random": round(held["roc_auc_random"], 3), "accuracy": round(held["accuracy"], 3),
+            "wall_s": round(time.perf_counter() - started, 1)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--variant", action="append", default=[])
     parser.add_argument("--confirm", type=Path, help="a trained model folder to score on --on")
     parser.add_argument("--on", default="gutenberg+sotu")
     parser.add_argument("--examples", type=int, default=20_000)
+    parser.add_argument("--frozen-encoder", help="also fit the head over this frozen sentence encoder (a registered "
+                        "name or a sentence-transformers folder) on each variant's split")
+    parser.add_argument("--frozen-only", action="store_true", help="with --frozen-encoder: skip the BiLSTM rows")
+    parser.add_argument("--frozen-confirm", help="with --frozen-encoder: also score the frozen head and the cosine on "
+                        "--examples windows of this corpus (nothing is chosen on it)")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     if args.confirm:
         print(json.dumps(confirm(args.confirm, args.on, args.examples)), flush=True)
         return
-    from tasks.retrieve.coherence import train_or_load
     from tasks.retrieve.contexts import context_windows
 
     rows, loaded = [], {}
@@ -78,17 +147,27 @@ def main() -> None:
             sentences, inputs, _ = load_corpora([CorpusSettings(source=source)])
             loaded[source] = (sentences, context_windows(sentences, 1, 0))
         sentences, contexts = loaded[source]
-        started = time.perf_counter()
-        with tempfile.TemporaryDirectory() as root:  # never a cached model: each variant trains now
-            trained = train_or_load(contexts, sentences, f"bench-{source}", settings, 1, root=Path(root))
-        held = trained.metrics["heldout"]
-        row = {"variant": text, "corpus_sentences": len(sentences), "contexts": len(contexts),
-               "train_examples": trained.metrics["train_examples"], "heldout_examples": held["examples"],
-               "roc_auc": round(held["roc_auc"], 3), "roc_auc_same_document": round(held["roc_auc_same_document"], 3),
-               "roc_auc_random": round(held["roc_auc_random"], 3), "accuracy": round(held["accuracy"], 3),
-               "wall_s": round(time.perf_counter() - started, 1)}
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        if not (args.frozen_encoder and args.frozen_only):
+            rows.append(bilstm_row(text, source, sentences, contexts, settings))
+            print(json.dumps(rows[-1]), flush=True)
+        if args.frozen_encoder:
+            confirm_examples = None
+            if args.frozen_confirm:
+                from tasks.retrieve.coherence import training_examples
+
+                other, _, _ = load_corpora([CorpusSettings(source=args.frozen_confirm)])
+                confirm_examples = training_examples(context_windows(other, 1, 0), other, args.examples, 99)
+            started = time.perf_counter()
+            frozen = frozen_encoder_row(args.frozen_encoder, contexts, sentences, settings, confirm_examples)
+            rows.append({"variant": f"{text} + frozen {args.frozen_encoder} head", "corpus_sentences": len(sentences),
+                         "contexts": len(contexts), "train_examples": frozen["train_examples"],
+                         "heldout_examples": frozen["examples"], "roc_auc": round(frozen["roc_auc"], 3),
+                         "roc_auc_same_document": round(frozen["roc_auc_same_document"], 3),
+                         "roc_auc_random": round(frozen["roc_auc_random"], 3), "accuracy": round(frozen["accuracy"], 3),
+                         "wall_s": round(time.perf_counter() - started, 1), "encode_s": frozen["encode_s"],
+                         "texts_encoded": frozen["texts_encoded"], "cosine_only": frozen["cosine_only"],
+                         "confirm": frozen.get("confirm")})
+            print(json.dumps(rows[-1]), flush=True)
     print("\n| variant | corpus sentences | train examples | held-out | ROC AUC | same-doc | random | wall s |")
     print("|---|---|---|---|---|---|---|---|")
     for r in rows:

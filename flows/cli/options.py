@@ -139,6 +139,7 @@ def label_fields(args: argparse.Namespace) -> dict:
 
     fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity,
                    contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
+                   candidates_per_sentence=getattr(args, "candidates_per_sentence", None),
                    calibration=getattr(args, "calibration", None))
     flag = getattr(args, "label_lm_flag", "--lm")
     if args.label_lm and is_endpoint(args.label_lm):  # --lm URL: the scoring endpoint, its tokenizer as label.lm

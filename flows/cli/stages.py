@@ -52,7 +52,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default=latest_output("generate-sts-triples", "triples.parquet"))
     p.add_argument("--corpus", action="append", default=None,
-                   help="corpus source (repeatable); default: the gensim default corpus")
+                   help="corpus source (repeatable): 'default' (the packaged sources, docs/corpus.md), a source name, "
+                   "names joined by '+', or a path; default: 'default'")
     p.add_argument("--document-split", choices=choices_of(CorpusSettings, "document_split"), default=None,
                    help="how the --corpus paths split into documents (CorpusSettings.document_split)")
     p.add_argument("--sentence-per-line", action="store_true", default=None,
@@ -80,6 +81,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--contexts-scored", dest="contexts_per_sentence", type=int, default=None,
                    help="of each sentence's retrieved contexts, how many the labeler scores (label."
                    "contexts_per_sentence; default: LabelSettings')")
+    p.add_argument("--candidates", dest="candidates_per_sentence", type=int, default=None,
+                   help="of each sentence's retrieved contexts, how many are scored to choose the --contexts-scored "
+                   "best fitting (label.candidates_per_sentence; the main job's quick preset: 16)")
     add_llm_arguments(p)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     add_runner_arguments(p)

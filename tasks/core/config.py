@@ -156,7 +156,8 @@ class LLMSettings(Settings):
 class CorpusSettings(Settings):
     """Which sentences to use as source sentences."""
 
-    source: str = Field("default", description="'default' (gensim's Wikipedia + news test data) or a path.")
+    source: str = Field("default", description="'default' (every packaged source: chat, news, Wikipedia, speeches … "
+                        "docs/corpus.md), a source name ('gensim', 'bbc', …), names joined by '+', or a path.")
     text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
     document_split: Literal["file", "blank_lines"] = Field(
         "file", description="Text files: one document per file, or one per blank-line-separated block (e.g. ABC).")

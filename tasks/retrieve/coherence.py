@@ -69,12 +69,33 @@ def heldout_metrics(model, vocab, examples: pd.DataFrame, max_len: int) -> dict:
     random replacement): every window scored once."""
     p = coherence_probabilities(model, vocab, examples["left"].tolist(), examples["centre"].tolist(),
                                 examples["right"].tolist(), max_len=max_len)
+    return metrics_by_negative_kind(p, examples)
+
+
+def metrics_by_negative_kind(p: np.ndarray, examples: pd.DataFrame) -> dict:
+    """Accuracy and ROC AUC of probabilities p for `training_examples` rows, overall and per kind of negative."""
     label = examples["label"].to_numpy()
     metrics = coherence_metrics(p, label)
     for kind in ("same_document", "random"):
         part = (label == 1) | (examples["negative_kind"] == kind).to_numpy()
         metrics[f"roc_auc_{kind}"] = coherence_metrics(p[part], label[part])["roc_auc"]
     return metrics
+
+
+def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: CoherenceSettings
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, set]:
+    """(training examples, held-out examples, held-out documents): documents split first, so the held-out examples
+    come from documents training never saw. The same split for every model of these settings (benchmarks compare
+    encoders on it)."""
+    docs = contexts["doc_id"].unique()
+    rng = np.random.default_rng(settings.seed)
+    heldout_docs = set(rng.permutation(docs)[: max(1, int(len(docs) * settings.heldout_fraction))])
+    is_held = contexts["doc_id"].isin(heldout_docs)
+    n_train = settings.max_train_contexts
+    n_held = max(50, int(n_train * settings.heldout_fraction))
+    train = training_examples(contexts[~is_held], sentences, n_train, settings.seed)
+    held = training_examples(contexts[is_held], sentences, n_held, settings.seed + 1)
+    return train, held, heldout_docs
 
 
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
@@ -86,14 +107,7 @@ def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: s
         return existing
     device = resolve_device(settings.device)
     torch.manual_seed(settings.seed)
-    docs = contexts["doc_id"].unique()
-    rng = np.random.default_rng(settings.seed)
-    heldout_docs = set(rng.permutation(docs)[: max(1, int(len(docs) * settings.heldout_fraction))])
-    is_held = contexts["doc_id"].isin(heldout_docs)
-    n_train = settings.max_train_contexts
-    n_held = max(50, int(n_train * settings.heldout_fraction))
-    train = training_examples(contexts[~is_held], sentences, n_train, settings.seed)
-    held = training_examples(contexts[is_held], sentences, n_held, settings.seed + 1)
+    train, held, heldout_docs = split_examples(contexts, sentences, settings)
     vocab = Vocab.build(pd.concat([train["left"], train["centre"], train["right"]]), max_size=settings.vocab_size)
     model = CoherenceModel(len(vocab), settings.embedding_dim, settings.hidden)
     # word2vec sees the training documents only: the held-out documents stay unseen, as the reported AUC says

@@ -430,10 +430,18 @@ def test_cli_label_runs_and_reports_bad_input(stage2, tmp_path, tiny_lm_dir, cap
 
     triples, contexts = stage2
     args = ["label", "--label-method", "context", "--contexts", str(contexts), "--lm", str(tiny_lm_dir),
-            "--contexts-scored", "3",
+            "--contexts-scored", "3", "--candidates", "4",
             "--output-dir", str(tmp_path / "cli")]
     assert main(args + ["--triples", str(triples)]) == 0
     assert "pairs" in capsys.readouterr().out and (tmp_path / "cli" / "latest" / "label-pairs" / "pairs.parquet").is_file()
+    manifest = json.loads((tmp_path / "cli" / "latest" / "label-pairs" / "manifest.json").read_text())
+    assert manifest["parameters"]["label"]["candidates_per_sentence"] == 4  # the flag reaches the settings the run records
+    # Fewer candidates than contexts to choose: refused naming both fields, nothing written.
+    few = args[:-1] + [str(tmp_path / "cli-few")]
+    few[few.index("4")] = "2"
+    assert main(few + ["--triples", str(triples)]) == 2
+    assert "candidates_per_sentence (2) < contexts_per_sentence" in capsys.readouterr().err
+    assert not (tmp_path / "cli-few").exists()
     assert main(args + ["--pairs", str(tmp_path / "missing.parquet")]) == 2
     assert "missing.parquet does not exist" in capsys.readouterr().err
     # k ≤ 0 from the command line: one clear line naming the field, no traceback, nothing written.

@@ -1,0 +1,70 @@
+"""How well each label column of a run orders its triples: hierarchy a⁺ > aᵐ > a⁻ per column (rating, context label,
+TF-IDF cosine, the final label) with Wilson 95 % intervals, each column's difference to the rating (paired bootstrap
+over the triples), and the mixes the default was chosen among, recomputed from the stored columns — no LLM, no
+scoring: it reads one label-pairs output.
+
+    .venv/bin/python -m benchmarks.label_hierarchy data/outputs/issue34/r200/label-pairs/pairs.parquet
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import binomtest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tasks.label.label_quality import LABEL_COLUMNS  # noqa: E402
+from tasks.label.labeling import context_label_01  # noqa: E402
+
+ORDER = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
+# rating / TF-IDF / context weights of the mixes compared on STS-B dev (docs/labeling.md, issue 32)
+MIXES = {"0.7·rating/5 + 0.3·context": (0.7, 0.0, 0.3), "0.6·rating/5 + 0.3·TF-IDF + 0.1·context": (0.6, 0.3, 0.1)}
+
+
+def ordered(pairs: pd.DataFrame, values: pd.Series) -> pd.Series:
+    """Per triple: does `values` order a⁺ > aᵐ > a⁻ (triples with all three anchor pairs)."""
+    anchor = pairs.assign(value=values)
+    anchor = anchor[anchor["triple_id"].notna() & anchor["relation"].isin(ORDER)]
+    wide = anchor.pivot_table(index="triple_id", columns="relation", values="value", aggfunc="first")
+    wide = wide.reindex(columns=ORDER).dropna()
+    return (wide[ORDER[0]] > wide[ORDER[1]]) & (wide[ORDER[1]] > wide[ORDER[2]])
+
+
+def paired_ci(a: pd.Series, b: pd.Series, resamples: int = 5000, seed: int = 0) -> tuple[float, float, float]:
+    both = pd.concat([a.rename("a"), b.rename("b")], axis=1).dropna()
+    d = both["a"].astype(float).to_numpy() - both["b"].astype(float).to_numpy()
+    rng = np.random.default_rng(seed)
+    boots = d[rng.integers(0, len(d), (resamples, len(d)))].mean(axis=1)
+    return 100 * d.mean(), 100 * np.percentile(boots, 2.5), 100 * np.percentile(boots, 97.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pairs", type=Path, help="a label-pairs output (pairs.parquet)")
+    parser.add_argument("--similarity", default="contrast", help="label.similarity of the run (maps the context "
+                        "label onto 0–1 for the mixes)")
+    args = parser.parse_args()
+    pairs = pd.read_parquet(args.pairs)
+    columns = {c: ordered(pairs, pairs[c]) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
+    if "context_label" in pairs and "rating" in pairs:
+        context01 = context_label_01(pairs["context_label"].to_numpy(), args.similarity)
+        for name, (w_rating, w_tfidf, w_context) in MIXES.items():
+            columns[name] = ordered(pairs, w_rating * pairs["rating"] / 5 + w_tfidf * pairs.get("tfidf_cosine", 0)
+                                    + w_context * context01)
+    print(f"{args.pairs}: {len(pairs)} pairs\n")
+    print("| column | hierarchy | 95% CI | − rating [95% paired CI] |\n|---|---|---|---|")
+    for name, ok in columns.items():
+        low, high = binomtest(int(ok.sum()), len(ok)).proportion_ci(method="wilson")
+        versus = ("—" if name == "rating" or "rating" not in columns
+                  else "{:+.1f} [{:+.1f}, {:+.1f}]".format(*paired_ci(ok, columns["rating"])))
+        print(f"| {name} | {int(ok.sum())}/{len(ok)} = {100 * ok.mean():.1f} % | {100 * low:.1f}–{100 * high:.1f} | "
+              f"{versus} |")
+
+
+if __name__ == "__main__":
+    main()
