@@ -57,7 +57,17 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
     max_len = json.loads((folder / "manifest.json").read_text())["settings"]["max_len"]
     sentences, _, _ = load_corpora([CorpusSettings(source=source)])
     examples = training_examples(context_windows(sentences, 1, 0), sentences, n, seed)
-    metrics = heldout_metrics(trained.model, trained.vocab, examples, max_len)
+    if trained.encoder:  # a head over a frozen encoder: score the encodings
+        import numpy as np
+        import torch
+
+        from tasks.retrieve.coherence import metrics_by_negative_kind
+
+        parts = [torch.as_tensor(trained.encode(examples[c].tolist())) for c in ("left", "centre", "right")]
+        logits = trained.model.logits_from_encodings(*parts).detach().numpy()
+        metrics = metrics_by_negative_kind(1 / (1 + np.exp(-logits)), examples)
+    else:
+        metrics = heldout_metrics(trained.model, trained.vocab, examples, max_len)
     return {"model": folder.name, "on": source, "examples": len(examples), "roc_auc": metrics["roc_auc"],
             "roc_auc_same_document": metrics["roc_auc_same_document"], "roc_auc_random": metrics["roc_auc_random"]}
 

@@ -73,28 +73,47 @@ class BiLSTMEncoder(nn.Module):
         return torch.cat([h_n[0], h_n[1]], dim=-1)  # last state left-to-right ‖ last state right-to-left
 
 
-class CoherenceModel(nn.Module):
-    def __init__(self, vocab_size: int, embedding_dim: int = 100, hidden: int = 300):
-        super().__init__()
-        self.encoder = BiLSTMEncoder(vocab_size, embedding_dim, hidden)
-        self.head = nn.Linear(5 * self.encoder.dim, 1)
+class CoherenceHead:
+    """The sigmoid layer over [h<, hs, h>, h<⊙hs, hs⊙h>] of width-`dim` encodings (`self.head`), shared by the
+    BiLSTM model and the head over a frozen sentence encoder."""
+
+    dim: int
+    head: nn.Linear
 
     def logits_from_encodings(self, left: torch.Tensor, sent: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
         return self.head(torch.cat([left, sent, right, left * sent, sent * right], dim=-1)).squeeze(-1)
+
+    @torch.no_grad()
+    def rank_logits(self, sent: np.ndarray, lefts: np.ndarray, rights: np.ndarray) -> np.ndarray:
+        """Logits of one sentence encoding (D,) against N cached context encodings (N, D) each: the head
+        decomposes into two matrix-vector products, so no encoder runs at ranking time."""
+        d = self.dim
+        w = self.head.weight.detach().cpu().numpy()[0].astype(np.float32)
+        w_l, w_s, w_r, w_ls, w_sr = (w[i * d : (i + 1) * d] for i in range(5))
+        const = float(sent @ w_s + self.head.bias.item())
+        return lefts @ (w_l + w_ls * sent) + rights @ (w_r + w_sr * sent) + const
+
+
+class CoherenceModel(CoherenceHead, nn.Module):
+    def __init__(self, vocab_size: int, embedding_dim: int = 100, hidden: int = 300):
+        nn.Module.__init__(self)
+        self.encoder = BiLSTMEncoder(vocab_size, embedding_dim, hidden)
+        self.dim = self.encoder.dim
+        self.head = nn.Linear(5 * self.dim, 1)
 
     def forward(self, left, left_len, sent, sent_len, right, right_len) -> torch.Tensor:
         enc = self.encoder
         return self.logits_from_encodings(enc(left, left_len), enc(sent, sent_len), enc(right, right_len))
 
-    @torch.no_grad()
-    def rank_logits(self, sent: np.ndarray, lefts: np.ndarray, rights: np.ndarray) -> np.ndarray:
-        """Logits of one sentence encoding (D,) against N cached context encodings (N, D) each: the head
-        decomposes into two matrix-vector products, so no LSTM runs at ranking time."""
-        d = self.encoder.dim
-        w = self.head.weight.detach().cpu().numpy()[0].astype(np.float32)
-        w_l, w_s, w_r, w_ls, w_sr = (w[i * d : (i + 1) * d] for i in range(5))
-        const = float(sent @ w_s + self.head.bias.item())
-        return lefts @ (w_l + w_ls * sent) + rights @ (w_r + w_sr * sent) + const
+
+class EncoderHeadCoherence(CoherenceHead, nn.Module):
+    """The head alone, over the unit vectors of a frozen pretrained sentence encoder (`coherence.encoder`): its only
+    parameters; the encoder is named by the trained model's manifest and loaded by whoever encodes."""
+
+    def __init__(self, dim: int):
+        nn.Module.__init__(self)
+        self.dim = dim
+        self.head = nn.Linear(5 * dim, 1)
 
 
 @torch.no_grad()

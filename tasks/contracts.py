@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -200,29 +201,53 @@ def read_contexts(path: Path) -> pd.DataFrame:
 
 @dataclass
 class TrainedCoherence:
-    model: CoherenceModel
-    vocab: Vocab
+    model: CoherenceModel  # or models.coherence.EncoderHeadCoherence (a head over `encoder`)
+    vocab: Vocab  # empty with a frozen encoder
     folder: Path
     metrics: dict
     key: str
     reused: bool
+    encoder: str | None = None  # the frozen sentence encoder under the head (CoherenceSettings.encoder), else None
+
+    def encode(self, texts: list[str], max_len: int = 64, batch_size: int = 256) -> np.ndarray:
+        """(N, D) float32 encodings the head scores: the BiLSTM's, or the frozen encoder's unit vectors."""
+        if self.encoder is None:
+            from models.coherence import encode_texts
+
+            return encode_texts(self.model, self.vocab, texts, max_len, batch_size)
+        return frozen_encode(self.encoder, texts, self.model.dim)
+
+
+def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int = 128) -> np.ndarray:
+    """Unit vectors (N, D) float32 of `texts` from a frozen sentence encoder (a registered name or a folder)."""
+    from tasks.llm.local_models import load_encoder
+
+    if not len(texts):
+        return np.zeros((0, dim), dtype=np.float32)
+    return load_encoder(encoder).encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
+                                        normalize_embeddings=True).astype(np.float32)
 
 
 def load_trained(folder: Path) -> TrainedCoherence | None:
     """The coherence model retrieve-contexts trained, from its folder; None when missing or failing its checksum."""
     import torch
 
-    from models.coherence import CoherenceModel, Vocab
+    from models.coherence import CoherenceModel, EncoderHeadCoherence, Vocab
 
     manifest = read_manifest(folder)
     if not manifest or not verify_outputs(folder, manifest):
         return None
     vocab = Vocab(json.loads((folder / "vocab.json").read_text()))
     s = manifest["settings"]
-    model = CoherenceModel(len(vocab), s["embedding_dim"], s["hidden"])
+    encoder = manifest.get("encoder")
+    if encoder:
+        model = EncoderHeadCoherence(encoder["dim"])
+    else:
+        model = CoherenceModel(len(vocab), s["embedding_dim"], s["hidden"])
     model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
     model.eval()
-    return TrainedCoherence(model, vocab, folder, manifest["metrics"], manifest["key"], reused=True)
+    return TrainedCoherence(model, vocab, folder, manifest["metrics"], manifest["key"], reused=True,
+                            encoder=encoder["source"] if encoder else None)
 
 
 @functools.lru_cache(maxsize=4)

@@ -28,7 +28,6 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 
 from models.causal_lm import Group, TokenizedLM
-from models.coherence import encode_texts
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError
 from tasks.core.device import scaled_batch
@@ -55,7 +54,7 @@ def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list
     sent_texts = sorted({s for u in units for s in u.sentences} | set(reference))
     lefts = sorted({t for u in units for t in u.left})
     rights = sorted({t for u in units for t in u.right})
-    enc = {name: (dict(zip(texts, range(len(texts)))), encode_texts(trained.model, trained.vocab, texts, max_len))
+    enc = {name: (dict(zip(texts, range(len(texts)))), trained.encode(texts, max_len))
            for name, texts in (("s", sent_texts), ("l", lefts), ("r", rights)) if texts}
     out = []
     for u in units:

@@ -23,7 +23,6 @@ import torch
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from models.coherence import encode_texts
 from tasks.contracts import load_trained_cached, sentence_id
 from tasks.core.config import ConfigError
 from tasks.core.device import scaled_batch
@@ -125,7 +124,7 @@ class CandidateScorer:
         self.model = trained.model.to(device)  # rank_logits itself runs in numpy on the encodings
         self.needed = np.unique(cand_idx[cand_idx >= 0])
         batch = scaled_batch(256, torch.device(device))
-        encode = lambda texts: encode_texts(self.model, trained.vocab, texts, max_len, batch)  # noqa: E731
+        encode = lambda texts: trained.encode(texts, max_len, batch)  # noqa: E731
         self.sentences = encode(sentences)
         self.left = encode(contexts["left"].to_numpy()[self.needed].tolist())
         self.right = encode(contexts["right"].to_numpy()[self.needed].tolist())

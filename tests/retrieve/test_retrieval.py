@@ -175,6 +175,67 @@ def test_coherence_model_learns_a_synthetic_task(tmp_path):
     assert again.reused and again.folder == trained.folder
 
 
+TOPICS = {
+    "kitchen": ["the chef chopped onions", "the soup simmered on the stove", "she seasoned the stew with salt",
+                "the bread rose in the oven", "he whisked eggs for an omelette", "the cook tasted the sauce"],
+    "football": ["the striker scored a late goal", "the goalkeeper saved a penalty", "the fans cheered the team",
+                 "the referee showed a red card", "the coach changed the formation", "the match ended in a draw"],
+    "sky": ["the telescope pointed at Jupiter", "astronomers found a new comet", "the moon rose over the hills",
+            "a meteor crossed the night sky", "the probe orbited Saturn", "stars filled the dark sky"],
+    "bank": ["the bank raised interest rates", "investors sold their shares", "the loan was approved by the bank",
+             "inflation worried the markets", "the central bank cut rates", "the stock price fell sharply"],
+}
+
+
+def topical_corpus(n_docs: int = 80, length: int = 6, seed: int = 0) -> pd.DataFrame:
+    """Documents of plain English on one of four topics: a random replacement comes from another topic."""
+    rng = np.random.default_rng(seed)
+    names = list(TOPICS)
+    return sentences_table({f"doc{d}": [TOPICS[names[d % 4]][j].capitalize() + "."
+                                        for j in rng.permutation(6)[:length]] for d in range(n_docs)})
+
+
+def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
+    from models.coherence import EncoderHeadCoherence
+    from tasks.contracts import load_trained
+    from tasks.core.config import key_fields
+
+    sentences = topical_corpus()
+    contexts = context_windows(sentences, k=1)
+    settings = CoherenceSettings(encoder="all-minilm-l6-v2", max_train_contexts=500)
+    trained = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
+    held = trained.metrics["heldout"]
+    # Random replacements come mostly from other topics: the encoder's similarity tells them apart (same-document
+    # ones share the topic and are not expected to be), and the fit weighs "fits its neighbours" as coherent.
+    weights = trained.metrics["train"]["weights"]
+    assert held["roc_auc_random"] > 0.75 and weights["cos_left"] > 0 and weights["cos_right"] > 0, (held, weights)
+    assert isinstance(trained.model, EncoderHeadCoherence) and trained.encoder == "all-minilm-l6-v2"
+    manifest = json.loads((trained.folder / "manifest.json").read_text())
+    assert manifest["encoder"]["dim"] == 384 and len(manifest["encoder"]["sha256"]) == 64
+    loaded = load_trained(trained.folder)  # what stages 2 and 3 read back: the same head, the same encoder
+    assert loaded.encoder == "all-minilm-l6-v2" and torch.equal(loaded.model.head.weight, trained.model.head.weight)
+    texts = contexts["centre"].head(5).tolist()
+    vectors = loaded.encode(texts)
+    assert vectors.shape == (5, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-4)
+    ranked = loaded.model.rank_logits(vectors[0], vectors[1:3], vectors[3:5])
+    full = loaded.model.logits_from_encodings(*(torch.as_tensor(v) for v in (vectors[1:3], vectors[[0, 0]],
+                                                                              vectors[3:5]))).detach().numpy()
+    assert np.allclose(ranked, full, atol=1e-5)
+    again = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
+    assert again.reused and again.folder == trained.folder
+    # The BiLSTM's key has no `encoder` field (its prepared models stay valid); another encoder is another model.
+    assert "encoder" not in key_fields(CoherenceSettings()) and key_fields(settings)["encoder"] == "all-minilm-l6-v2"
+    assert train_or_load(contexts, sentences, "synthetic", SMALL_MODEL, 1, root=tmp_path).folder != trained.folder
+
+
+def test_an_unknown_frozen_encoder_is_refused_before_any_work(tmp_path):
+    sentences = topical_corpus(n_docs=8)
+    settings = CoherenceSettings(encoder=str(tmp_path / "no-such-encoder"))
+    with pytest.raises(ConfigError, match="no-such-encoder"):
+        train_or_load(context_windows(sentences, k=1), sentences, "synthetic", settings, 1, root=tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
 # --- the flow -----------------------------------------------------------------------------------------------------
 
 @pytest.fixture
@@ -189,8 +250,8 @@ def run_flow(tiny_corpus, query_file, tmp_path, **fields):
     """retrieve-contexts on the tiny corpus; `fields`: more RetrieveSettings fields (shard_size, execution)."""
     from flows.retrieve_contexts import retrieve_contexts
 
-    settings = RetrieveSettings(corpora=[CorpusSettings(source=str(tiny_corpus))], coherence=SMALL_MODEL,
-                                selection=SelectionSettings(screen_k=50, contexts_per_sentence=3), **fields)
+    settings = RetrieveSettings(**{"corpora": [CorpusSettings(source=str(tiny_corpus))], "coherence": SMALL_MODEL,
+                                   "selection": SelectionSettings(screen_k=50, contexts_per_sentence=3)} | fields)
     return retrieve_contexts(sentences=str(query_file), settings=settings, output_dir=str(tmp_path / "out"))
 
 
@@ -211,6 +272,30 @@ def test_flow_writes_contexts_and_quarantines_unmatched(prefect_harness, tiny_co
     mtime = (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns
     run_flow(tiny_corpus, query_file, tmp_path)  # unchanged: skipped
     assert (tmp_path / "out" / "retrieve-contexts" / "contexts.parquet").stat().st_mtime_ns == mtime
+
+
+def test_flow_ranks_with_a_frozen_encoder_head(prefect_harness, tiny_corpus, query_file, tmp_path):
+    frozen = CoherenceSettings(encoder="all-minilm-l6-v2", max_train_contexts=300)
+    paths = run_flow(tiny_corpus, query_file, tmp_path, coherence=frozen)
+    frame = pq.read_table(paths["contexts"]).to_pandas()
+    assert frame["sentence"].nunique() == 2 and frame["coherence_score"].notna().all()
+    manifest = json.loads(open(paths["manifest"]).read())
+    assert manifest["coherence_model"]["metrics"]["train"]["texts_encoded"] > 0
+    bilstm = pq.read_table(run_flow(tiny_corpus, query_file, tmp_path / "b")["contexts"]).to_pandas()
+    assert not np.allclose(bilstm["coherence_score"].head(3), frame["coherence_score"].head(3))  # another ranker
+    # Stage 3's discriminative term reads the same model back from the manifest and scores through the encoder.
+    from tasks.contracts import load_trained_cached
+    from tasks.label.labeling import disc_log_probs
+    from tasks.label.pair_units import Unit
+
+    folder = manifest["coherence_model"]["folder"]
+    trained = load_trained_cached(folder, json.loads(open(f"{folder}/manifest.json").read())["outputs"]["model.pt"][
+        "sha256"])
+    lefts, rights = frame["left"].tolist(), frame["right"].tolist()
+    unit = Unit("u", ["a", "b"], ["The bridge was inspected.", "The symphony was praised."], [len(lefts), 0],
+                list(range(len(lefts))), lefts, rights)
+    (scores,) = disc_log_probs(trained, [unit], [])
+    assert trained.encoder == "all-minilm-l6-v2" and scores.shape == (2, len(lefts)) and (scores < 0).all()
 
 
 @pytest.mark.slow
