@@ -4,7 +4,8 @@ run: held-out ROC AUC (all negatives, same-document, random replacements), train
 
     .venv/bin/python -m benchmarks.coherence --variant gensim:quick --variant default:hidden=128,contexts=50000
 A variant is `<corpus source>:<preset or field=value,…>`; `quick` is the main job's preset (10k contexts, 1 epoch),
-fields are CoherenceSettings' (contexts = max_train_contexts).
+fields are CoherenceSettings' (contexts = max_train_contexts; `encoder=all-minilm-l6-v2` trains the shipped
+frozen-encoder option instead of the BiLSTM).
 
     .venv/bin/python -m benchmarks.coherence --variant default:contexts=20000 --frozen-encoder all-minilm-l6-v2
 adds, for each variant, a row for the lever the BiLSTM lacks: a pretrained sentence encoder, frozen, under the same
@@ -35,6 +36,16 @@ PRESETS = {"quick": {"max_train_contexts": 10_000, "epochs": 1}}
 ALIASES = {"contexts": "max_train_contexts"}
 
 
+def number_or_text(value: str) -> int | float | str:
+    """A variant's value: a number where it reads as one (hidden=128, lr=2e-3), else the text (encoder=…)."""
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            pass
+    return value
+
+
 def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
     source, _, spec = text.partition(":")
     fields: dict = {}
@@ -43,7 +54,7 @@ def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
             fields |= PRESETS[part]
             continue
         name, _, value = part.partition("=")
-        fields[ALIASES.get(name, name)] = float(value) if "." in value else int(value)
+        fields[ALIASES.get(name, name)] = number_or_text(value)
     return source, CoherenceSettings(**fields)
 
 
