@@ -55,8 +55,9 @@ class CoherenceSettings(Settings):
         "bilstm", description="'bilstm': seed 003's model, trained from scratch on the corpus (the fields above); or a "
         "sentence encoder (a registered name such as 'all-minilm-l6-v2', or a sentence-transformers folder) kept "
         "frozen, the head's weights on its cosines of s to c< and to c> fit by logistic regression on the same "
-        "examples — held-out ROC AUC ~0.79 vs 0.69 on the default corpus, but ranking then encodes every screened window's c< and c> (~17 min for the "
-        "main job's 108 sentences on 2 CPU cores; docs/retrieval.md). The BiLSTM fields are ignored with an encoder")
+        "examples — held-out ROC AUC 0.794 vs 0.686 on the default corpus, but ranking then encodes every screened "
+        "window's c< and c> (~13 min for the main job's 108 sentences on 2 CPU cores; docs/benchmarks.md). The "
+        "BiLSTM fields are ignored with an encoder")
 
     @property
     def frozen_encoder(self) -> str | None:
