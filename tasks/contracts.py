@@ -241,6 +241,10 @@ def load_trained(folder: Path) -> TrainedCoherence | None:
     s = manifest["settings"]
     encoder = manifest.get("encoder")
     if encoder:
+        from tasks.llm.local_models import encoder_identity
+
+        if encoder_identity(encoder["source"])[1] != encoder["sha256"]:
+            return None  # the encoder under the head is not the one it was fit on: refit (or refuse, in stage 3)
         model = EncoderHeadCoherence(encoder["dim"])
     else:
         model = CoherenceModel(len(vocab), s["embedding_dim"], s["hidden"])

@@ -147,6 +147,12 @@ def _save(folder: Path, model, vocab: Vocab, heldout_docs: set, manifest: dict) 
     model.eval()
 
 
+def encoder_source(encoder: str) -> str:
+    """How the manifest names the encoder for stage 3 to load it again: a registered name as it is, a folder as its
+    absolute path (a relative one would not resolve from another working directory)."""
+    return str(Path(encoder).resolve()) if Path(encoder).exists() else encoder
+
+
 def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: CoherenceSettings, corpus_key: str,
                       key: str, window_k: int, folder: Path) -> TrainedCoherence:
     """The head over a frozen sentence encoder (`settings.encoder`): logistic regression (scikit-learn; a convex fit,
@@ -187,5 +193,6 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     _save(folder, model, Vocab([]), heldout_docs, {
         "key": key, "corpus_key": corpus_key, "settings": settings.model_dump(), "window_k": window_k,
         "code_version": CODE_VERSION, "metrics": metrics,
-        "encoder": {"source": settings.frozen_encoder, "sha256": sha256, "dim": int(dim)}})
-    return TrainedCoherence(model, Vocab([]), folder, metrics, key, reused=False, encoder=settings.frozen_encoder)
+        "encoder": {"source": encoder_source(settings.frozen_encoder), "sha256": sha256, "dim": int(dim)}})
+    return TrainedCoherence(model, Vocab([]), folder, metrics, key, reused=False,
+                            encoder=encoder_source(settings.frozen_encoder))

@@ -63,9 +63,14 @@ class CoherenceSettings(Settings):
     def frozen_encoder(self) -> str | None:
         return None if self.encoder == "bilstm" else self.encoder
 
+    # What only the BiLSTM reads: out of a frozen encoder's key, which names the encoder by content instead
+    # (tasks/retrieve/coherence.py model_key), so `./enc`, `enc` and its absolute path are one model.
+    BILSTM_ONLY: ClassVar[frozenset[str]] = frozenset({"epochs", "batch_size", "lr", "embedding_dim", "hidden",
+                                                       "max_len", "vocab_size", "word2vec_epochs"})
+
     def key_exclusions(self) -> frozenset[str]:
         # The BiLSTM's keys stay what they were before `encoder` existed: its prepared models are reused.
-        return self.NOT_IN_KEY | ({"encoder"} if self.frozen_encoder is None else frozenset())
+        return self.NOT_IN_KEY | {"encoder"} | (self.BILSTM_ONLY if self.frozen_encoder else frozenset())
 
 
 class ContextSourceSettings(Settings):

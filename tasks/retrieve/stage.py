@@ -69,7 +69,8 @@ def publish_coherence(trained: TrainedCoherence) -> None:
     held = trained.metrics["heldout"]
     publish_markdown(
         "coherence-model",
-        "# Coherence model (BiLSTM, held-out documents)\n\n| metric | value |\n|---|---|\n"
+        f"# Coherence model ({'frozen ' + trained.encoder if trained.encoder else 'BiLSTM'}, held-out documents)\n\n"
+        "| metric | value |\n|---|---|\n"
         f"| accuracy | {held['accuracy']:.3f} |\n| ROC AUC | {held['roc_auc']:.3f} |\n"
         f"| ROC AUC vs same-document negatives | {held['roc_auc_same_document']:.3f} |\n"
         f"| ROC AUC vs random negatives | {held['roc_auc_random']:.3f} |\n| held-out examples | {held['examples']} |\n"

@@ -224,7 +224,13 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     again = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
     assert again.reused and again.folder == trained.folder
     # The BiLSTM's key has no `encoder` field (its prepared models stay valid); another encoder is another model.
-    assert "encoder" not in key_fields(CoherenceSettings()) and key_fields(settings)["encoder"] == "all-minilm-l6-v2"
+    assert "encoder" not in key_fields(CoherenceSettings()) and "hidden" in key_fields(CoherenceSettings())
+    assert "encoder" not in key_fields(settings) and "hidden" not in key_fields(settings)
+    # The encoder is keyed by its files: named by its folder instead of its registered name, it is the same model.
+    from tasks.llm.local_models import encoder_identity
+
+    by_folder = CoherenceSettings(encoder=encoder_identity("all-minilm-l6-v2")[0], max_train_contexts=500, hidden=9)
+    assert train_or_load(contexts, sentences, "synthetic", by_folder, 1, root=tmp_path).folder == trained.folder
     assert train_or_load(contexts, sentences, "synthetic", SMALL_MODEL, 1, root=tmp_path).folder != trained.folder
 
 
