@@ -72,10 +72,10 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
         import numpy as np
         import torch
 
-        from tasks.retrieve.coherence import metrics_by_negative_kind
+        from tasks.retrieve.coherence import encoded_windows, metrics_by_negative_kind
 
-        parts = [torch.as_tensor(trained.encode(examples[c].tolist())) for c in ("left", "centre", "right")]
-        logits = trained.model.logits_from_encodings(*parts).detach().numpy()
+        parts, _ = encoded_windows(trained.encoder, [examples])
+        logits = trained.model.logits_from_encodings(*map(torch.as_tensor, parts(examples))).detach().numpy()
         metrics = metrics_by_negative_kind(1 / (1 + np.exp(-logits)), examples)
     else:
         metrics = heldout_metrics(trained.model, trained.vocab, examples, max_len)
@@ -88,22 +88,14 @@ def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSet
     `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
     head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports."""
     import numpy as np
-    import pandas as pd
     from sklearn.linear_model import LogisticRegression
 
-    from tasks.llm.local_models import load_encoder
-    from tasks.retrieve.coherence import metrics_by_negative_kind, split_examples
+    from tasks.retrieve.coherence import encoded_windows, metrics_by_negative_kind, neighbour_cosines, split_examples
 
     train, held, _ = split_examples(contexts, sentences, settings)
-    frames = [train, held] + ([confirm] if confirm is not None else [])
-    texts = pd.Index(pd.unique(pd.concat([f[c] for f in frames for c in ("left", "centre", "right")])))
     started = time.perf_counter()
-    vectors = load_encoder(encoder).encode(texts.tolist(), batch_size=128, normalize_embeddings=True,
-                                           convert_to_numpy=True)
+    parts, n_texts = encoded_windows(encoder, [train, held] + ([confirm] if confirm is not None else []))
     encode_s = time.perf_counter() - started
-
-    def parts(frame):
-        return [vectors[texts.get_indexer(frame[c])] for c in ("left", "centre", "right")]
 
     def features(frame):
         left, centre, right = parts(frame)
@@ -111,13 +103,12 @@ def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSet
 
     def cosine_only(frame) -> dict:
         # No training at all: how well the encoder's own similarity of the gap's sentence to its neighbours separates.
-        left, centre, right = parts(frame)
-        metrics = metrics_by_negative_kind(((left * centre).sum(1) + (centre * right).sum(1)) / 2, frame)
+        metrics = metrics_by_negative_kind(neighbour_cosines(parts, frame).mean(axis=1), frame)
         return {k: round(v, 3) for k, v in metrics.items() if k.startswith("roc_auc")}
 
     fit_started = time.perf_counter()
     head = LogisticRegression(max_iter=2000).fit(features(train), train["label"].to_numpy())
-    out = {"encoder": encoder, "texts_encoded": len(texts), "encode_s": round(encode_s, 1),
+    out = {"encoder": encoder, "texts_encoded": n_texts, "encode_s": round(encode_s, 1),
            "fit_s": round(time.perf_counter() - fit_started, 1), "train_examples": len(train),
            "cosine_only": cosine_only(held),
            **metrics_by_negative_kind(head.predict_proba(features(held))[:, 1], held)}

@@ -18,21 +18,11 @@ from scipy.stats import binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tasks.label.label_quality import LABEL_COLUMNS  # noqa: E402
+from tasks.label.label_quality import LABEL_COLUMNS, hierarchy_holds  # noqa: E402
 from tasks.label.labeling import context_label_01  # noqa: E402
 
-ORDER = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
 # rating / TF-IDF / context weights of the mixes compared on STS-B dev (docs/labeling.md, issue 32)
 MIXES = {"0.7·rating/5 + 0.3·context": (0.7, 0.0, 0.3), "0.6·rating/5 + 0.3·TF-IDF + 0.1·context": (0.6, 0.3, 0.1)}
-
-
-def ordered(pairs: pd.DataFrame, values: pd.Series) -> pd.Series:
-    """Per triple: does `values` order a⁺ > aᵐ > a⁻ (triples with all three anchor pairs)."""
-    anchor = pairs.assign(value=values)
-    anchor = anchor[anchor["triple_id"].notna() & anchor["relation"].isin(ORDER)]
-    wide = anchor.pivot_table(index="triple_id", columns="relation", values="value", aggfunc="first")
-    wide = wide.reindex(columns=ORDER).dropna()
-    return (wide[ORDER[0]] > wide[ORDER[1]]) & (wide[ORDER[1]] > wide[ORDER[2]])
 
 
 def paired_ci(a: pd.Series, b: pd.Series, resamples: int = 5000, seed: int = 0) -> tuple[float, float, float]:
@@ -50,12 +40,12 @@ def main() -> None:
                         "label onto 0–1 for the mixes)")
     args = parser.parse_args()
     pairs = pd.read_parquet(args.pairs)
-    columns = {c: ordered(pairs, pairs[c]) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
+    columns = {c: hierarchy_holds(pairs, c) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
     if "context_label" in pairs and "rating" in pairs:
         context01 = context_label_01(pairs["context_label"].to_numpy(), args.similarity)
         for name, (w_rating, w_tfidf, w_context) in MIXES.items():
-            columns[name] = ordered(pairs, w_rating * pairs["rating"] / 5 + w_tfidf * pairs.get("tfidf_cosine", 0)
-                                    + w_context * context01)
+            mixed = w_rating * pairs["rating"] / 5 + w_tfidf * pairs.get("tfidf_cosine", 0) + w_context * context01
+            columns[name] = hierarchy_holds(pairs.assign(mixed=mixed), "mixed")
     print(f"{args.pairs}: {len(pairs)} pairs\n")
     print("| column | hierarchy | 95% CI | − rating [95% paired CI] |\n|---|---|---|---|")
     for name, ok in columns.items():

@@ -21,17 +21,31 @@ RELATION_ORDER = ("anchor-positive", "anchor-intermediate", "anchor-negative", "
 LABEL_COLUMNS = ("rating", "context_label", "tfidf_cosine", "label")
 
 
+ANCHOR_RELATIONS = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
+
+
+def anchor_pairs_wide(pairs: pd.DataFrame, column: str) -> pd.DataFrame:
+    """One row per triple, one column per anchor relation present, the values of `column`."""
+    return pairs[pairs["triple_id"].notna() & pairs["relation"].str.startswith("anchor-")].pivot_table(
+        index="triple_id", columns="relation", values=column, aggfunc="first")
+
+
+def hierarchy_holds(pairs: pd.DataFrame, column: str = "label") -> pd.Series:
+    """Per STS triple with all three anchor pairs: does `column` order label(a, s+) > label(a, sm) > label(a, s-)."""
+    full = anchor_pairs_wide(pairs, column).reindex(columns=ANCHOR_RELATIONS).dropna()
+    cols = ANCHOR_RELATIONS
+    return (full[cols[0]] > full[cols[1]]) & (full[cols[1]] > full[cols[2]])
+
+
 def hierarchy_rate(pairs: pd.DataFrame, column: str = "label") -> dict:
     """Share of triples with label(a, s+) > label(a, sm) > label(a, s-) (STS triples), and of label(a, s+) >
     label(a, s-) (every triple with both), by the values of `column`."""
-    wide = pairs[pairs["triple_id"].notna() & pairs["relation"].str.startswith("anchor-")].pivot_table(
-        index="triple_id", columns="relation", values=column, aggfunc="first")
+    wide = anchor_pairs_wide(pairs, column)
     out = {"triples": 0, "rate": None, "pos_over_neg_triples": 0, "pos_over_neg_rate": None}
-    cols = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
+    cols = ANCHOR_RELATIONS
     if set(cols) <= set(wide.columns):
-        full = wide[cols].dropna()
-        ok = (full[cols[0]] > full[cols[1]]) & (full[cols[1]] > full[cols[2]])
-        out.update(triples=len(full), rate=float(ok.mean()) if len(full) else None)
+        ok = hierarchy_holds(pairs, column)
+        out.update(triples=len(ok), rate=float(ok.mean()) if len(ok) else None)
     if {cols[0], cols[2]} <= set(wide.columns):
         both = wide[[cols[0], cols[2]]].dropna()
         out.update(pos_over_neg_triples=len(both),

@@ -153,6 +153,27 @@ def encoder_source(encoder: str) -> str:
     return str(Path(encoder).resolve()) if Path(encoder).exists() else encoder
 
 
+WINDOW_PARTS = ("left", "centre", "right")
+
+
+def encoded_windows(encoder: str, frames: list[pd.DataFrame]):
+    """Encode every distinct c<, s, c> text of the `training_examples` frames once with a frozen sentence encoder;
+    returns parts(frame) → its (left, centre, right) unit vectors, and how many texts were encoded."""
+    texts = pd.Index(pd.unique(pd.concat([f[c] for f in frames for c in WINDOW_PARTS])))
+    vectors = frozen_encode(encoder, texts.tolist())
+
+    def parts(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return tuple(vectors[texts.get_indexer(frame[c])] for c in WINDOW_PARTS)
+
+    return parts, len(texts)
+
+
+def neighbour_cosines(parts, frame: pd.DataFrame) -> np.ndarray:
+    """(n, 2): the encoder's cosine of each example's s to its c< and to its c> (unit vectors: dot products)."""
+    left, centre, right = parts(frame)
+    return np.stack([(left * centre).sum(1), (centre * right).sum(1)], axis=1)
+
+
 def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: CoherenceSettings, corpus_key: str,
                       key: str, window_k: int, folder: Path) -> TrainedCoherence:
     """The head over a frozen sentence encoder (`settings.encoder`): logistic regression (scikit-learn; a convex fit,
@@ -167,24 +188,18 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     train, held, heldout_docs = split_examples(contexts, sentences, settings)
     sha256 = encoder_identity(settings.frozen_encoder)[1]
     started = time.perf_counter()
-    texts = pd.Index(pd.unique(pd.concat([f[c] for f in (train, held) for c in ("left", "centre", "right")])))
-    vectors = frozen_encode(settings.frozen_encoder, texts.tolist())
+    parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held])
     encode_s = time.perf_counter() - started
-
-    def cosines(frame: pd.DataFrame) -> np.ndarray:
-        left, centre, right = (vectors[texts.get_indexer(frame[c])] for c in ("left", "centre", "right"))
-        return np.stack([(left * centre).sum(1), (centre * right).sum(1)], axis=1)
-
-    fit = LogisticRegression().fit(cosines(train), train["label"].to_numpy())
-    dim = vectors.shape[1]
+    fit = LogisticRegression().fit(neighbour_cosines(parts, train), train["label"].to_numpy())
+    dim = parts(held)[0].shape[1]
     model = EncoderHeadCoherence(dim)
     weight = torch.zeros(1, 5 * dim)
     weight[0, 3 * dim : 4 * dim], weight[0, 4 * dim :] = float(fit.coef_[0, 0]), float(fit.coef_[0, 1])
     with torch.no_grad():
         model.head.weight.copy_(weight)
         model.head.bias.fill_(float(fit.intercept_[0]))
-    metrics = {"heldout": metrics_by_negative_kind(fit.predict_proba(cosines(held))[:, 1], held),
-               "train": {"encode_seconds": round(encode_s, 2), "texts_encoded": len(texts),
+    metrics = {"heldout": metrics_by_negative_kind(fit.predict_proba(neighbour_cosines(parts, held))[:, 1], held),
+               "train": {"encode_seconds": round(encode_s, 2), "texts_encoded": n_texts,
                          "train_seconds": round(time.perf_counter() - started - encode_s, 2),
                          "weights": {"cos_left": round(float(fit.coef_[0, 0]), 6),
                                      "cos_right": round(float(fit.coef_[0, 1]), 6),
