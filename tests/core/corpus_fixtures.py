@@ -67,7 +67,8 @@ LEADS = {"Anarchism": {"title": "Anarchism", "extract": "Anarchism is a politica
                        "sceptical of all justifications for authority. It seeks to abolish the institutions it "
                        "claims maintain unnecessary coercion."}}
 SECTIONS = [[0, "'''Anarchism''' is a political philosophy that advocates self-governed societies. These are often "
-             "described as ''stateless'' societies by many authors. Anarchism holds the state to be undesirable."]]
+             "described as ''stateless'' societies by many authors. Anarchism holds the state to be undesirable.\n"
+             "=== Origins ===\nThe earliest anarchist themes can be found in the 6th century BC."]]
 SPEECHES = [{"name": "democrat", "speeches": ["BARACK OBAMA: Thank you so much for coming out tonight. (Cheers, "
                                               "applause.)\nWe have made real progress over the last four years. "
                                               "(Applause.)\nAnd the best is yet to come for this country."]}]

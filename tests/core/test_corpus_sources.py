@@ -56,6 +56,8 @@ def test_cleaning_as_written_down(archives):
     sections = _texts("wiki-sections")
     assert sections[0] == "Anarchism is a political philosophy that advocates self-governed societies."
     assert not any("''" in t for t in sections)
+    assert not any("Origins" in t for t in sections)  # a heading line is dropped, not glued to the next sentence
+    assert sections[-1] == "The earliest anarchist themes can be found in the 6th century BC."
     tweets = _texts("health-tweets")
     assert not any("http" in t or t.startswith("RT @") or "#health" in t for t in tweets)
     bbc = load_corpus(CorpusSettings(source="bbc")).sentences
