@@ -9,6 +9,7 @@ and how long the index took to build and how much memory it peaked at.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,8 +72,11 @@ def prepare_corpus(settings: RetrieveSettings, default: CorpusSettings | None = 
     sentences, inputs, stats = load_corpora(corpora)
     contexts = context_windows(sentences, settings.window_k, settings.chunk_size)
     timings["load_s"] = round(time.perf_counter() - t0, 3)
+    # The sentence table's content is in the key, not only the input files': a reader's or the splitter's change
+    # (same archives, other sentences) must not reuse an index whose rows no longer match the contexts.
+    content = hashlib.sha256(pd.util.hash_pandas_object(sentences, index=False).to_numpy().tobytes()).hexdigest()
     corpus_key = fingerprint({"inputs": [i["sha256"] for i in inputs], "corpora": [c.model_dump() for c in corpora],
-                              "k": settings.window_k, "chunk_size": settings.chunk_size})
+                              "sentences": content, "k": settings.window_k, "chunk_size": settings.chunk_size})
     selection = settings.selection
     index_key = fingerprint({"corpus": corpus_key, "screener": selection.screener, "format": INDEX_FORMAT,
                              "ngram": [selection.ngram_min, selection.ngram_max], "min_df": selection.min_df})

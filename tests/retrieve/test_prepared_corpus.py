@@ -65,3 +65,25 @@ def test_per_source_table_in_the_report(tmp_path, monkeypatch):
     assert set(rows) == {"news2017", "bbc", "wiki-leads"}
     assert rows["bbc"]["documents"] == 3 and rows["bbc"]["licence"] == "research dataset, © BBC"
     assert report["coherence_train_examples"] > 0 and 0 <= report["coherence_roc_auc"] <= 1
+
+
+def test_a_reader_change_on_the_same_archives_builds_anew(tmp_path, monkeypatch):
+    """The same package files read into other sentences (here: wiki heading lines kept, as before readers v2) must
+    not reuse the index built on the old sentences: its rows would no longer match the context windows."""
+    import tasks.core.corpus as corpus_module
+    import tasks.core.corpus_sources as sources_module
+
+    use_fixture_archives(monkeypatch, tmp_path / "home")
+    settings = RetrieveSettings(corpora=[CorpusSettings(source="wiki-sections+bbc")],
+                                coherence=CoherenceSettings(max_train_contexts=10, epochs=1, hidden=8,
+                                                            embedding_dim=8, batch_size=4, word2vec_epochs=1),
+                                selection=SelectionSettings(screen_k=5))
+    first = prepare_corpus(settings)
+    monkeypatch.setattr(sources_module, "drop_wiki_headings", lambda text: text)
+    monkeypatch.setattr(corpus_module, "READERS_VERSION", "readers-under-test")  # the sentence cache's key moves too
+    second = prepare_corpus(settings)
+    assert second.inputs == first.inputs  # the same archives …
+    assert len(second.sentences) != len(first.sentences) or \
+        second.sentences["text"].tolist() != first.sentences["text"].tolist()  # … other sentences
+    assert not second.index_reused and not second.trained.reused
+    assert second.index_dir != first.index_dir and second.corpus_key != first.corpus_key
