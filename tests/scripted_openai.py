@@ -68,7 +68,8 @@ def prompt_kind(system: str) -> str:
     s = system.lower()
     if "omitting" in s:
         return "intermediate"
-    if "distinct or even contradictory" in s or "contradiction" in s or "something different" in s:
+    if "distinct or even contradictory" in s or "contradiction" in s or "something different" in s \
+            or "nothing to do with" in s:
         return "negative"
     return "positive"
 

@@ -150,16 +150,43 @@ def in_band(pair: PatternPair, pattern: str, kind: str) -> bool:
     return pair.score < 1.0
 
 
-def sample_examples(source: PatternSource, kinds: tuple[str, ...], k: int, seed: int) -> dict[str, list[PatternPair]]:
+def deletion_shaped(pair: PatternPair) -> PatternPair | None:
+    """The pair as (longer, shorter) when the shorter sentence only deletes words from the longer (no content word
+    outside their longest common subsequence; tasks/generate/validation.added_words), else None. "A man is playing a
+    guitar and singing." / "A man is playing a guitar." is one; "… in a cow pasture." / "… in a cattle pen." is not."""
+    from tasks.generate.validation import added_words, word_count
+
+    for longer, shorter in ((pair.sentence1, pair.sentence2), (pair.sentence2, pair.sentence1)):
+        if word_count(shorter) < word_count(longer) and not added_words(shorter, longer):
+            return PatternPair(pair.example_id, longer, shorter, pair.score, pair.label)
+    return None
+
+
+def band_candidates(source: PatternSource, kind: str, intermediate_examples: str = "band") -> list[PatternPair]:
+    """The pairs a kind's examples are sampled from: its band; for the STS intermediate with
+    `intermediate_examples="deletion"` only the band's deletion-shaped pairs — the prompt asks to omit details, and
+    a random 1–4 pair mostly substitutes words ("styling her hair" → "filing her nails"), which the generator copied
+    (issue 34: intermediates that change instead of delete)."""
+    band = [p for p in source.pairs if in_band(p, source.kind, kind)]
+    if kind == "intermediate" and source.kind == "sts" and intermediate_examples == "deletion":
+        return [d for p in band if (d := deletion_shaped(p)) is not None]
+    return band
+
+
+def sample_examples(source: PatternSource, kinds: tuple[str, ...], k: int, seed: int,
+                    intermediate_examples: str = "band") -> dict[str, list[PatternPair]]:
     """k examples per kind, sampled once per run. Each kind has its own seeded stream, so adding a kind never
     changes the examples of another."""
     chosen = {}
     for kind in kinds:
-        candidates = [p for p in source.pairs if in_band(p, source.kind, kind)]
+        candidates = band_candidates(source, kind, intermediate_examples)
         if len(candidates) < k:
+            shaped = kind == "intermediate" and source.kind == "sts" and intermediate_examples == "deletion"
+            shape = " deletion-shaped" if shaped else ""
+            fix = "; or set pattern.intermediate_examples to 'band'" if shaped else ""
             raise ConfigError(
-                f"Pattern source {', '.join(str(f) for f in source.files)} has {len(candidates)} pairs in the "
-                f"'{kind}' band, {k} needed; use a larger pattern file or fewer examples."
+                f"Pattern source {', '.join(str(f) for f in source.files)} has {len(candidates)}{shape} pairs in the "
+                f"'{kind}' band, {k} needed; use a larger pattern file or fewer examples{fix}."
             )
         kind_seed = int(hashlib.sha256(f"{seed}:{source.kind}:{kind}".encode()).hexdigest()[:8], 16)
         idx = np.random.default_rng(kind_seed).choice(len(candidates), size=k, replace=False)

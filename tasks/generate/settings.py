@@ -65,6 +65,16 @@ class PatternSettings(Settings):
         "a SemEval TSV file/folder (sts) or a SICK file (nli).",
     )
     examples_per_prompt: int = Field(3, ge=1, le=16)
+    intermediate_examples: Literal["band", "deletion"] = Field(
+        "deletion", description="STS intermediates' examples: any pair of the 1–4 band, or only its pairs whose shorter "
+        "sentence deletes words from the longer (shown longer → shorter, as the prompt asks: omit details). "
+        "'deletion' raised the chosen intermediates that only delete from 53 % to 75 % (59 positives; "
+        "benchmarks/negative_prompts.py).")
+
+    def key_exclusions(self) -> frozenset[str]:
+        """`intermediate_examples` enters the key only when it is not 'band': a run from before it keeps its key."""
+        return self.NOT_IN_KEY | (frozenset({"intermediate_examples"}) if self.intermediate_examples == "band"
+                                  else frozenset())
 
     @field_validator("source")
     @classmethod

@@ -200,7 +200,8 @@ def prepare_generation(cfg: GenerateSettings, llm: LLMSettings, output_dir: str)
               for k in kinds if k in cfg.verifier.judged_kinds} if cfg.verifier.judge else {}
     roles = role_check_of(cfg)
     patterns = load_pattern_source(cfg.pattern)
-    examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed)
+    examples = sample_examples(patterns, kinds, cfg.pattern.examples_per_prompt, cfg.seed,
+                               cfg.pattern.intermediate_examples)
     # What copied_example compares with; a template that shows no examples fails here, nothing spent or written.
     shown = {k: prompt_example_sentences(templates[k], examples[k]) for k in kinds} \
         if cfg.validation.copied_example else {}

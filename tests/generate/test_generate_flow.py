@@ -47,7 +47,7 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     rows = triples.to_pylist()
     assert all(r["positive"] and r["intermediate"] and r["negative"] for r in rows)
     assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
-    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v2"
+    assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v3"
     assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
     # 8 sentences x 3 kinds, one generation and one judge request each (every verdict passes: P(pass) 1, from the
     # answer text).
@@ -57,6 +57,8 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     assert manifest["counts"]["triples"] == 8 and manifest["seed"] == 13
     assert set(manifest["outputs"]) == {"triples.parquet", "rejected.parquet"}
     assert manifest["prompts"]["positive"]["version"] == "v1" and "prefect" in manifest["packages"]
+    from tasks.generate.validation import added_words  # intermediates' examples only delete (the default shape)
+    assert all(not added_words(e["sentence2"], e["sentence1"]) for e in manifest["examples"]["intermediate"])
     assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
     # Positive from the anchor, intermediate and negative from the positive (the user message is the base).
     bodies = [r["body"] for r in scripted.chat_requests()]

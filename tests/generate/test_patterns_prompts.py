@@ -30,6 +30,32 @@ def test_sampling_is_seeded_and_per_kind():
     assert c["positive"] != a["positive"]
 
 
+def test_deletion_shaped_intermediate_examples(tmp_path):
+    """`intermediate_examples="deletion"`: only 1–4 pairs whose shorter sentence deletes words from the longer, shown
+    longer → shorter (a pair given shorter-first is turned round); a substitution never shown; too few: one error
+    naming the shape and the fix. The other kinds' examples do not move."""
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("3.2\tA man is playing a guitar and singing.\tA man is playing a guitar.\n"
+                     "3.5\tA man is riding a motorcycle.\tA man is riding a motorcycle on the highway.\n"
+                     "4.0\tTwo men are fighting in a cow pasture.\tTwo men are fighting in a cattle pen.\n"
+                     "2.0\tA woman is cutting an onion.\tA woman is cutting meat.\n"
+                     "4.8\tA man eats.\tA man is eating.\n0.2\tA cat.\tThe stock fell.\n")
+    source = load_pattern_source(PatternSettings(source=str(pairs)))
+    shaped = sample_examples(source, ("intermediate",), 2, seed=0, intermediate_examples="deletion")
+    assert [(p.sentence1, p.sentence2) for p in shaped["intermediate"]] == [
+        ("A man is playing a guitar and singing.", "A man is playing a guitar."),
+        ("A man is riding a motorcycle on the highway.", "A man is riding a motorcycle.")]
+    with pytest.raises(ConfigError, match=r"2 deletion-shaped pairs in the 'intermediate' band, 3 needed.*"
+                                          r"intermediate_examples to 'band'"):
+        sample_examples(source, ("intermediate",), 3, seed=0, intermediate_examples="deletion")
+    assert len(sample_examples(source, ("intermediate",), 3, seed=0)["intermediate"]) == 3  # 'band': any 1–4 pair
+    default = load_pattern_source(PatternSettings())
+    band = sample_examples(default, KINDS_BY_PATTERN["sts"], 3, seed=13)
+    deletion = sample_examples(default, KINDS_BY_PATTERN["sts"], 3, seed=13, intermediate_examples="deletion")
+    assert band["negative"] == deletion["negative"] and band["positive"] == deletion["positive"]
+    assert all(1 <= p.score <= 4 and len(p.sentence2) < len(p.sentence1) for p in deletion["intermediate"])
+
+
 def test_semeval_train_folder(tmp_path):
     folder = shared("sts12-train")
     source = load_pattern_source(PatternSettings(source=str(folder)))
@@ -76,7 +102,7 @@ def test_templates_render_verbatim_instructions_with_examples(pattern):
         label = "Premise" if pattern == "nli" else "Sentence 1"
         assert system.count(f"- {label}: first") == 3 and "- Example 3:" in system
         assert "directly without any other interpretation" in system
-        version = "v2" if (pattern, kind) == ("sts", "negative") else "v1"  # the STS negative's current template
+        version = "v3" if (pattern, kind) == ("sts", "negative") else "v1"  # the STS negative's current template
         assert len(template.sha256) == 64 and template.name == f"{pattern}-{kind}.{version}"
         messages = template.messages(system, "The anchor.")
         assert messages[-1] == {"role": "user", "content": "The anchor."}

@@ -1,0 +1,139 @@
+"""Stage-1 prompt variants side by side on the same positives (issue 34): STS-pattern negatives (W(cosine) of s⁻
+against STS-B's low band, and how many candidates the negative band lets through) and intermediates (how many only
+delete words, W(cosine) against STS-B's 1–4 band).
+
+For each of the first `--n` complete triples of a run, every variant — a template version and the examples it shows,
+`v3:band` or `v1:deletion` (the run's own examples, or the pattern band's deletion-shaped pairs:
+tasks/generate/patterns.band_candidates) — is asked for `--candidates` choices of the kind from that triple's
+positive (the stage's request: examples in the system message, s⁺ as the user message, its sampling settings).
+Stage 1's rules and best-of-N choice are then applied to each variant's candidates: the rule pass rate (validate()
+with the run's settings, the negative band's ceiling for negatives), slots left with no candidate (each costs the
+stage another request), the chosen generation's cosine to the anchor and its W(cosine) against the STS-B dev band
+the pattern report measures; for intermediates also the chosen ones that add no word (not_deletion, allowance 0).
+
+    ./stsgen llm-server --port 8080 &   # or any OpenAI-compatible endpoint
+    .venv/bin/python -m benchmarks.negative_prompts data/outputs/issue34/r200 --base-url http://127.0.0.1:8080/v1 \\
+        --kind negative --variants v2:band v3:band --n 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import wasserstein_distance
+
+from tasks.contracts import read_triples
+from tasks.core.sts_data import read_stsb
+from tasks.generate.candidates import rank
+from tasks.generate.patterns import load_pattern_source, sample_examples
+from tasks.generate.settings import PatternSettings, ValidationSettings
+from tasks.generate.validation import added_words, validate
+from tasks.llm.local_models import load_encoder
+from tasks.llm.prompting import load_template
+from tasks.report.pattern_report import RELATIONS
+
+
+async def candidates_of(base_url: str, model: str, messages: list[list[dict]], n: int, seed: int,
+                        temperature: float, concurrency: int) -> list[list[str]]:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key="none", timeout=600)
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(i: int, msgs: list[dict]) -> list[str]:
+        async with gate:
+            response = await client.chat.completions.create(model=model, messages=msgs, n=n, seed=seed + i,
+                                                            temperature=temperature, top_p=0.95, max_tokens=64)
+            return [(c.message.content or "").strip() for c in response.choices]
+
+    return await asyncio.gather(*(one(i, m) for i, m in enumerate(messages)))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=Path, help="a run folder with generate-sts-triples/{triples.parquet,manifest.json}")
+    ap.add_argument("--base-url", required=True)
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--kind", choices=["negative", "intermediate"], default="negative")
+    ap.add_argument("--variants", nargs="+", default=["v2:band"], help="template version:examples (band|deletion)")
+    ap.add_argument("--n", type=int, default=40)
+    ap.add_argument("--skip", type=int, default=0, help="start at this triple (a sample not chosen on)")
+    ap.add_argument("--candidates", type=int, default=4)
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--show", type=int, default=0, help="print this many chosen generations per variant")
+    args = ap.parse_args()
+
+    manifest = json.loads((args.run / "generate-sts-triples" / "manifest.json").read_text())
+    seed = manifest["seed"] if isinstance(manifest["seed"], int) else 13
+    triples = read_triples(args.run / "generate-sts-triples" / "triples.parquet").iloc[args.skip: args.skip + args.n]
+    target = manifest["best_of_n"]["pattern_cosine_targets"][args.kind]
+    validation = ValidationSettings(**manifest["parameters"]["validation"])
+    ceiling = validation.negative_max_cosine if args.kind == "negative" else None
+    model = load_encoder("all-minilm-l6-v2")
+    encode = lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True)  # noqa: E731
+
+    stsb = read_stsb("dev")
+    low, high = RELATIONS[args.kind]
+    band = stsb[(stsb["gold"] >= low) & (stsb["gold"] <= high)] if args.kind == "intermediate" else \
+        stsb[(stsb["gold"] > low) & (stsb["gold"] < high)]
+    a, b = encode(band["s1"].tolist()), encode(band["s2"].tolist())
+    band_cos = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    patterns = load_pattern_source(PatternSettings(**manifest["parameters"]["pattern"]))
+
+    print(f"{args.kind}: {len(triples)} positives of {args.run} (from #{args.skip}); target cosine {target}; "
+          f"ceiling {ceiling}; STS-B dev band {low}–{high}: {len(band)} pairs, mean cosine {band_cos.mean():.3f}\n")
+    print("| variant | candidates | pass rules | pass band | slots with none | chosen mean cos | W(cosine) | "
+          "chosen deletion-only |\n|---|---|---|---|---|---|---|---|")
+    shown = {}
+    for variant in args.variants:
+        version, shape = variant.split(":")
+        template = load_template("sts", args.kind, version)
+        examples = manifest["examples"][args.kind] if shape == "band" else [
+            vars(p) for p in sample_examples(patterns, (args.kind,), len(manifest["examples"][args.kind]), seed,
+                                             "deletion")[args.kind]]
+        system = template.system_message(examples)
+        example_texts = tuple(t for e in examples for t in (e["sentence1"], e["sentence2"]))
+        outs = asyncio.run(candidates_of(args.base_url, args.model,
+                                         [template.messages(system, p) for p in triples["positive"]],
+                                         args.candidates, seed, args.temperature, args.concurrency))
+        total = passed_rules = passed_band = empty = deletion = 0
+        chosen_cos, chosen = [], []
+        for row, cands in zip(triples.itertuples(), outs):
+            total += len(cands)
+            siblings = (row.positive,) if args.kind == "intermediate" else (row.positive, row.intermediate)
+            ok = [c for c in cands if validate(c, kind=args.kind, base=row.positive, anchor=row.anchor,
+                                               siblings=siblings, examples=example_texts, settings=validation).ok]
+            passed_rules += len(ok)
+            if not ok:
+                empty += 1
+                continue
+            order, cosines = rank(args.kind, row.anchor, ok, encode, "farthest", target)
+            inside = [i for i in order if ceiling is None or cosines[i] < ceiling]
+            passed_band += len(inside)
+            if not inside:
+                empty += 1
+                continue
+            text = ok[inside[0]]
+            chosen_cos.append(cosines[inside[0]])
+            chosen.append((row.anchor, row.positive, text, cosines[inside[0]]))
+            deletion += min(len(added_words(text, row.positive)), len(added_words(text, row.anchor))) == 0
+        w = wasserstein_distance(chosen_cos, band_cos) if chosen_cos else float("nan")
+        print(f"| {variant} | {total} | {passed_rules / total:.2f} | {passed_band / total:.2f} | "
+              f"{empty}/{len(triples)} | {np.mean(chosen_cos):.3f} | {w:.3f} | "
+              f"{deletion}/{len(chosen)} |", flush=True)
+        shown[variant] = (examples, chosen[: args.show])
+    for variant, (examples, rows) in shown.items():
+        if not rows:
+            continue
+        print(f"\n## {variant}: examples " + " · ".join(f"{e['sentence1']} → {e['sentence2']}" for e in examples))
+        for anchor, positive, text, cos in rows:
+            print(f"[{cos:.2f}] a: {anchor}\n       +: {positive}\n       {args.kind[0]}: {text}")
+
+
+if __name__ == "__main__":
+    main()
