@@ -24,7 +24,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import wasserstein_distance
+import pandas as pd
 
 from tasks.contracts import read_triples
 from tasks.core.sts_data import read_stsb
@@ -34,7 +34,7 @@ from tasks.generate.settings import PatternSettings, ValidationSettings
 from tasks.generate.validation import added_words, validate
 from tasks.llm.local_models import load_encoder
 from tasks.llm.prompting import load_template
-from tasks.report.pattern_report import RELATIONS
+from tasks.report.pattern_report import pattern_distances, pattern_measures, relation_pairs
 
 
 async def candidates_of(base_url: str, model: str, messages: list[list[dict]], n: int, seed: int,
@@ -78,15 +78,18 @@ def main() -> None:
     encode = lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True)  # noqa: E731
 
     stsb = read_stsb("dev")
-    low, high = RELATIONS[args.kind]
-    band = stsb[(stsb["gold"] >= low) & (stsb["gold"] <= high)] if args.kind == "intermediate" else \
-        stsb[(stsb["gold"] > low) & (stsb["gold"] < high)]
-    a, b = encode(band["s1"].tolist()), encode(band["s2"].tolist())
-    band_cos = np.sum(a * b, axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+    def distance(anchors: list[str], chosen: list[str]) -> dict:
+        """The report stage's measure (its STS-B band, its cosine, its Wasserstein distance) of the chosen ones."""
+        frame = pd.DataFrame({"anchor": anchors, args.kind: chosen})
+        return pattern_distances(pattern_measures(relation_pairs(frame, stsb), encode))[args.kind]
+
+    reference = distance(triples["anchor"].tolist(), triples[args.kind].tolist())
     patterns = load_pattern_source(PatternSettings(**manifest["parameters"]["pattern"]))
 
     print(f"{args.kind}: {len(triples)} positives of {args.run} (from #{args.skip}); target cosine {target}; "
-          f"ceiling {ceiling}; STS-B dev band {low}–{high}: {len(band)} pairs, mean cosine {band_cos.mean():.3f}\n")
+          f"ceiling {ceiling}; STS-B dev's band: {reference['stsb_pairs']} pairs, mean cosine "
+          f"{reference['stsb_cosine_mean']:.3f}; the run's own: W(cosine) {reference['cosine_wasserstein']:.3f}\n")
     print("| variant | candidates | pass rules | pass band | slots with none | chosen mean cos | W(cosine) | "
           "chosen deletion-only |\n|---|---|---|---|---|---|---|---|")
     shown = {}
@@ -122,7 +125,7 @@ def main() -> None:
             chosen_cos.append(cosines[inside[0]])
             chosen.append((row.anchor, row.positive, text, cosines[inside[0]]))
             deletion += min(len(added_words(text, row.positive)), len(added_words(text, row.anchor))) == 0
-        w = wasserstein_distance(chosen_cos, band_cos) if chosen_cos else float("nan")
+        w = distance([r[0] for r in chosen], [r[2] for r in chosen])["cosine_wasserstein"] if chosen else float("nan")
         print(f"| {variant} | {total} | {passed_rules / total:.2f} | {passed_band / total:.2f} | "
               f"{empty}/{len(triples)} | {np.mean(chosen_cos):.3f} | {w:.3f} | "
               f"{deletion}/{len(chosen)} |", flush=True)

@@ -22,6 +22,7 @@ import numpy as np
 from tasks.core.config import ConfigError
 from tasks.core.store import read_text_limited, sha256_path
 from tasks.generate.settings import PatternSettings
+from tasks.generate.validation import added_words, word_count
 
 
 @dataclass(frozen=True)
@@ -154,8 +155,6 @@ def deletion_shaped(pair: PatternPair) -> PatternPair | None:
     """The pair as (longer, shorter) when the shorter sentence only deletes words from the longer (no content word
     outside their longest common subsequence; tasks/generate/validation.added_words), else None. "A man is playing a
     guitar and singing." / "A man is playing a guitar." is one; "… in a cow pasture." / "… in a cattle pen." is not."""
-    from tasks.generate.validation import added_words, word_count
-
     for longer, shorter in ((pair.sentence1, pair.sentence2), (pair.sentence2, pair.sentence1)):
         if word_count(shorter) < word_count(longer) and not added_words(shorter, longer):
             return PatternPair(pair.example_id, longer, shorter, pair.score, pair.label)
@@ -168,9 +167,13 @@ def band_candidates(source: PatternSource, kind: str, intermediate_examples: str
     a random 1–4 pair mostly substitutes words ("styling her hair" → "filing her nails"), which the generator copied
     (issue 34: intermediates that change instead of delete)."""
     band = [p for p in source.pairs if in_band(p, source.kind, kind)]
-    if kind == "intermediate" and source.kind == "sts" and intermediate_examples == "deletion":
+    if _deletion_shaped_band(source, kind, intermediate_examples):
         return [d for p in band if (d := deletion_shaped(p)) is not None]
     return band
+
+
+def _deletion_shaped_band(source: PatternSource, kind: str, intermediate_examples: str) -> bool:
+    return kind == "intermediate" and source.kind == "sts" and intermediate_examples == "deletion"
 
 
 def sample_examples(source: PatternSource, kinds: tuple[str, ...], k: int, seed: int,
@@ -181,7 +184,7 @@ def sample_examples(source: PatternSource, kinds: tuple[str, ...], k: int, seed:
     for kind in kinds:
         candidates = band_candidates(source, kind, intermediate_examples)
         if len(candidates) < k:
-            shaped = kind == "intermediate" and source.kind == "sts" and intermediate_examples == "deletion"
+            shaped = _deletion_shaped_band(source, kind, intermediate_examples)
             shape = " deletion-shaped" if shaped else ""
             fix = "; or set pattern.intermediate_examples to 'band'" if shaped else ""
             raise ConfigError(
