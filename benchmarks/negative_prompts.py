@@ -2,14 +2,17 @@
 against STS-B's low band, and how many candidates the negative band lets through) and intermediates (how many only
 delete words, W(cosine) against STS-B's 1–4 band).
 
-For each of the first `--n` complete triples of a run, every variant — a template version and the examples it shows,
-`v3:band` or `v1:deletion` (the run's own examples, or the pattern band's deletion-shaped pairs:
-tasks/generate/patterns.band_candidates) — is asked for `--candidates` choices of the kind from that triple's
-positive (the stage's request: examples in the system message, s⁺ as the user message, its sampling settings).
+For each of the first `--n` complete triples of a run, every variant — a template version, the examples it shows
+and, optionally, the base it derives from: `v3:band`, `v1:deletion` or `v1:deletion:anchor` (the run's own examples,
+or the pattern band's deletion-shaped pairs: tasks/generate/patterns.band_candidates; the base s⁺ unless `:anchor`)
+— is asked for `--candidates` choices of the kind from that triple's base (the stage's request: examples in the
+system message, the base as the user message, its sampling settings).
 Stage 1's rules and best-of-N choice are then applied to each variant's candidates: the rule pass rate (validate()
 with the run's settings, the negative band's ceiling for negatives), slots left with no candidate (each costs the
 stage another request), the chosen generation's cosine to the anchor and its W(cosine) against the STS-B dev band
-the pattern report measures; for intermediates also the chosen ones that add no word (not_deletion, allowance 0).
+the pattern report measures; for intermediates also the chosen ones that add no word to their base or the anchor
+(not_deletion, allowance 0) and those that add none to the anchor (the reading's criterion: the anchor with some
+detail left out).
 
     ./stsgen llm-server --port 8080 &   # or any OpenAI-compatible endpoint
     .venv/bin/python -m benchmarks.negative_prompts data/outputs/issue34/r200 --base-url http://127.0.0.1:8080/v1 \\
@@ -59,12 +62,14 @@ def main() -> None:
     ap.add_argument("--base-url", required=True)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     ap.add_argument("--kind", choices=["negative", "intermediate"], default="negative")
-    ap.add_argument("--variants", nargs="+", default=["v2:band"], help="template version:examples (band|deletion)")
+    ap.add_argument("--variants", nargs="+", default=["v2:band"], help="template version:examples (band|deletion)[:base (positive|anchor)]")
     ap.add_argument("--n", type=int, default=40)
     ap.add_argument("--skip", type=int, default=0, help="start at this triple (a sample not chosen on)")
     ap.add_argument("--candidates", type=int, default=4)
     ap.add_argument("--temperature", type=float, default=0.7)
     ap.add_argument("--concurrency", type=int, default=4)
+    ap.add_argument("--deletion-allowance", type=int, nargs="*", default=[],
+                    help="intermediates: also score each variant's candidates with not_deletion at these allowances")
     ap.add_argument("--show", type=int, default=0, help="print this many chosen generations per variant")
     args = ap.parse_args()
 
@@ -91,10 +96,11 @@ def main() -> None:
           f"ceiling {ceiling}; STS-B dev's band: {reference['stsb_pairs']} pairs, mean cosine "
           f"{reference['stsb_cosine_mean']:.3f}; the run's own: W(cosine) {reference['cosine_wasserstein']:.3f}\n")
     print("| variant | candidates | pass rules | pass band | slots with none | chosen mean cos | W(cosine) | "
-          "chosen deletion-only |\n|---|---|---|---|---|---|---|---|")
+          "chosen deletion-only | of the anchor |\n|---|---|---|---|---|---|---|---|---|")
     shown = {}
     for variant in args.variants:
-        version, shape = variant.split(":")
+        version, shape, base_kind = (variant.split(":") + ["positive"])[:3]
+        bases = triples[base_kind].tolist()
         template = load_template("sts", args.kind, version)
         examples = manifest["examples"][args.kind] if shape == "band" else [
             vars(p) for p in sample_examples(patterns, (args.kind,), len(manifest["examples"][args.kind]), seed,
@@ -102,34 +108,38 @@ def main() -> None:
         system = template.system_message(examples)
         example_texts = tuple(t for e in examples for t in (e["sentence1"], e["sentence2"]))
         outs = asyncio.run(candidates_of(args.base_url, args.model,
-                                         [template.messages(system, p) for p in triples["positive"]],
+                                         [template.messages(system, b) for b in bases],
                                          args.candidates, seed, args.temperature, args.concurrency))
-        total = passed_rules = passed_band = empty = deletion = 0
-        chosen_cos, chosen = [], []
-        for row, cands in zip(triples.itertuples(), outs):
-            total += len(cands)
-            siblings = (row.positive,) if args.kind == "intermediate" else (row.positive, row.intermediate)
-            ok = [c for c in cands if validate(c, kind=args.kind, base=row.positive, anchor=row.anchor,
-                                               siblings=siblings, examples=example_texts, settings=validation).ok]
-            passed_rules += len(ok)
-            if not ok:
-                empty += 1
-                continue
-            order, cosines = rank(args.kind, row.anchor, ok, encode, "farthest", target)
-            inside = [i for i in order if ceiling is None or cosines[i] < ceiling]
-            passed_band += len(inside)
-            if not inside:
-                empty += 1
-                continue
-            text = ok[inside[0]]
-            chosen_cos.append(cosines[inside[0]])
-            chosen.append((row.anchor, row.positive, text, cosines[inside[0]]))
-            deletion += min(len(added_words(text, row.positive)), len(added_words(text, row.anchor))) == 0
-        w = distance([r[0] for r in chosen], [r[2] for r in chosen])["cosine_wasserstein"] if chosen else float("nan")
-        print(f"| {variant} | {total} | {passed_rules / total:.2f} | {passed_band / total:.2f} | "
-              f"{empty}/{len(triples)} | {np.mean(chosen_cos):.3f} | {w:.3f} | "
-              f"{deletion}/{len(chosen)} |", flush=True)
-        shown[variant] = (examples, chosen[: args.show])
+        for allowance in [validation.deletion_allowance, *args.deletion_allowance]:
+            rules = validation.model_copy(update={"deletion_allowance": allowance})
+            label = variant if allowance == validation.deletion_allowance else f"{variant} not_deletion≤{allowance}"
+            total = passed_rules = passed_band = empty = deletion = of_anchor = 0
+            chosen_cos, chosen = [], []
+            for row, base, cands in zip(triples.itertuples(), bases, outs):
+                total += len(cands)
+                siblings = (row.positive,) if args.kind == "intermediate" else (row.positive, row.intermediate)
+                ok = [c for c in cands if validate(c, kind=args.kind, base=base, anchor=row.anchor,
+                                                   siblings=siblings, examples=example_texts, settings=rules).ok]
+                passed_rules += len(ok)
+                if not ok:
+                    empty += 1
+                    continue
+                order, cosines = rank(args.kind, row.anchor, ok, encode, "farthest", target)
+                inside = [i for i in order if ceiling is None or cosines[i] < ceiling]
+                passed_band += len(inside)
+                if not inside:
+                    empty += 1
+                    continue
+                text = ok[inside[0]]
+                chosen_cos.append(cosines[inside[0]])
+                chosen.append((row.anchor, row.positive, text, cosines[inside[0]]))
+                deletion += min(len(added_words(text, base)), len(added_words(text, row.anchor))) == 0
+                of_anchor += not added_words(text, row.anchor)
+            w = distance([r[0] for r in chosen], [r[2] for r in chosen])["cosine_wasserstein"] if chosen else float("nan")
+            print(f"| {label} | {total} | {passed_rules / total:.2f} | {passed_band / total:.2f} | "
+                  f"{empty}/{len(triples)} | {np.mean(chosen_cos):.3f} | {w:.3f} | "
+                  f"{deletion}/{len(chosen)} | {of_anchor}/{len(chosen)} |", flush=True)
+            shown[label] = (examples, chosen[: args.show])
     for variant, (examples, rows) in shown.items():
         if not rows:
             continue

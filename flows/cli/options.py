@@ -73,6 +73,9 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", default=None, help="source corpus: a path (file, folder, zip; default: the embedded "
                    "corpus)")
     p.add_argument("--pattern-source", default=None, help="SemEval TSV / SICK file of the pattern's examples")
+    p.add_argument("--intermediate-base", choices=choices_of(GenerateSettings, "pattern", "intermediate_base"),
+                   default=None, help="what STS intermediates are derived from (default: "
+                   "PatternSettings.intermediate_base; 'positive' as in seed 004)")
     p.add_argument("--seed", type=int, default=None,
                    help="the run's seed, set in every seeded setting (sampling, judge, coherence model, written contexts, rating, training; default: tasks/core/config.DEFAULT_SEED): another seed "
                    "recomputes every stage and re-asks the LLM")
@@ -111,7 +114,8 @@ def generate_fields(args: argparse.Namespace) -> dict:
                      llm={"base_url": args.judge_base_url, "model": args.judge_model} if args.judge_base_url else None)
     return given(n=args.n, max_attempts=args.max_attempts, avoid_used_sources=args.avoid_used_sources,
                  batch_api=getattr(args, "batch_api", None) or None) | {
-        "corpus": given(source=args.corpus), "pattern": given(kind=args.pattern, source=args.pattern_source),
+        "corpus": given(source=args.corpus), "pattern": given(kind=args.pattern, source=args.pattern_source,
+                                                                 intermediate_base=args.intermediate_base),
         "sampling": given(candidates=args.candidates), "verifier": verifier}
 
 

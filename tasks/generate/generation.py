@@ -27,7 +27,7 @@ from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner
 from tasks.llm.client import CallResult, LLMClient, merge_stats
-from tasks.llm.prompting import BASE_OF_KIND, PromptTemplate
+from tasks.llm.prompting import SEED_BASES, PromptTemplate
 
 # Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
 # and a re-run of the stage retries it.
@@ -169,6 +169,7 @@ class Plan:
     settings: GenerateSettings
     examples: dict[str, tuple[str, ...]] = field(default_factory=dict)  # each kind's example sentences (copy check)
     roles: RoleCheck | None = None  # the role check of positives (None: off)
+    bases: dict[str, str] = field(default_factory=lambda: dict(SEED_BASES))  # each kind's base (generation_bases)
 
     def verified_by_judge_endpoint(self, kind: str) -> bool:
         """Whether a kind's generations are sent to the judge's endpoint (the judge, or the positives' role check)."""
@@ -261,10 +262,12 @@ class Source:
     text: str
 
 
-def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str, str]) -> tuple[Slot | None, dict | None]:
+def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str, str],
+              bases: dict[str, str]) -> tuple[Slot | None, dict | None]:
     """The slot of `kind` for a source whose accepted generations so far are `texts` (kind -> text), or, when its
-    base was not accepted, the quarantine row saying so. Shared by both request orders."""
-    base_kind = BASE_OF_KIND[kind]
+    base (`bases[kind]`: 'anchor' or a kind) was not accepted, the quarantine row saying so. Shared by both request
+    orders."""
+    base_kind = bases[kind]
     base = source.text if base_kind == "anchor" else texts.get(base_kind)
     if base is None:
         return None, {"stage": "generation", "source_id": source.source_id, "kind": kind, "anchor": source.text,
@@ -285,7 +288,7 @@ async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: P
         accepted: dict[str, Generation] = {}
         rows: list[dict] = []
         for kind in kinds:
-            slot, row = next_slot(source, kind, kinds, {k: g.text for k, g in accepted.items()})
+            slot, row = next_slot(source, kind, kinds, {k: g.text for k, g in accepted.items()}, plan.bases)
             if slot is None:
                 rows.append(row)
                 continue

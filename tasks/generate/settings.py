@@ -70,11 +70,18 @@ class PatternSettings(Settings):
         "sentence deletes words from the longer (shown longer → shorter, as the prompt asks: omit details). "
         "'deletion' raised the chosen intermediates that only delete from 53 % to 75 % (59 positives; "
         "benchmarks/negative_prompts.py).")
+    intermediate_base: Literal["positive", "anchor"] = Field(
+        "anchor", description="What intermediates are derived from: 'positive' (seed 004: s⁺ with details left out) "
+        "or 'anchor' (the anchor with details left out: sᵐ does not inherit s⁺'s changes). 'anchor' raised the chosen "
+        "intermediates that only delete words from the anchor from 5/39 to 24/40 (benchmarks/negative_prompts.py, "
+        "docs/benchmarks.md issue 34).")
 
     def key_exclusions(self) -> frozenset[str]:
-        """`intermediate_examples` enters the key only when it is not 'band': a run from before it keeps its key."""
+        """`intermediate_examples` ('band') and `intermediate_base` ('positive') enter the key only when they differ
+        from the values before them: a run from before them keeps its key."""
         return self.NOT_IN_KEY | (frozenset({"intermediate_examples"}) if self.intermediate_examples == "band"
-                                  else frozenset())
+                                  else frozenset()) | (frozenset({"intermediate_base"})
+                                                       if self.intermediate_base == "positive" else frozenset())
 
     @field_validator("source")
     @classmethod

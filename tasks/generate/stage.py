@@ -49,7 +49,7 @@ from tasks.llm.client import merge_stats
 from tasks.llm.cost import cost_line, llm_cost, prices_of
 from tasks.llm.endpoint import check_endpoint, endpoint_kind
 from tasks.llm.local_models import load_encoder
-from tasks.llm.prompting import BASE_OF_KIND, KINDS_BY_PATTERN, PromptTemplate, load_template
+from tasks.llm.prompting import KINDS_BY_PATTERN, PromptTemplate, generation_bases, load_template
 
 STAGE = "generate-sts-triples"
 IO = StageIO(reads={}, writes={"triples.parquet": tuple(TRIPLES_SCHEMA.names),
@@ -134,7 +134,7 @@ def generate_by_kind(sources: list[Source], kinds, plan: Plan, llm: LLMSettings,
         slots = []
         for src in sources:
             texts = {k: accepted[k][src.source_id]["text"] for k in kinds if src.source_id in accepted[k]}
-            slot, row = next_slot(src, kind, kinds, texts)
+            slot, row = next_slot(src, kind, kinds, texts, plan.bases)
             if slot is None:
                 quarantine.append(row)
             else:
@@ -169,6 +169,11 @@ class GenerationJob:
     avoided: frozenset[str] = frozenset()  # source ids earlier runs of the dataset used (avoid_used_sources)
     shown: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the example sentences each prompt shows
     roles: RoleCheck | None = None  # the positives' role check (verifier.roles)
+
+    @property
+    def bases(self) -> dict[str, str]:
+        """What each kind is derived from (pattern.intermediate_base)."""
+        return generation_bases(self.kinds, self.cfg.pattern.intermediate_base)
 
     @functools.cached_property
     def inputs(self) -> list[dict]:  # the pattern files are hashed once, for the key and the manifest
@@ -248,7 +253,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     sources = [Source(s.source_id, s.text) for s in job.sample.itertuples(index=False)]
     generate = generate_by_source if request_order == "by_source" else generate_by_kind
     chooser = chooser_of(cfg, job.patterns)
-    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, job.shown, job.roles), llm,
+    stats = generate(sources, kinds, Plan(templates, systems, judges, chooser, cfg, job.shown, job.roles, job.bases), llm,
                      accepted, quarantine, progress)
     counts_per_kind = kind_counts(kinds, accepted, quarantine)
     generation_s = round(time.perf_counter() - t_gen, 3)
@@ -260,7 +265,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
     triples = triples_table(job.sample, accepted, kinds=kinds, pattern=cfg.pattern.kind, model=llm.model,
                             prompts={k: t.name for k, t in templates.items()},
                             example_ids={k: [e.example_id for e in job.examples[k]] for k in kinds},
-                            bases={k: BASE_OF_KIND[k] for k in kinds},
+                            bases=job.bases,
                             judge_model=judge_llm.model if judge_llm else None)
     if cfg.verifier.ordering_margin is not None and triples.num_rows and cfg.pattern.kind == "sts":
         triples, failed = ordering_check_task(triples, cfg.verifier)
@@ -278,7 +283,7 @@ def generate_triples(job: GenerationJob, out: StageFolder) -> dict:
         "inputs": job.inputs,
         "prompts": {k: {"name": t.name, "version": t.version, "sha256": t.sha256} for k, t in templates.items()},
         "examples": {k: [vars(e) for e in job.examples[k]] for k in kinds},
-        "generation_bases": {k: BASE_OF_KIND[k] for k in kinds},
+        "generation_bases": job.bases,
         "best_of_n": {"candidates": cfg.sampling.candidates, "negative_choice": chooser.negative_choice,
                       "encoder": chooser.encoder, "pattern_cosine_targets": dict(chooser.targets)},
         "verifier": {"judge_model": judge_llm.model if judge_llm else None,

@@ -20,7 +20,13 @@ KINDS_BY_PATTERN: dict[str, tuple[str, ...]] = {
     "nli": ("positive", "negative"),
 }
 # What each generation is derived from, as in seed 004: s+ from the anchor, s- (and s^m) from s+.
-BASE_OF_KIND: dict[str, str] = {"positive": "anchor", "intermediate": "positive", "negative": "positive"}
+SEED_BASES: dict[str, str] = {"positive": "anchor", "intermediate": "positive", "negative": "positive"}
+
+
+def generation_bases(kinds: tuple[str, ...], intermediate_base: str = "positive") -> dict[str, str]:
+    """What each kind is derived from: the seed's bases, with the intermediate's base `intermediate_base`
+    ('anchor': the anchor with details left out, so s^m does not inherit s+'s errors; issue 34)."""
+    return {k: intermediate_base if k == "intermediate" else SEED_BASES[k] for k in kinds}
 DEFAULT_VERSION = "v1"
 # Kinds whose current template is newer: the STS negative asks for a sentence that has nothing to do with the input,
 # as the STS pattern's low-score pairs are (v1 asked for a contradiction and got minimal edits, issue 24; v2 for

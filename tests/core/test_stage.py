@@ -13,7 +13,7 @@ from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import StageIO, key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
-from tasks.generate.settings import GenerateSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, PatternSettings, VerifierSettings
 from tasks.label.settings import LabelSettings
 from tasks.train.settings import TrainSettings
 
@@ -37,6 +37,16 @@ def test_key_fields_leave_out_what_each_settings_class_declares_nested_included(
                                                                     llm=base_llm)
     assert stage_key("s", settings=base, llm=base_llm) != stage_key("t", settings=base, llm=base_llm)
     assert "device" not in key_fields(TrainSettings()) and "steps" in key_fields(TrainSettings())
+
+
+def test_pattern_fields_added_later_enter_the_key_only_off_their_earlier_value():
+    """A run made before `intermediate_examples` / `intermediate_base` existed (band examples, intermediates from s+)
+    keeps its key; the current defaults (deletion-shaped examples, from the anchor) are a different stage output."""
+    before = key_fields(PatternSettings(intermediate_examples="band", intermediate_base="positive"))
+    assert "intermediate_examples" not in before and "intermediate_base" not in before
+    now = key_fields(PatternSettings())
+    assert (now["intermediate_examples"], now["intermediate_base"]) == ("deletion", "anchor")
+    assert key_fields(PatternSettings(intermediate_base="positive")) != now
 
 
 def test_label_settings_key_leaves_out_a_served_lm_url_and_the_scores_leave_out_label_only_fields():

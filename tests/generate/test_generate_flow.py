@@ -46,7 +46,8 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     assert triples.num_rows == 8 and rejected.num_rows == 0
     rows = triples.to_pylist()
     assert all(r["positive"] and r["intermediate"] and r["negative"] for r in rows)
-    assert {r["intermediate_base"] for r in rows} == {"positive"} and rows[0]["positive_base"] == "anchor"
+    assert {r["intermediate_base"] for r in rows} == {"anchor"} and rows[0]["positive_base"] == "anchor"
+    assert manifest["generation_bases"] == {"positive": "anchor", "intermediate": "anchor", "negative": "positive"}
     assert len(rows[0]["positive_example_ids"]) == 3 and rows[0]["negative_prompt"] == "sts-negative.v3"
     assert set(rows[0]["positive_rules_passed"]) >= {"copy", "empty", "leftover_label"}
     # 8 sentences x 3 kinds, one generation and one judge request each (every verdict passes: P(pass) 1, from the
@@ -60,11 +61,11 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     from tasks.generate.validation import added_words  # intermediates' examples only delete (the default shape)
     assert all(not added_words(e["sentence2"], e["sentence1"]) for e in manifest["examples"]["intermediate"])
     assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
-    # Positive from the anchor, intermediate and negative from the positive (the user message is the base).
+    # Positive and intermediate from the anchor, negative from the positive (the user message is the base).
     bodies = [r["body"] for r in scripted.chat_requests()]
-    positives = {r["positive"] for r in rows}
-    assert {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) != "positive"} \
-        == positives
+    asked = {kind: {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) == kind}
+             for kind in ("intermediate", "negative")}
+    assert asked["negative"] == {r["positive"] for r in rows} and asked["intermediate"] == {r["anchor"] for r in rows}
 
     # The UI artifacts: progress (finished at 100%), sample table, summary, links to the files.
     artifacts = latest_artifacts()
@@ -98,6 +99,7 @@ def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, t
         paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=3),
                                      llm=llm(server, tmp_path, max_retries=2, max_concurrency=1),
                                      output_dir=str(tmp_path / "out"))
+        asked = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"]) for r in server.chat_requests()]
     triples, rejected, manifest = read(paths)
     rej = rejected.to_pylist()
     reasons = [r["reason"] for r in rej]
@@ -106,9 +108,10 @@ def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, t
     doomed_rows = [r for r in rej if r["anchor"] == doomed and r["kind"] == "positive"]
     assert [r["attempt"] for r in doomed_rows] == [0, 1, 2] and {r["reason"] for r in doomed_rows} == {"copy"}
     assert all(r["text"] == doomed for r in doomed_rows)
-    # Its intermediate and negative cannot be derived: kept with that reason, not dropped.
-    assert {r["kind"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"} == \
-        {"intermediate", "negative"}
+    # Its negative cannot be derived: kept with that reason, not dropped; its intermediate, derived from the anchor
+    # (pattern.intermediate_base), is still asked for.
+    assert {r["kind"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"} == {"negative"}
+    assert any(kind == "intermediate" and body["messages"][-1]["content"] == doomed for kind, body in asked)
     assert reasons.count("refusal_or_meta") >= 6
     assert triples.num_rows == 9 and doomed not in triples.column("anchor").to_pylist()
     accepted_pos = triples.column("positive_attempts").to_pylist()
@@ -145,7 +148,9 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
                                                                               tmp_path):
     doomed = "Prices for seed rose sharply in the local markets during March."
 
-    def responder(messages, body):  # one positive always rejected: its intermediate and negative are base_rejected
+    # The seed's bases (intermediates from s+): one positive always rejected, its intermediate and negative are
+    # base_rejected.
+    def responder(messages, body):
         if prompt_kind(messages[0]["content"]) == "positive" and messages[-1]["content"] == doomed:
             return doomed
         return default_responder(messages, body)
@@ -155,7 +160,8 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
         (tmp_path / order).mkdir()
         with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
             paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=2, batch_size=4,
-                                                                request_order=order),
+                                                                request_order=order,
+                                                                pattern=PatternSettings(intermediate_base="positive")),
                                          llm=llm(server, tmp_path / order, max_concurrency=3),
                                          output_dir=str(tmp_path / order / "out"))
             sent = [(prompt_kind(r["body"]["messages"][0]["content"]), r["body"], r["t"]) for r in server.chat_requests()]
