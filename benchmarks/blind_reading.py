@@ -33,14 +33,17 @@ def triples(run: Path) -> pd.DataFrame:
     return pq.read_table(folder / "triples.parquet").to_pandas().set_index("source_id")[list(SLOTS)]
 
 
-def prepare(before: Path, after: Path, k: int, seed: int, fresh: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+def prepare(before: Path, after: Path, k: int, seed: int, fresh: int = 0,
+            every_changed: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(rows to read, the key: item → the runs that wrote it). `fresh`: that many more of the after run's triples,
-    drawn from all of its sources (key `fresh`: the targets' sample of the whole run)."""
+    drawn from all of its sources (key `fresh`: the targets' sample of the whole run). `every_changed=False`: only the
+    k sampled sources (a change that touches most triples would otherwise put every source in the reading)."""
     a, b = triples(before), triples(after)
     common = sorted(set(a.index) & set(b.index))
     chosen = pd.Series(common).sample(n=min(k, len(common)), random_state=seed).tolist()
     # Every source whose triple changed is read too: where the runs differ is what the change did.
-    chosen += [sid for sid in common if sid not in chosen and tuple(a.loc[sid]) != tuple(b.loc[sid])]
+    if every_changed:
+        chosen += [sid for sid in common if sid not in chosen and tuple(a.loc[sid]) != tuple(b.loc[sid])]
     rows, key = [], []
     for sid in chosen:
         before_t, after_t = tuple(a.loc[sid]), tuple(b.loc[sid])
@@ -86,6 +89,8 @@ def main() -> None:
     p.add_argument("--k", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--fresh", type=int, default=0, help="more of the after run's triples, from all its sources")
+    p.add_argument("--sample-only", action="store_true",
+                   help="read only the k sampled sources, not also every source whose triple changed")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--key", type=Path, required=True)
     s = sub.add_parser("score")
@@ -93,7 +98,7 @@ def main() -> None:
     s.add_argument("key", type=Path)
     args = ap.parse_args()
     if args.command == "prepare":
-        rows, key = prepare(args.before, args.after, args.k, args.seed, args.fresh)
+        rows, key = prepare(args.before, args.after, args.k, args.seed, args.fresh, not args.sample_only)
         rows.to_csv(args.out, index=False)
         key.to_csv(args.key, index=False)
         print(f"{len(rows)} rows to read ({int(key['runs'].eq('before+after').sum())} written alike by both runs) "
