@@ -108,10 +108,11 @@ def test_rejections_are_retried_then_quarantined(prefect_harness, tiny_corpus, t
     doomed_rows = [r for r in rej if r["anchor"] == doomed and r["kind"] == "positive"]
     assert [r["attempt"] for r in doomed_rows] == [0, 1, 2] and {r["reason"] for r in doomed_rows} == {"copy"}
     assert all(r["text"] == doomed for r in doomed_rows)
-    # Its negative cannot be derived: kept with that reason, not dropped; its intermediate, derived from the anchor
-    # (pattern.intermediate_base), is still asked for.
-    assert {r["kind"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"} == {"negative"}
-    assert any(kind == "intermediate" and body["messages"][-1]["content"] == doomed for kind, body in asked)
+    # Its negative cannot be derived, and its intermediate (derived from the anchor, pattern.intermediate_base) could
+    # not make a complete triple: neither is asked for, both kept with that reason, not dropped.
+    doomed_skips = {r["kind"]: r["detail"] for r in rej if r["anchor"] == doomed and r["reason"] == "base_rejected"}
+    assert set(doomed_skips) == {"intermediate", "negative"} and "cannot be complete" in doomed_skips["intermediate"]
+    assert not any(kind != "positive" and body["messages"][-1]["content"] == doomed for kind, body in asked)
     assert reasons.count("refusal_or_meta") >= 6
     assert triples.num_rows == 9 and doomed not in triples.column("anchor").to_pylist()
     accepted_pos = triples.column("positive_attempts").to_pylist()
