@@ -10,7 +10,7 @@ on data built from the same anchors — the anchors of the generated runs' compl
   document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
-  (CosineSimilarityLoss) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
+  (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
   teacher's cosine, tasks/train/teacher.py) — alone, or beside the triples' losses: the label sources compared with
   everything else the same (TrainSettings.label_source).
 
@@ -68,9 +68,9 @@ def read_triples(sources: list[str]) -> pd.DataFrame:
     return triples.drop_duplicates("anchor").reset_index(drop=True)
 
 
-def recipe(kind: str) -> tuple[str | None, LossSettings, str]:
+def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, LossSettings, str]:
     """(triple data, losses, label source) of a data variant: `simcse`, `neighbours`, `triples`, `pairs:SOURCE` or
-    `triples+pairs:SOURCE`."""
+    `triples+pairs:SOURCE`; the pairs' regression in the form `regression_loss` (LossSettings.regression_loss)."""
     parts = kind.split("+")
     sources = [p for p in parts if p.startswith("pairs:")]
     bases = [p for p in parts if not p.startswith("pairs:")]
@@ -81,7 +81,7 @@ def recipe(kind: str) -> tuple[str | None, LossSettings, str]:
         return base, LOSSES[base], "label"
     label_source = source.removeprefix("pairs:")
     losses = LOSSES[base] if base else LossSettings(infonce=0.0, hierarchical_triplet=0.0)
-    return base, losses.model_copy(update={"regression": 1.0}), label_source
+    return base, losses.model_copy(update={"regression": 1.0, "regression_loss": regression_loss}), label_source
 
 
 def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
@@ -132,6 +132,8 @@ def main() -> None:
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
     ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet (for the pairs:SOURCE variants)")
     ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder")
+    ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
+                    help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
     args = ap.parse_args()
 
@@ -147,7 +149,7 @@ def main() -> None:
         from tasks.core.corpus import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
-    recipes = {kind: recipe(kind) for kind in args.data.split(",")}  # a bad --data fails before any training
+    recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
     labeled = pd.read_parquet(args.pairs) if args.pairs else None
     if labeled is None and any(losses.regression for _, losses, _ in recipes.values()):
         raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")

@@ -83,6 +83,10 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--candidates", type=int, default=None,
                    help="best of N: choices per request (default: SamplingSettings.candidates; 1 = one sample "
                    "per request)")
+    p.add_argument("--intermediate-choice", default=None,
+                   choices=choices_of(GenerateSettings, "sampling", "intermediate_choice"),
+                   help="best of N for intermediates (default: SamplingSettings.intermediate_choice; "
+                   "'pattern_cosine' as before issue 34)")
     p.add_argument("--avoid-used-sources", action="store_true", default=None,
                    help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
     p.add_argument("--batch-api", action="store_true",
@@ -116,7 +120,8 @@ def generate_fields(args: argparse.Namespace) -> dict:
                  batch_api=getattr(args, "batch_api", None) or None) | {
         "corpus": given(source=args.corpus), "pattern": given(kind=args.pattern, source=args.pattern_source,
                                                                  intermediate_base=args.intermediate_base),
-        "sampling": given(candidates=args.candidates), "verifier": verifier}
+        "sampling": given(candidates=args.candidates, intermediate_choice=args.intermediate_choice),
+        "verifier": verifier}
 
 
 def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:

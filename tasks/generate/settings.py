@@ -14,6 +14,7 @@ from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.generate.anchors import AnchorSettings
 
 PatternKind = Literal["sts", "nli"]
+IntermediateChoice = Literal["fewest_added", "pattern_cosine"]  # best of N for intermediates (candidates.rank)
 
 
 class SamplingSettings(Settings):
@@ -26,6 +27,16 @@ class SamplingSettings(Settings):
     candidates: int = Field(4, ge=1, le=16, description="Best of N: choices asked for in one request (`n`); the rule-"
                             "passing one that drifted least is kept (tasks/generate/candidates.py). llama-server "
                             "allows n up to its --parallel slots (4 by default); an endpoint that ignores n gives one.")
+    intermediate_choice: IntermediateChoice = Field(
+        "fewest_added", description="Best of N for intermediates, after fewest facts added: 'fewest_added' prefers the "
+        "candidate with the fewest content words its anchor lacks (one that only leaves details out), then the "
+        "pattern's cosine; 'pattern_cosine' (before issue 34) the pattern's cosine alone, which prefers rewrites.")
+
+    def key_exclusions(self) -> frozenset[str]:
+        """`intermediate_choice` enters the key only when it differs from the rule before it ('pattern_cosine'): a run
+        from before it keeps its key."""
+        return self.NOT_IN_KEY | (frozenset({"intermediate_choice"}) if self.intermediate_choice == "pattern_cosine"
+                                  else frozenset())
 
 
 class ValidationSettings(Settings):

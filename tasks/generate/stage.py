@@ -95,16 +95,18 @@ def batch_step(batch_size: int, max_concurrency: int) -> int:
 def chooser_of(cfg: GenerateSettings, patterns: PatternSource) -> Chooser:
     """The run's best-of-N rule: for the STS pattern, intermediates and negatives nearest the pattern source's own
     cosine in their band (computed once, only when there are choices to rank); NLI contradictions the first."""
+    choice = cfg.sampling.intermediate_choice
     if cfg.pattern.kind != "sts":  # NLI contradictions stay on topic: no cosine band for them
-        return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind])
+        return Chooser(NEGATIVE_CHOICE[cfg.pattern.kind], intermediate_choice=choice)
     ceiling = cfg.validation.negative_max_cosine
     if cfg.sampling.candidates < 2:
         if ceiling is not None:  # loaded here, not inside the request loop, where loading would stall paced requests
             load_encoder(Chooser().encoder)
-        return Chooser(NEGATIVE_CHOICE["sts"], negative_max_cosine=ceiling)
+        return Chooser(NEGATIVE_CHOICE["sts"], negative_max_cosine=ceiling, intermediate_choice=choice)
     bands = {k: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", k)]
              for k in ("intermediate", "negative")}
-    return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands), negative_max_cosine=ceiling)
+    return Chooser(NEGATIVE_CHOICE["sts"], targets=pattern_targets(bands), negative_max_cosine=ceiling,
+                   intermediate_choice=choice)
 
 
 def generate_by_source(sources: list[Source], kinds, plan: Plan, llm: LLMSettings, accepted: dict[str, dict],

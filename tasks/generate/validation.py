@@ -45,7 +45,7 @@ FUNCTION_WORDS = frozenset(
 _META = re.compile(
     r"^\s*(sure\b|certainly\b|of course\b|okay\b|ok[,.!]|here(?:'s| is| are)\b|i'?m sorry|i am sorry|"
     r"sorry\b|i can(?:not|'t)\b|i'm unable|i am unable|as an ai\b|as a language model|note\s*:|"
-    r"(?:the )?(?:new|revised|generated) (?:sentence|hypothesis)\b|output\s*:|answer\s*:|response\s*:)",
+    r"(?:the |an? )?(?:new|revised|generated) (?:sentence|hypothesis)\b|output\s*:|answer\s*:|response\s*:)",
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"(sentence\s*[12]\s*:|hypothesis\s*:|premise\s*:|\bexample\s*\d+\s*:|^\s*-\s)", re.IGNORECASE)

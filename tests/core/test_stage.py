@@ -13,7 +13,7 @@ from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import StageIO, key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
-from tasks.generate.settings import GenerateSettings, PatternSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.label.settings import LabelSettings
 from tasks.train.settings import TrainSettings
 
@@ -47,6 +47,9 @@ def test_pattern_fields_added_later_enter_the_key_only_off_their_earlier_value()
     now = key_fields(PatternSettings())
     assert (now["intermediate_examples"], now["intermediate_base"]) == ("deletion", "anchor")
     assert key_fields(PatternSettings(intermediate_base="positive")) != now
+    # the intermediates' best-of-N rule likewise: the rule before it ('pattern_cosine') leaves the key unchanged
+    assert "intermediate_choice" not in key_fields(SamplingSettings(intermediate_choice="pattern_cosine"))
+    assert key_fields(SamplingSettings())["intermediate_choice"] == "fewest_added"
 
 
 def test_label_settings_key_leaves_out_a_served_lm_url_and_the_scores_leave_out_label_only_fields():

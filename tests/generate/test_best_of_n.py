@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from tasks.core.config import LLMSettings, settings_problem
 from tasks.generate.candidates import Chooser, rank
 from tasks.generate.generation import Judge, Plan, Slot, generate_slots
-from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
+from tasks.generate.settings import GenerateSettings, SamplingSettings, ValidationSettings, VerifierSettings
+from tasks.generate.stage import chooser_of
 from tasks.generate.verification import load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
 from tasks.llm.client import LLMClient
@@ -92,8 +93,34 @@ def test_rank_orders_positives_by_fact_errors_then_cosine_and_sts_negatives_fart
     far = "An unrelated sentence about rivers."
     vectors[far] = [0.0, 1.0]  # cosine 0; KEEPS_FAR ≈ 0.71, KEEPS_CLOSE ≈ 0.99
     assert rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR, far], encode, "farthest", target=0.6)[0] == [1, 0, 2]
-    assert rank("intermediate", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, target=0.6)[0] == [1, 0]
+    assert rank("intermediate", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode, target=0.6,
+                intermediate_choice="pattern_cosine")[0] == [1, 0]
     assert rank("intermediate", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR], encode)[0] == [0, 1]
+
+
+def test_intermediates_that_only_leave_details_out_are_chosen_before_rewrites():
+    """The default intermediate choice: fewest content words the anchor lacks first, the pattern's cosine second —
+    the cosine alone keeps the rewrite, the candidate farthest from the anchor."""
+    deletion = "Malaysian police arrested 12 men on Monday."  # adds nothing: the place left out
+    shorter = "Police arrested 12 men."  # adds nothing either, leaves out more
+    rewrite = "Malaysian officers detained 12 men on Monday."  # 2 words the anchor lacks
+    vectors = {ANCHOR: [1.0, 0.0], deletion: [0.95, 0.31], shorter: [0.8, 0.6], rewrite: [0.6, 0.8]}
+
+    def encode(texts):
+        return [vectors[t] for t in texts]
+
+    candidates = [rewrite, deletion, shorter]
+    by_cosine, cosines = rank("intermediate", ANCHOR, candidates, encode, target=0.6,
+                              intermediate_choice="pattern_cosine")
+    assert by_cosine[0] == 0 and abs(cosines[0] - 0.6) < 0.01  # the rewrite sits on the target
+    by_words, _ = rank("intermediate", ANCHOR, candidates, encode, target=0.6)
+    assert by_words == [2, 1, 0]  # both deletions first, nearest the target first; the rewrite last
+    # the stage builds its chooser with the run's setting
+    cfg = GenerateSettings(sampling=SamplingSettings(candidates=1, intermediate_choice="pattern_cosine"),
+                           validation=ValidationSettings(negative_max_cosine=None))
+    assert chooser_of(cfg, None).intermediate_choice == "pattern_cosine"
+    assert chooser_of(cfg.model_copy(update={"sampling": SamplingSettings(candidates=1)}), None
+                      ).intermediate_choice == "fewest_added"
 
 
 def test_candidates_must_be_positive():

@@ -29,6 +29,10 @@ def test_good_paraphrase_passes_every_rule():
         ("Western Alaska's weather depends on nearby seas.\nExplanation: I removed details.", "multiline"),
         ("Sure, here is a similar sentence: Alaska's weather depends on the seas.", "refusal_or_meta"),
         ("Here's the revised sentence: Alaska's weather depends on the seas.", "refusal_or_meta"),
+        # the STS negative prompt's instruction echoed before the sentence (2 of 50 accepted negatives, 2026-11-29)
+        ("A new sentence with nothing to do with the user's input: A group of children are playing in the park.",
+         "refusal_or_meta"),
+        ("A new sentence: The President sought to abolish slavery through legislation.", "refusal_or_meta"),
         ("I'm sorry, but I cannot help with that request today.", "refusal_or_meta"),
         ("As an AI language model, I think the weather of Alaska depends on the sea.", "refusal_or_meta"),
         ("Sentence 2: The Bering Sea largely shapes the weather of western Alaska.", "leftover_label"),
