@@ -166,7 +166,9 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
               "document_split": (CorpusSettings, "document_split"),
               "screener": (RetrieveSettings, "selection", "screener"), "backbone": (TrainSettings, "backbone", "kind"),
               "regression_loss": (TrainSettings, "losses", "regression_loss"),
-              "label_source": (TrainSettings, "label_source"), "negatives": (TrainSettings, "losses", "negatives")}
+              "label_source": (TrainSettings, "label_source"), "negatives": (TrainSettings, "losses", "negatives"),
+              "intermediate_base": (GenerateSettings, "pattern", "intermediate_base"),
+              "intermediate_choice": (GenerateSettings, "sampling", "intermediate_choice")}
     seen = set()
     for command, sub in _subparsers().items():
         for action in sub._actions:
@@ -186,6 +188,7 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
         "similarity": ("centered_cosine", "cosine", "rank", "contrast"), "workers": ("threads", "processes", "dask"),
         "contexts_source": ("retrieved", "generated", "both"), "document_split": ("file", "blank_lines"),
         "screener": ("tfidf", "bm25"), "backbone": ("encoder", "bellm"), "regression_loss": ("cosine", "cosent"),
-        "label_source": ("label", "rating", "context_label", "teacher"), "negatives": ("generated", "mined", "both")}
+        "label_source": ("label", "rating", "context_label", "teacher"), "negatives": ("generated", "mined", "both"),
+        "intermediate_base": ("positive", "anchor"), "intermediate_choice": ("fewest_added", "pattern_cosine")}
     assert choices_of(TrainSettings, "backbone", "kind") == ("encoder", "bellm")  # `X | None` and nesting unwrapped
     assert choices_of(LabelSettings, "lm_endpoint", "server_engine") == ("llama-server", "llama-cpp-python")
