@@ -11,7 +11,10 @@ from them:
 - per variant: Spearman ×100 with a 95% bootstrap CI, the Δ to the first row with its paired CI, and the **partial
   Spearman against gold controlling for the TF-IDF cosine** (does the label carry what word overlap does not?);
 - the LLM rating (1.5B, plain prompt, probability-weighted, through the response cache) alone, mixed with the
-  context label, and the control mixed with the TF-IDF cosine at the same weights.
+  context label, and the control mixed with the TF-IDF cosine at the same weights;
+- `--teacher`: the teacher's cosine (all-mpnet-base-v2, `tasks/train/teacher.py`) alone and as the rating's partner in
+  place of TF-IDF (word overlap ranks a deletion above a paraphrase: docs/labeling.md, "After intermediates from the
+  anchor").
 
     .venv/bin/python -m benchmarks.context_labels --sample A --passes six-right,six-left,default-right
     .venv/bin/python -m benchmarks.context_labels --sample B --passes six-right --rows '…;…'   # confirm, read once
@@ -71,6 +74,7 @@ from tasks.retrieve.retrieval import SelectionSettings  # noqa: E402
 
 TFIDF = "baseline: TF-IDF cosine (uni+bigram)"
 RATING = "LLM rating [plain], probability-weighted"
+TEACHER = "baseline: all-mpnet-base-v2 cosine (teacher)"
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,7 @@ def main() -> None:
     ap.add_argument("--mix", default="", help="context variants to mix with the rating (';'-separated)")
     ap.add_argument("--rating-url", help="an endpoint serving the 1.5B model (default: a local server)")
     ap.add_argument("--no-rating", action="store_true")
+    ap.add_argument("--teacher", action="store_true", help="the teacher's cosine alone and as the rating's partner")
     ap.add_argument("--out", default="data/outputs/benchmarks/context-labels")
     ap.add_argument("--dataset", default="stsb-dev", choices=("stsb-dev", "sick-trial", "sts12-train"),
                     help="held-out domains to confirm a labeler on: a seeded sample of --pairs pairs (--sample A)")
@@ -262,6 +267,10 @@ def main() -> None:
                         values[key] = context_labels(result["units"], result["terms"], k, selection, similarity,
                                                      disc, args.candidates)
     base = {k: v[:n] for k, v in baselines(frame).items()}
+    if args.teacher:
+        from tasks.train.teacher import teacher_labels
+
+        base[TEACHER] = teacher_labels(frame.iloc[:n])[0]
     if not args.no_rating:
         endpoint = (args.rating_url, "qwen2.5-coder-1.5b-instruct") if args.rating_url else server()
         score, _, sec = ratings(frame.iloc[:n], *endpoint, "plain")
@@ -271,6 +280,8 @@ def main() -> None:
         tfidf01 = base[TFIDF]
         for w in weights:
             values[f"control: {w}·rating/5 + {1 - w:.1f}·TF-IDF cosine"] = w * score / 5 + (1 - w) * tfidf01
+            if args.teacher:
+                values[f"{w}·rating/5 + {1 - w:.1f}·teacher cosine"] = w * score / 5 + (1 - w) * base[TEACHER]
         for key in [k for k in args.mix.split(";") if k]:
             c01 = context_label_01(values[key], "contrast" if ", contrast," in key else "centered_cosine")
             for w in weights:

@@ -38,14 +38,25 @@ def main() -> None:
     parser.add_argument("pairs", type=Path, help="a label-pairs output (pairs.parquet)")
     parser.add_argument("--similarity", default="contrast", help="label.similarity of the run (maps the context "
                         "label onto 0–1 for the mixes)")
+    parser.add_argument("--teacher", action="store_true", help="also the teacher's cosine (all-mpnet-base-v2) alone "
+                        "and as the rating's partner, 0.5·rating/5 + 0.5·teacher (docs/labeling.md)")
     args = parser.parse_args()
     pairs = pd.read_parquet(args.pairs)
+    if args.teacher:
+        from tasks.train.teacher import teacher_labels
+
+        pairs["teacher_cosine"] = teacher_labels(pairs)[0]
     columns = {c: hierarchy_holds(pairs, c) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
     if "context_label" in pairs and "rating" in pairs:
         context01 = context_label_01(pairs["context_label"].to_numpy(), args.similarity)
         for name, (w_rating, w_tfidf, w_context) in MIXES.items():
             mixed = w_rating * pairs["rating"] / 5 + w_tfidf * pairs.get("tfidf_cosine", 0) + w_context * context01
             columns[name] = hierarchy_holds(pairs.assign(mixed=mixed), "mixed")
+    if args.teacher:
+        columns["teacher_cosine"] = hierarchy_holds(pairs, "teacher_cosine")
+        if "rating" in pairs:
+            mixed = 0.5 * pairs["rating"] / 5 + 0.5 * pairs["teacher_cosine"]
+            columns["0.5·rating/5 + 0.5·teacher"] = hierarchy_holds(pairs.assign(mixed=mixed), "mixed")
     print(f"{args.pairs}: {len(pairs)} pairs\n")
     print("| column | hierarchy | 95% CI | − rating [95% paired CI] |\n|---|---|---|---|")
     for name, ok in columns.items():
