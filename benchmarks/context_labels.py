@@ -12,7 +12,7 @@ from them:
   Spearman against gold controlling for the TF-IDF cosine** (does the label carry what word overlap does not?);
 - the LLM rating (1.5B, plain prompt, probability-weighted, through the response cache) alone, mixed with the
   context label, and the control mixed with the TF-IDF cosine at the same weights;
-- `--teacher`: the teacher's cosine (all-mpnet-base-v2, `tasks/train/teacher.py`) alone and as the rating's partner in
+- `--teacher`: the teacher's cosine (all-mpnet-base-v2, `tasks/llm/teacher.py`) alone and as the rating's partner in
   place of TF-IDF (word overlap ranks a deletion above a paraphrase: docs/labeling.md, "After intermediates from the
   anchor").
 
@@ -268,7 +268,7 @@ def main() -> None:
                                                      disc, args.candidates)
     base = {k: v[:n] for k, v in baselines(frame).items()}
     if args.teacher:
-        from tasks.train.teacher import teacher_labels
+        from tasks.llm.teacher import teacher_labels
 
         base[TEACHER] = teacher_labels(frame.iloc[:n])[0]
     if not args.no_rating:

@@ -11,7 +11,7 @@ on data built from the same anchors — the anchors of the generated runs' compl
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
   (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
-  teacher's cosine, tasks/train/teacher.py) — alone, or beside the triples' losses: the label sources compared with
+  teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
   everything else the same (TrainSettings.label_source).
 
 STS-B dev chooses (the table's first columns); SICK trial and the STS12 train pairs (../shared/data, read in place)

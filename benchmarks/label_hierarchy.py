@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
     pairs = pd.read_parquet(args.pairs)
     if args.teacher:
-        from tasks.train.teacher import teacher_labels
+        from tasks.llm.teacher import teacher_labels
 
         pairs["teacher_cosine"] = teacher_labels(pairs)[0]
     columns = {c: hierarchy_holds(pairs, c) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}

@@ -271,7 +271,7 @@ PAIRS_SCHEMA = pa.schema([
     ("n_contexts", pa.int32()), ("n_contexts_s1", pa.int32()), ("n_contexts_s2", pa.int32()),
     ("label_disc", pa.float64()), ("label_lm_sentence", pa.float64()), ("label_lm_left", pa.float64()),
     ("label_lm_right", pa.float64()), ("context_label", pa.float64()), ("rating", pa.float64()),
-    ("tfidf_cosine", pa.float64()),
+    ("tfidf_cosine", pa.float64()), ("teacher_cosine", pa.float64()),  # null unless label.teacher_weight > 0
 ])
 REJECTED_PAIRS_SCHEMA = pa.schema([
     ("pair_id", pa.string()), ("unit_id", pa.string()), ("triple_id", pa.string()), ("other_triple_id", pa.string()),

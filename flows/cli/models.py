@@ -51,7 +51,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _teacher(args: argparse.Namespace) -> int:
-    from tasks.train.teacher import fetch_teacher, teacher_identity
+    from tasks.llm.teacher import fetch_teacher, teacher_identity
 
     folder = fetch_teacher()
     identity = teacher_identity()

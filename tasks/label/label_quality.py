@@ -17,8 +17,9 @@ RELATION_ORDER = ("anchor-positive", "anchor-intermediate", "anchor-negative", "
                   "positive-negative", "intermediate-negative", "cross")
 
 
-# The pairs table's label columns: the LLM's 0–5 rating, the context-vector label, and the label training reads.
-LABEL_COLUMNS = ("rating", "context_label", "tfidf_cosine", "label")
+# The pairs table's label columns: the LLM's 0–5 rating, the context-vector label, the two cosines the rating is mixed
+# with, and the label training reads.
+LABEL_COLUMNS = ("rating", "context_label", "tfidf_cosine", "teacher_cosine", "label")
 
 
 ANCHOR_RELATIONS = ["anchor-positive", "anchor-intermediate", "anchor-negative"]
@@ -86,6 +87,8 @@ def labeler_description(settings) -> dict:
     if settings.method == "combined":
         out |= {"rating_weight": settings.rating_weight, "tfidf_weight": settings.tfidf_weight,
                 "context_weight": round(settings.context_weight, 6)}
+        if settings.uses_teacher:
+            out |= {"teacher_weight": settings.teacher_weight, "teacher": settings.teacher}
     return out
 
 

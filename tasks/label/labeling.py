@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -45,6 +46,7 @@ from tasks.label.settings import (  # noqa: E402,F401
     LabelMethod,
     LabelSettings,
 )
+from tasks.llm.teacher import teacher_labels
 
 
 def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
@@ -271,9 +273,9 @@ def tfidf_cosines(s1: list[str], s2: list[str]) -> np.ndarray:
 
 
 def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings: LabelSettings,
-                tfidf: np.ndarray | None = None) -> np.ndarray:
+                tfidf: np.ndarray | None = None, teacher: np.ndarray | None = None) -> np.ndarray:
     """The pair's label by `settings.method`: the context label, the rating on 0–1, or their weighted mix with the
-    TF-IDF cosine (a part with weight 0 is left out, so a missing one never makes the label NaN)."""
+    TF-IDF and teacher cosines (a part with weight 0 is left out, so a missing one never makes the label NaN)."""
     if settings.method == "context":
         return np.asarray(context, dtype=np.float64)
     scaled = np.asarray(rating, dtype=np.float64) / 5.0
@@ -282,15 +284,17 @@ def final_label(context: np.ndarray | None, rating: np.ndarray | None, settings:
     label = settings.rating_weight * scaled
     if settings.tfidf_weight:
         label = label + settings.tfidf_weight * np.asarray(tfidf, dtype=np.float64)
+    if settings.uses_teacher:
+        label = label + settings.teacher_weight * np.asarray(teacher, dtype=np.float64)
     if settings.context_weight:
         label = label + settings.context_weight * context_label_01(context, settings.similarity)
     return label
 
 
 def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSettings) -> tuple[pa.Table, list[dict]]:
-    """Pairs + their ratings (same order) → the pairs with rating, context_label, tfidf_cosine and the final label,
-    and quarantine rows for the pairs the LLM could not rate (reason llm_error / rating_unparsed, kept for a
-    re-run)."""
+    """Pairs + their ratings (same order) → the pairs with rating, context_label, tfidf_cosine (teacher_cosine when
+    `settings.uses_teacher`) and the final label, and quarantine rows for the pairs the LLM could not rate (reason
+    llm_error / rating_unparsed, kept for a re-run)."""
     kept, rejected = [], []
     for row, rating in zip(table.to_pylist(), ratings):
         if rating.score is None:
@@ -300,10 +304,14 @@ def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSetting
         kept.append(row | {"rating": rating.score})
     if kept:
         context = np.array([np.nan if r["context_label"] is None else r["context_label"] for r in kept])
-        tfidf = tfidf_cosines([r["s1"] for r in kept], [r["s2"] for r in kept])
-        labels = final_label(context, np.array([r["rating"] for r in kept]), settings, tfidf)
-        for r, label, cosine in zip(kept, labels, tfidf):
+        s1, s2 = [r["s1"] for r in kept], [r["s2"] for r in kept]
+        tfidf = tfidf_cosines(s1, s2)
+        teacher = teacher_labels(pd.DataFrame({"s1": s1, "s2": s2}), settings.teacher)[0] if settings.uses_teacher \
+            else None
+        labels = final_label(context, np.array([r["rating"] for r in kept]), settings, tfidf, teacher)
+        for i, (r, label, cosine) in enumerate(zip(kept, labels, tfidf)):
             r["label"], r["tfidf_cosine"] = float(label), float(cosine)
+            r["teacher_cosine"] = None if teacher is None else float(teacher[i])
     return pa.Table.from_pylist(kept, schema=table.schema) if kept else table.schema.empty_table(), rejected
 
 

@@ -13,6 +13,7 @@ from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.core.runners import ExecutionSettings
 from tasks.label.label_similarity import Similarity
 from tasks.label.llm_rating import RatingSettings
+from tasks.llm.teacher import DEFAULT_TEACHER
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
@@ -42,7 +43,8 @@ class LabelSettings(Settings):
                                                       "execution", "calibration"})
     # How finished context scores and ratings become a label, not the scores themselves: shards are keyed without
     # them, so changing them re-scores nothing.
-    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight"})
+    LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight",
+                                                      "teacher_weight", "teacher"})
 
     def score_fields(self) -> dict:
         """The fields the (sentence, context) scores depend on: the shards' key."""
@@ -51,8 +53,8 @@ class LabelSettings(Settings):
     method: LabelMethod = Field(
         "combined", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
         "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
-        "tfidf_weight·TF-IDF cosine + the rest·context label on 0–1 (docs/labeling.md); every part is kept in its "
-        "column whatever its weight")
+        "tfidf_weight·TF-IDF cosine + teacher_weight·teacher cosine + the rest·context label on 0–1 "
+        "(docs/labeling.md); every part is kept in its column whatever its weight (the teacher's only when used)")
     rating: RatingSettings = RatingSettings()
     rating_weight: float = Field(0.7, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.7 "
                                  "with tfidf_weight 0.3: best on STS-B dev sample A over the issue-32 corpus, "
@@ -61,16 +63,30 @@ class LabelSettings(Settings):
                                 "on the labeled pairs' sentences) in method='combined'; the context label gets "
                                 "1 − rating_weight − tfidf_weight (0 by default: computed and kept, not mixed in)")
 
+    teacher_weight: float = Field(0.0, ge=0, le=1, description="Weight of the teacher's cosine (`teacher`, the "
+                                  "pairs' teacher_cosine column, computed only when this is > 0) in method='combined'. "
+                                  "0.5 with rating_weight 0.5 and tfidf_weight 0: best on STS-B dev sample A, "
+                                  "confirmed on B (+4.6 over the default), SICK trial and STS12 train, and it orders "
+                                  "deletion intermediates as the rating does (docs/labeling.md); needs the teacher "
+                                  "(`./stsgen teacher fetch`)")
+    teacher: str = Field(DEFAULT_TEACHER, description="teacher_weight > 0: 'all-mpnet-base-v2' (after `./stsgen "
+                         "teacher fetch`) or a local sentence-transformers folder")
+
     @model_validator(mode="after")
     def _weights_sum_to_at_most_one(self):
-        if self.rating_weight + self.tfidf_weight > 1 + 1e-9:
-            raise ValueError(f"rating_weight ({self.rating_weight}) + tfidf_weight ({self.tfidf_weight}) must be at "
-                             "most 1: the context label gets the rest")
+        if self.rating_weight + self.tfidf_weight + self.teacher_weight > 1 + 1e-9:
+            raise ValueError(f"rating_weight ({self.rating_weight}) + tfidf_weight ({self.tfidf_weight}) + "
+                             f"teacher_weight ({self.teacher_weight}) must be at most 1: the context label gets the rest")
         return self
 
     @property
     def context_weight(self) -> float:
-        return max(0.0, round(1.0 - self.rating_weight - self.tfidf_weight, 9))  # 1 − 0.7 − 0.3 is 5.6e-17
+        # rounded: 1 − 0.7 − 0.3 is 5.6e-17
+        return max(0.0, round(1.0 - self.rating_weight - self.tfidf_weight - self.teacher_weight, 9))
+
+    @property
+    def uses_teacher(self) -> bool:
+        return self.method == "combined" and self.teacher_weight > 0
 
     lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
                                "was best on STS-B dev, docs/labeling.md)")

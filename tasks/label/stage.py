@@ -61,6 +61,7 @@ from tasks.label.scorer import lm_public, load_scorer, resolve_lm
 from tasks.llm.client import model_identity
 from tasks.llm.cost import llm_cost, prices_of
 from tasks.llm.endpoint import check_endpoint
+from tasks.llm.teacher import teacher_identity
 
 STAGE = "label-pairs"
 LABEL_THREADS = 1  # shards at once on a thread pool: the LM already uses every core, more would only contend
@@ -114,6 +115,7 @@ class LabelJob:
     calibrator: object | None
     calibration_info: dict | None
     prepare_s: float
+    teacher: dict | None = None  # the teacher's identity (name, sha256, licence) when label.teacher_weight > 0
 
     @property
     def served(self) -> bool:
@@ -122,7 +124,8 @@ class LabelJob:
     def score_key(self) -> str:
         """What the scores depend on: everything but the calibration (applied after the shards are merged)."""
         return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs], settings=self.settings,
-                         coherence=self.coherence[1], lm=self.lm_sha, rater=_rater(self.llm))
+                         coherence=self.coherence[1], lm=self.lm_sha, rater=_rater(self.llm),
+                         teacher=self.teacher and self.teacher["sha256"])
 
     def key(self) -> str:
         return fingerprint({"scores": self.score_key(),
@@ -167,13 +170,15 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
         except (OSError, ValueError, ImportError) as exc:
             raise ConfigError(f"label.lm = {settings.lm}: cannot be loaded as a causal LM ({exc}); give a causal "
                               "LM's transformers folder or .gguf file (GGUF needs the gguf package).") from None
+    # The teacher is looked for (and hashed) before any scoring: a missing one is one error naming the fetch.
+    teacher = teacher_identity(settings.teacher) if settings.uses_teacher else None
     calibration = settings.calibration
     calibrator, calibration_info = fit_calibration(Path(calibration)) if calibration else (None, None)
     inputs = [{"path": str(source), "sha256": sha256_path(source), "role": "triples" if triples else "pairs"}] + (
         [{"path": str(contexts_path), "sha256": sha256_path(contexts_path), "role": "contexts"}] if contexts_path
         else [])
     return LabelJob(settings, units, bad_rows, inputs, coherence, llm, lm_path, lm_sha, lm_device, calibrator,
-                    calibration_info, round(time.perf_counter() - t0, 3))
+                    calibration_info, round(time.perf_counter() - t0, 3), teacher)
 
 
 def label_all(job: LabelJob, out: StageFolder) -> dict:
@@ -248,7 +253,7 @@ def label_all(job: LabelJob, out: StageFolder) -> dict:
                "served": {"model": settings.lm_endpoint.model, "tokenizer": str(job.lm_path),
                           "prompt_form": load_scorer(settings, str(job.lm_path), job.lm_sha).prompt_form}
                if served else None},
-        "labeler": labeler_description(settings), "rating": rating_info,
+        "labeler": labeler_description(settings), "rating": rating_info, "teacher": job.teacher,
         "cost": llm_cost(rating_info or {}, labeled.num_rows, "pair", prices_of(job.llm) if job.llm else (None, None)),
         "quality": {"hierarchy": hierarchy, "gold": gold, "columns": label_columns_quality(frame)},
         "calibration": job.calibration_info, "hierarchy": hierarchy, "relations": relations, "counts": counts,

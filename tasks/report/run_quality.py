@@ -61,7 +61,9 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
         labeler = label.get("labeler") or {}
         add("label", "labeler", labeler.get("method", "n/a") + (
             f" ({labeler['rating_weight']}·rating/5 + {labeler.get('tfidf_weight', 0):.2f}·TF-IDF cosine + "
-            f"{1 - labeler['rating_weight'] - labeler.get('tfidf_weight', 0):.2f}·context label)"
+            + (f"{labeler['teacher_weight']:.2f}·teacher cosine + " if labeler.get("teacher_weight") else "")
+            + f"{1 - labeler['rating_weight'] - labeler.get('tfidf_weight', 0) - labeler.get('teacher_weight', 0):.2f}"
+            "·context label)"
             if "rating_weight" in labeler else ""))
     patterns = manifests.get("report-patterns")
     if patterns:

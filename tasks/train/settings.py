@@ -10,9 +10,9 @@ from pydantic import Field, model_validator
 
 from tasks.core.config import DEFAULT_SEED, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
+from tasks.llm.teacher import DEFAULT_TEACHER
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
-from tasks.train.teacher import DEFAULT_TEACHER
 
 
 class BackboneSettings(Settings):

@@ -36,12 +36,12 @@ from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
 from tasks.core.sts_data import read_stsb, stsb_version
 from tasks.core.sts_evaluation import evaluate_sources
+from tasks.llm.teacher import teacher_identity
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.label_sources import regression_targets
 from tasks.train.settings import TrainSettings
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
-from tasks.train.teacher import teacher_identity
 from tasks.train.trainer import check_training_data, train
 from tasks.train.training import TrainingData, split_data
 from tasks.train.training_report import plot_curves, plot_rfd

@@ -342,7 +342,8 @@ def test_the_cli_builds_and_refuses_with_one_line(prefect_harness, scripted, tin
 
 def test_pairs_follow_their_triples_and_the_dropped_ones_are_kept_with_why():
     """select_pairs: a pair whose own or other triple was removed goes to removed.parquet as triple_removed (naming
-    that triple, in its own run); the same triple id in another run does not drop it; a run without pairs adds none."""
+    that triple, in its own run); the same triple id in another run does not drop it; a run without pairs adds none;
+    a run labeled before a column existed gets it as nulls (one schema per version)."""
     from types import SimpleNamespace
 
     import pyarrow as pa
@@ -360,6 +361,9 @@ def test_pairs_follow_their_triples_and_the_dropped_ones_are_kept_with_why():
     unlabeled = SimpleNamespace(name="r3", pairs=None)
     kept, removed = select_pairs([r1, r2, unlabeled], {"r1/t2"})
     assert list(zip(kept["run"].to_pylist(), kept["pair_id"].to_pylist())) == [("r1", "p1"), ("r2", "q1")]
+    from tasks.contracts import PAIRS_SCHEMA
+
+    assert kept.column_names == ["run", *PAIRS_SCHEMA.names] and kept["teacher_cosine"].null_count == kept.num_rows
     assert [(r["row_id"], r["reason"], r["matched_id"], r["text"]) for r in removed] == [
         ("p2", "triple_removed", "r1/t2", "b"), ("p3", "triple_removed", "r1/t2", "c")]
     assert select_pairs([unlabeled], set()) == (None, [])

@@ -621,6 +621,49 @@ def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(st
     assert not (tmp_path / "bad" / "out" / "label-pairs").exists()
 
 
+def test_the_teacher_as_the_ratings_partner_fills_teacher_cosine_and_a_missing_one_fails_first(
+        stage2, tmp_path, tiny_lm_dir, tiny_encoder_dir, rater):
+    """label.teacher_weight > 0: the pairs carry the teacher's cosine and the label mixes it in; the manifest names
+    the teacher by content; a teacher that is not there fails before any scoring, nothing written."""
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.core.config import LLMSettings
+    from tasks.label.settings import LabelSettings
+
+    llm = LLMSettings(base_url=rater.base_url, model="rater", max_retries=0, max_concurrency=1,
+                      cache_path=str(tmp_path / "cache.sqlite"))
+    settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4, method="combined",
+                             rating_weight=0.5, tfidf_weight=0.0, teacher_weight=0.5, teacher=str(tiny_encoder_dir),
+                             similarity="contrast")
+    missing = settings.model_copy(update={"teacher": str(tmp_path / "no-teacher")})
+    with pytest.raises(ConfigError, match="no-teacher' does not exist.*label.teacher"):
+        run_label(stage2, tmp_path, tiny_lm_dir, settings=missing, llm=llm)
+    assert not (tmp_path / "out" / "label-pairs").exists() and not rater.chat_requests()
+
+    first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
+    pairs = pq.read_table(first["pairs"]).to_pandas()
+    model = SentenceTransformer(str(tiny_encoder_dir))
+    a, b = (model.encode(pairs[c].tolist(), normalize_embeddings=True) for c in ("s1", "s2"))
+    assert pairs["teacher_cosine"].to_numpy() == pytest.approx(np.clip((a * b).sum(axis=1), 0, 1), abs=1e-5)
+    assert pairs["teacher_cosine"].nunique() > 1
+    assert pairs["label"].to_numpy() == pytest.approx(0.5 * pairs["rating"] / 5 + 0.5 * pairs["teacher_cosine"],
+                                                      abs=1e-12)  # tfidf_weight 0 and the context label's rest 0
+    manifest = json.loads(Path(first["manifest"]).read_text())
+    assert manifest["labeler"]["teacher_weight"] == 0.5 and manifest["labeler"]["context_weight"] == 0
+    assert len(manifest["teacher"]["sha256"]) == 64 and str(tmp_path) not in manifest["teacher"]["teacher"]
+    assert "teacher_cosine" in manifest["quality"]["columns"]
+
+    # Without the teacher (the default) the column is empty and the label is today's rating + TF-IDF; the shards
+    # are the same (the mix is applied after scoring) and nothing is rescored.
+    plain = run_label(stage2, tmp_path, tiny_lm_dir, llm=llm, settings=settings.model_copy(
+        update={"rating_weight": 0.7, "tfidf_weight": 0.3, "teacher_weight": 0.0}))
+    again = pq.read_table(plain["pairs"]).to_pandas()
+    assert again["teacher_cosine"].isna().all()
+    assert again["label"].to_numpy() == pytest.approx(0.7 * again["rating"] / 5 + 0.3 * again["tfidf_cosine"])
+    counts = json.loads(Path(plain["manifest"]).read_text())["counts"]
+    assert counts["shards_reused"] == counts["shards"]
+
+
 def test_bad_labeler_settings_fail_before_anything_is_written(stage2, tmp_path, tiny_lm_dir, tiny_encoder_dir):
     from pydantic import ValidationError
 

@@ -77,3 +77,7 @@ def test_quality_table_shows_each_label_columns_hierarchy_and_gold():
     assert table[("label", "rating: hierarchy / a+ > a- / gold Spearman ×100")] == "75.0% / 100.0% / n/a"
     assert table[("label", "context_label: hierarchy / a+ > a- / gold Spearman ×100")] == "25.0% / 50.0% / 59.0"
     assert table[("label", "labeler")] == "combined (0.8·rating/5 + 0.00·TF-IDF cosine + 0.20·context label)"
+    manifests["label-pairs"]["labeler"] |= {"rating_weight": 0.5, "tfidf_weight": 0.0, "teacher_weight": 0.5}
+    table = {(r["stage"], r["measure"]): r["value"] for r in quality_rows(manifests)}
+    assert table[("label", "labeler")] == ("combined (0.5·rating/5 + 0.00·TF-IDF cosine + 0.50·teacher cosine + "
+                                           "0.00·context label)")

@@ -1,4 +1,4 @@
-"""The encoder teacher as a label source (tasks/train/teacher.py, tasks/train/label_sources.py): its labels are the
+"""The encoder teacher as a label source (tasks/llm/teacher.py, tasks/train/label_sources.py): its labels are the
 teacher's cosines, computed once per pairs content and cached; a teacher folder that is missing or no sentence
 encoder, and a label source whose column the pairs lack, fail with one message naming the fix."""
 
@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.core.config import ConfigError
-from tasks.train import teacher as teacher_module
+from tasks.llm import teacher as teacher_module
 from tasks.train.label_sources import regression_targets
 from tasks.train.training import LossSettings, TrainSettings
 

