@@ -88,7 +88,8 @@ def labeler_description(settings) -> dict:
         out |= {"rating_weight": settings.rating_weight, "tfidf_weight": settings.tfidf_weight,
                 "context_weight": round(settings.context_weight, 6)}
         if settings.uses_teacher:
-            out |= {"teacher_weight": settings.teacher_weight, "teacher": settings.teacher}
+            # a folder's name, never its local path (manifests travel with published datasets)
+            out |= {"teacher_weight": settings.teacher_weight, "teacher": Path(settings.teacher).name}
     return out
 
 

@@ -46,6 +46,11 @@ class LabelSettings(Settings):
     LABEL_ONLY: ClassVar[frozenset[str]] = frozenset({"method", "rating", "rating_weight", "tfidf_weight",
                                                       "teacher_weight", "teacher"})
 
+    def key_exclusions(self) -> frozenset[str]:
+        """The teacher's fields enter the key only when it is mixed in (a run without it keeps its earlier key), and
+        its name or folder never does: the stage key holds its content's sha256 instead."""
+        return self.NOT_IN_KEY | ({"teacher"} if self.uses_teacher else {"teacher", "teacher_weight"})
+
     def score_fields(self) -> dict:
         """The fields the (sentence, context) scores depend on: the shards' key."""
         return {k: v for k, v in key_fields(self).items() if k not in self.LABEL_ONLY}

@@ -125,7 +125,7 @@ class LabelJob:
         """What the scores depend on: everything but the calibration (applied after the shards are merged)."""
         return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs], settings=self.settings,
                          coherence=self.coherence[1], lm=self.lm_sha, rater=_rater(self.llm),
-                         teacher=self.teacher and self.teacher["sha256"])
+                         **({"teacher": self.teacher["sha256"]} if self.teacher else {}))  # absent: earlier keys hold
 
     def key(self) -> str:
         return fingerprint({"scores": self.score_key(),

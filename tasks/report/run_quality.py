@@ -16,6 +16,14 @@ def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.1%}"
 
 
+def _context_weight(labeler: dict) -> float:
+    """The context label's share of a combined label: the manifest's (rounded) value, else what the others leave."""
+    if "context_weight" in labeler:
+        return labeler["context_weight"]
+    return max(0.0, round(1 - labeler["rating_weight"] - labeler.get("tfidf_weight", 0)
+                          - labeler.get("teacher_weight", 0), 6))
+
+
 def quality_rows(manifests: dict[str, dict]) -> list[dict]:
     """[{"stage", "measure", "value"}] from the manifests of a run's stages (missing stages are skipped)."""
     rows: list[dict] = []
@@ -62,8 +70,7 @@ def quality_rows(manifests: dict[str, dict]) -> list[dict]:
         add("label", "labeler", labeler.get("method", "n/a") + (
             f" ({labeler['rating_weight']}·rating/5 + {labeler.get('tfidf_weight', 0):.2f}·TF-IDF cosine + "
             + (f"{labeler['teacher_weight']:.2f}·teacher cosine + " if labeler.get("teacher_weight") else "")
-            + f"{1 - labeler['rating_weight'] - labeler.get('tfidf_weight', 0) - labeler.get('teacher_weight', 0):.2f}"
-            "·context label)"
+            + f"{_context_weight(labeler):.2f}·context label)"
             if "rating_weight" in labeler else ""))
     patterns = manifests.get("report-patterns")
     if patterns:

@@ -740,6 +740,14 @@ def test_label_weights_are_checked_and_a_zero_weight_part_is_left_out():
 
     with pytest.raises(ValidationError, match="must be at most 1"):
         LabelSettings(rating_weight=0.8, tfidf_weight=0.3)
+    with pytest.raises(ValidationError, match="teacher_weight \\(0.5\\) must be at most 1"):
+        LabelSettings(teacher_weight=0.5)
+    from tasks.core.config import key_fields
+
+    # The teacher's fields enter the key only when it is mixed in (earlier runs keep their keys), its folder never.
+    assert not {"teacher", "teacher_weight"} & set(key_fields(LabelSettings()))
+    with_teacher = key_fields(LabelSettings(rating_weight=0.5, tfidf_weight=0.0, teacher_weight=0.5, teacher="/x/t"))
+    assert with_teacher["teacher_weight"] == 0.5 and "teacher" not in with_teacher
     default = LabelSettings()
     assert default.context_weight == 0  # computed and kept, not mixed in (docs/labeling.md, issue 32)
     label = final_label(np.array([np.nan, 0.5]), np.array([5.0, 2.5]), default, np.array([1.0, 0.0]))
