@@ -19,7 +19,7 @@ from scipy.stats import binomtest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tasks.label.label_quality import LABEL_COLUMNS, hierarchy_holds  # noqa: E402
-from tasks.label.labeling import context_label_01  # noqa: E402
+from tasks.label.labeling import LabelSettings, context_label_01, final_label  # noqa: E402
 
 # rating / TF-IDF / context weights of the mixes compared on STS-B dev (docs/labeling.md, issue 32)
 MIXES = {"0.7·rating/5 + 0.3·context": (0.7, 0.0, 0.3), "0.6·rating/5 + 0.3·TF-IDF + 0.1·context": (0.6, 0.3, 0.1)}
@@ -54,8 +54,9 @@ def main() -> None:
             columns[name] = hierarchy_holds(pairs.assign(mixed=mixed), "mixed")
     if args.teacher:
         columns["teacher_cosine"] = hierarchy_holds(pairs, "teacher_cosine")
-        if "rating" in pairs:
-            mixed = 0.5 * pairs["rating"] / 5 + 0.5 * pairs["teacher_cosine"]
+        if "rating" in pairs:  # the stage's own mix (final_label) with the opt-in's weights
+            mix = LabelSettings(rating_weight=0.5, tfidf_weight=0.0, teacher_weight=0.5)
+            mixed = final_label(None, pairs["rating"].to_numpy(), mix, teacher=pairs["teacher_cosine"].to_numpy())
             columns["0.5·rating/5 + 0.5·teacher"] = hierarchy_holds(pairs.assign(mixed=mixed), "mixed")
     print(f"{args.pairs}: {len(pairs)} pairs\n")
     print("| column | hierarchy | 95% CI | − rating [95% paired CI] |\n|---|---|---|---|")

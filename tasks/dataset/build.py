@@ -163,12 +163,9 @@ def select_pairs(runs: list[RunInput], removed_triples: set[str]) -> tuple[pa.Ta
               for r in runs if r.pairs is not None]
     if not tables:
         return None, []
-    pairs = pa.concat_tables(tables, promote_options="permissive")
-    # Runs labeled before a column existed (teacher_cosine) get it as nulls: every version has the one schema.
-    for column in PAIRS_SCHEMA:
-        if column.name not in pairs.column_names:
-            pairs = pairs.append_column(column, pa.nulls(pairs.num_rows, column.type))
-    pairs = pairs.select(["run", *PAIRS_SCHEMA.names])
+    # Runs labeled before a column existed (teacher_cosine) get it as nulls: the empty table of the one schema first.
+    schema = pa.schema([("run", pa.string()), *PAIRS_SCHEMA])
+    pairs = pa.concat_tables([schema.empty_table(), *tables], promote_options="permissive").select(schema.names)
     keys = {name: pc.binary_join_element_wise(pairs["run"], pc.fill_null(pairs[name], ""), "/")
             for name in ("triple_id", "other_triple_id")}
     removed_set = pa.array(sorted(removed_triples), pa.string())
