@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -105,8 +104,8 @@ def test_oversized_input_is_refused_with_the_fix(tmp_path, monkeypatch):
     assert str(path) in str(raised.value)
 
 
-def test_cli_never_prints_the_key_on_errors(tmp_path):
-    env = dict(os.environ, OPENAI_API_KEY=CANARY)
+def test_cli_never_prints_the_key_on_errors(tmp_path, child_env):
+    env = dict(child_env, OPENAI_API_KEY=CANARY)  # the session's Prefect API server: no ephemeral one to start
     proc = subprocess.run([sys.executable, "-m", "flows.cli", "generate", "--n", "2", "--base-url",
                            "http://127.0.0.1:9/v1", "--model", "m", "--output-dir", str(tmp_path),
                            "--corpus", "data/examples/docs"],  # a small corpus: the key is what is under test

@@ -4,7 +4,6 @@ quarantined, re-attaching to a stored batch after an interruption, and nothing s
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -222,8 +221,8 @@ generate_sts_triples(settings=settings, output_dir=out, llm=LLMSettings(
 """
 
 
-def test_flow_killed_while_polling_reattaches_on_rerun(prefect_harness, tiny_corpus, tmp_path):
-    env = dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect"))
+def test_flow_killed_while_polling_reattaches_on_rerun(child_env, tiny_corpus, tmp_path):
+    env = child_env  # the session's Prefect API server (prefect_harness): no ephemeral one to start in the child
     with ScriptedOpenAI(batch_polls=10**9) as server:  # the first batch never finishes while the process lives
         proc = subprocess.Popen([sys.executable, "-c", RUNNER, server.base_url, str(tmp_path / "llm.sqlite"),
                                  str(tmp_path / "out"), str(tiny_corpus)],

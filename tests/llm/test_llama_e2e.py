@@ -1,11 +1,10 @@
 """End to end on the real embedded LLM: the CLI starts llama.cpp's server with SmolLM2-135M on 127.0.0.1, runs the
-flow (ephemeral Prefect), writes valid Parquet and stops the server; each server engine starts on loopback only and
+flow (on the session's Prefect API server), writes valid Parquet and stops the server; each server engine starts on loopback only and
 stops."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -29,18 +28,20 @@ def llama_servers() -> list[psutil.Process]:
     return [p for p in psutil.process_iter(["cmdline"]) if is_server(p.info["cmdline"] or [])]
 
 
-def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path):
+def test_cli_run_on_smollm2_writes_valid_parquet(tmp_path, child_env):
     before = {p.pid for p in llama_servers()}
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "flows.cli", "generate", "--n", "4", "--local-model", "smollm2-135m-instruct",
            "--output-dir", str(out), "--max-attempts", "2",
            "--corpus", "data/examples/docs",  # the CLI and the local model under test, not the 730k-sentence default
            "--candidates", "1"]  # one choice: n > 1 is tested over HTTP (test_best_of_n.py)
-    proc = subprocess.run(cmd, cwd=PROJECT, env=dict(os.environ, PREFECT_HOME=str(tmp_path / "prefect")),
-                          capture_output=True, text=True, timeout=600)
+    # The session's Prefect API server (child_env): an ephemeral one per CLI run costs ~25 s, and its start and stop
+    # are tested in tests/core/test_prefect_ephemeral.py.
+    proc = subprocess.run(cmd, cwd=PROJECT, env=child_env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     folder = (out / "latest").resolve() / "generate-sts-triples"  # the run folder the CLI made
-    assert str(folder / "triples.parquet") in proc.stdout and "./stsgen ui" in proc.stdout
+    ui = child_env["PREFECT_API_URL"].removesuffix("/api")
+    assert str(folder / "triples.parquet") in proc.stdout and f"Prefect UI: {ui}/runs" in proc.stdout
     triples = pq.read_table(folder / "triples.parquet")
     rejected = pq.read_table(folder / "rejected.parquet")
     assert triples.schema.equals(TRIPLES_SCHEMA) and rejected.schema.equals(REJECTED_SCHEMA)

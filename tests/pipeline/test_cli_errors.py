@@ -47,3 +47,17 @@ def test_progress_is_printed_as_plain_lines_when_the_output_is_no_terminal():
             notify_progress("label", done, 2)
     assert out.getvalue().splitlines() == ["label: 1/2 (50 %)", "label: 2/2 (100 %)"]
     assert not isinstance(progress_bar(Console(file=io.StringIO(), force_terminal=True)), PlainProgress)
+
+
+def test_the_outputs_end_with_where_to_see_them_in_the_ui(monkeypatch, capsys, tmp_path):
+    """A run on a Prefect server names its UI; a local run (ephemeral API, gone with the process) says how to start one."""
+    from flows.cli.console import print_outputs
+
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:4321/api")
+    print_outputs({"triples": str(tmp_path / "triples.parquet")})
+    out = capsys.readouterr().out
+    assert "Prefect UI: http://127.0.0.1:4321/runs" in out and "./stsgen ui" not in out
+    monkeypatch.delenv("PREFECT_API_URL")
+    print_outputs({"triples": str(tmp_path / "triples.parquet")})
+    out = capsys.readouterr().out
+    assert "./stsgen ui" in out and "Prefect UI: http" not in out and str(tmp_path / "triples.parquet") in out
