@@ -31,7 +31,7 @@ from prefect.cache_policies import NO_CACHE
 from models.causal_lm import Group, TokenizedLM
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError
-from tasks.core.device import scaled_batch
+from tasks.core.device import resolve_device, scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix
@@ -306,8 +306,8 @@ def apply_ratings(table: pa.Table, ratings: list[Rating], settings: LabelSetting
         context = np.array([np.nan if r["context_label"] is None else r["context_label"] for r in kept])
         s1, s2 = [r["s1"] for r in kept], [r["s2"] for r in kept]
         tfidf = tfidf_cosines(s1, s2)
-        teacher = teacher_labels(pd.DataFrame({"s1": s1, "s2": s2}), settings.teacher)[0] if settings.uses_teacher \
-            else None
+        teacher = teacher_labels(pd.DataFrame({"s1": s1, "s2": s2}), settings.teacher,
+                                 str(resolve_device(settings.device)))[0] if settings.uses_teacher else None
         labels = final_label(context, np.array([r["rating"] for r in kept]), settings, tfidf, teacher)
         for i, (r, label, cosine) in enumerate(zip(kept, labels, tfidf)):
             r["label"], r["tfidf_cosine"] = float(label), float(cosine)

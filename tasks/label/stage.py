@@ -142,6 +142,8 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     # An in-process LM's device: no GPU fails here, before any work. A served LM runs where it is served.
     lm_device = resolve_device(settings.device) if uses_lm(settings) and not served and \
         settings.scorer == "transformers" else None  # llama.cpp scores on the CPU
+    if settings.uses_teacher:  # the teacher encodes on label.device too: the same early failure
+        resolve_device(settings.device)
     source = Path(triples or pairs)
     contexts_path = Path(contexts) if contexts and uses_contexts(settings) else None
     if uses_contexts(settings) and contexts_path is None:

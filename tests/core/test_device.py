@@ -92,6 +92,10 @@ def test_every_torch_stage_fails_on_cuda_before_any_work(prefect_harness, tmp_pa
     with pytest.raises(ConfigError, match="device 'cuda'"):
         label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(out),
                     settings=LabelSettings(method="context", lm=str(tiny_lm_dir), lambda_disc=0, device="cuda"))
+    with pytest.raises(ConfigError, match="device 'cuda'"):  # the rating's teacher partner encodes on label.device
+        label_pairs(contexts=str(contexts), triples=str(triples), output_dir=str(out),  # (llama.cpp scores on the CPU)
+                    settings=LabelSettings(lm=str(tiny_lm_dir), scorer="llama_cpp", rating_weight=0.5,
+                                           tfidf_weight=0.0, teacher_weight=0.5, device="cuda"))
     assert not out.exists()
 
 
