@@ -127,7 +127,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--eval-every", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
-    p.add_argument("--eval-set", action="append", default=None, help="STS12–16 folder or SICK file (repeatable)")
+    p.add_argument("--eval-set", action="append", default=None, help="'stsb-test' (report it once, at the end), an "
+                   "STS12–16 folder or a SICK file, evaluated beside STS-B dev (repeatable)")
     add_device_argument(p)
     add_output_arguments(p)
     p.set_defaults(func=_train)

@@ -76,8 +76,10 @@ class TrainSettings(Settings):
                                       "(tasks/train/label_sources.py); only with losses.regression > 0")
     teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
                          "fetch`) or a sentence-transformers folder")
-    eval_sets: list[str] = Field([], description="STS12–16 folders or SICK files evaluated at the end beside STS-B "
-                                 "dev and test")
+    eval_sets: list[str] = Field([], description="Sets evaluated at the end beside STS-B dev, reported and never "
+                                 "chosen on: 'stsb-test', STS12–16 folders or SICK files. STS-B test is not in by "
+                                 "default: a scheduled run would show it after every run; report it once, when the "
+                                 "work is done (here, or `./stsgen eval MODEL`)")
 
     @model_validator(mode="after")
     def _label_source_needs_regression(self) -> "TrainSettings":

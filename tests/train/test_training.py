@@ -208,6 +208,14 @@ def test_final_guard_on_full_dev_and_the_printed_comparison(tmp_path, capsys):
         assert "| stsb-test | 1379 | 82.03 |" in out
 
 
+def test_sts_b_test_is_evaluated_only_when_asked_for():
+    from tasks.train.stage import evaluation_sets
+
+    assert evaluation_sets(TrainSettings()) == ["stsb-dev"]  # the main job and every scheduled run: dev only
+    asked = TrainSettings(eval_sets=["stsb-test", "stsb-dev", "SICK_trial.txt", "stsb-test"])
+    assert evaluation_sets(asked) == ["stsb-dev", "stsb-test", "SICK_trial.txt"]
+
+
 def test_held_out_triples_never_reach_training():
     triples, pairs, _ = synthetic_data()
     cross = pd.DataFrame({"s1": ["x"], "s2": ["y"], "label": [0.0], "triple_id": ["river0"],
@@ -306,7 +314,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     corpus = write_tiny_corpus(tmp_path)
     mining = MiningSettings(num_negatives=1, relative_margin=0.0, corpus=CorpusSettings(source=str(corpus)))
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
-                                           "dev_pairs": 50, "mining": mining,
+                                           "dev_pairs": 50, "mining": mining, "eval_sets": ["stsb-test"],
                                            "losses": LossSettings(regression=1.0, negatives="both")})
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
                                   settings=settings, output_dir=str(tmp_path / "out"))
