@@ -41,7 +41,7 @@ def _eval(args: argparse.Namespace) -> int:
     # A BeLLM export carries stsgen's own module class (its prompt and bidirectional layers): trusted, it is ours.
     model = SentenceTransformer(str(folder), trust_remote_code=(folder / BELLM_MARKER).is_file())  # CUDA if present
     encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
-    results = evaluate_sources(encode_fn, list(dict.fromkeys(["stsb-dev", "stsb-test", *args.eval_set])))
+    results = evaluate_sources(encode_fn, ["stsb-dev", "stsb-test", *args.eval_set])
     print("| set | pairs | Spearman ×100 |\n|---|---|---|")
     for name, r in results.items():
         print(f"| {name} | {r['pairs']} | {r['spearman']:.2f} |")

@@ -26,5 +26,6 @@ def evaluate_frame(encode: Encode, frame: pd.DataFrame) -> dict:
 
 
 def evaluate_sources(encode: Encode, sources: list[str]) -> dict[str, dict]:
-    """{source: {"pairs", "spearman"[, "subsets"]}} for `stsb-dev`, `stsb-test` and any paths given."""
-    return {source: evaluate_frame(encode, read_sts_source(source)) for source in sources}
+    """{source: {"pairs", "spearman"[, "subsets"]}} for `stsb-dev`, `stsb-test` and any paths given; a source named
+    twice is evaluated once."""
+    return {source: evaluate_frame(encode, read_sts_source(source)) for source in dict.fromkeys(sources)}

@@ -1,6 +1,6 @@
 """End to end on the real embedded LLM: the CLI starts llama.cpp's server with SmolLM2-135M on 127.0.0.1, runs the
-flow (on the session's Prefect API server), writes valid Parquet and stops the server; each server engine starts on loopback only and
-stops."""
+flow (on the session's Prefect API server), writes valid Parquet and stops the server; each server engine starts on
+loopback only and stops."""
 
 from __future__ import annotations
 
