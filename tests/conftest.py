@@ -49,11 +49,26 @@ from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
 XDIST_GROUPS = {"shared_stack": "stack", "adhoc_generate_run": "stack", "reference_run": "faults"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the marks to group the items
 def pytest_collection_modifyitems(config, items):
     for item in items:
         group = next((g for f, g in XDIST_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def groups_stay_on_one_worker(request):
+    """Under --dist loadgroup a grouped item's node id carries its group ("…@faults"); without it the item is scheduled
+    alone and its session fixture built on every worker. Fail every test at once, naming why, rather than silently
+    doubling the suite's slowest setups."""
+    if not getattr(request.config.option, "loadgroup", False):  # set on xdist workers only
+        return
+    lost = [item.nodeid for item in request.session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        pytest.fail(f"--dist loadgroup is not grouping ({len(lost)} items, e.g. {lost[0]}): this pytest and "
+                    f"pytest-xdist do not work together (pyproject.toml pins a pair that does)", pytrace=False)
 
 
 SERVER_COMMANDS = ("prefect.server.api.server", "llama-server", "llama_cpp.server", "prefect worker")
