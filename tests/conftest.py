@@ -46,7 +46,10 @@ from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
 
 # Session fixtures that cost a minute each: with pytest-xdist (`./stsgen test` runs 2 workers, --dist loadgroup) the
 # tests that use one run on one worker, so it is built once.
-XDIST_GROUPS = {"shared_stack": "stack", "adhoc_generate_run": "stack", "reference_run": "faults"}
+# The SmolLM2 GGUF loaded by transformers (~45 s: it re-parses the file for config, tokenizer and weights) is cached
+# per process (tasks/label/scorer.cached_lm): its two modules share one worker and one load.
+XDIST_GROUPS = {"shared_stack": "stack", "adhoc_generate_run": "stack", "reference_run": "faults",
+                "smollm2_server": "smollm2", "scorers": "smollm2"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the marks to group the items

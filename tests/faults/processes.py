@@ -130,9 +130,12 @@ def _serve(port: int, latency_s: float, log: str, answers: int | None = None) ->
 
 def _pipeline(spec: dict) -> None:
     """The tiny sts-pipeline with the spec's plain values in its stage settings: `max_workers` shards at once in
-    stages 2 and 3, `label_shard_size` units per label shard, `train` false: stop after labeling."""
+    stages 2 and 3, `label_shard_size` units per label shard, `train` false: stop after labeling, `stage1_only`: run
+    stage 1's flow alone with the settings the pipeline would give it (a test that reads only stage 1's outputs)."""
+    from flows.generate_sts_triples import generate_sts_triples
     from flows.sts_pipeline import sts_pipeline
     from tasks.core.runners import ExecutionSettings
+    from tasks.pipeline import plan_pipeline
     from tests.pipeline.test_pipeline import tiny_pipeline_kwargs
 
     kwargs = tiny_pipeline_kwargs(spec.pop("base_url"), Path(spec.pop("work")), Path(spec.pop("corpus")),
@@ -144,8 +147,14 @@ def _pipeline(spec: dict) -> None:
                                                "shard_size": spec.pop("label_shard_size", label.shard_size)})
     if not spec.pop("train", True):
         kwargs["train"] = None
+    stage1_only = spec.pop("stage1_only", False)
     kwargs.update(spec)
-    outputs = sts_pipeline(**kwargs)
+    if stage1_only:
+        plan = plan_pipeline(kwargs["generate"], kwargs["retrieve"], kwargs["label"], kwargs["train"], None)
+        outputs = {"generate-sts-triples": generate_sts_triples(settings=plan.generate, llm=kwargs["llm"],
+                                                                output_dir=kwargs["output_dir"])}
+    else:
+        outputs = sts_pipeline(**kwargs)
     print(json.dumps(outputs), flush=True)
 
 
