@@ -51,6 +51,7 @@ from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows  #
 from tasks.train.label_sources import regression_targets  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
+from tasks.train.weight_interpolation import apply_interpolation, backbone_snapshot  # noqa: E402
 
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
@@ -135,6 +136,12 @@ def main() -> None:
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
+    ap.add_argument("--backbone-anchor", type=float, default=0.0, help="every trained row (SimCSE aside) also "
+                    "keeps its embeddings near the frozen backbone's with this weight (LossSettings.backbone_anchor); "
+                    "the rows are named 'DATA anchorW'")
+    ap.add_argument("--wise", default="", help="comma-separated WiSE-FT alphas: each trained row is also reported "
+                    "with its weights interpolated with the backbone's, (1 − α)·θ₀ + α·θ (a row 'DATA wiseα'; "
+                    "tasks/train/weight_interpolation.py)")
     args = ap.parse_args()
 
     triples = read_triples(args.runs.split(","))
@@ -150,6 +157,11 @@ def main() -> None:
 
         sentences = load_corpus(CorpusSettings()).sentences
     recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
+    if args.backbone_anchor:
+        recipes = {kind if base == "simcse" else f"{kind} anchor{args.backbone_anchor:g}":
+                   (base, losses if base == "simcse" else losses.model_copy(
+                       update={"backbone_anchor": args.backbone_anchor}), source)
+                   for kind, (base, losses, source) in recipes.items()}
     labeled = pd.read_parquet(args.pairs) if args.pairs else None
     if labeled is None and any(losses.regression for _, losses, _ in recipes.values()):
         raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
@@ -170,6 +182,8 @@ def main() -> None:
     print(f"backbone loaded in {time.perf_counter() - t:.0f} s on {device}"
           + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
     model = untrained  # every row trains a fresh copy of these weights (loaded once: a GGUF dequantizes slowly)
+    alphas = [float(a) for a in args.wise.split(",") if a]
+    theta0 = backbone_snapshot(untrained) if alphas else {}
     zero = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
     zero |= {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}
     print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero['STS-B dev']:.2f}")
@@ -184,7 +198,7 @@ def main() -> None:
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
-                if kind == "simcse":
+                if triple_kind == "simcse":
                     ensure_dropout(model, args.simcse_dropout)
                 t = time.perf_counter()
                 with tempfile.TemporaryDirectory() as work:
@@ -196,6 +210,14 @@ def main() -> None:
                              "best_step": state.best_step, "train_s": seconds, **scores})
                 print(f"| {size} | {kind} | {len(frame) + len(data.pairs)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
                       f"{seconds:.0f} |", flush=True)
+                tuned, plain = (backbone_snapshot(model) if alphas else {}), rows[-1]
+                for alpha in alphas:  # the same best-on-dev weights, averaged with the backbone's
+                    model.load_state_dict(tuned)
+                    apply_interpolation(model, theta0, alpha)
+                    mixed = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
+                    mixed |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
+                    rows.append({**plain, "data": f"{kind} wise{alpha:g}", **mixed})
+                    print(f"| {size} | {kind} wise{alpha:g} | | {seed} | {mixed['STS-B dev']:.2f} | | |", flush=True)
                 if args.table_out:  # after every row, so a run stopped by a time limit keeps what it measured
                     pd.DataFrame(rows).assign(backbone=info["source"], steps=args.steps, lr=args.lr).to_csv(
                         args.table_out, index=False)
@@ -214,6 +236,14 @@ def main() -> None:
     for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
         print(f"| {size} | {kind} | " + " | ".join(f"{g[s].mean():.2f} ± {g[s].std(ddof=1):.2f}" for s in sets)
               + f" | {g['mean3'].mean():.2f} |")
+    print("\n− the untrained backbone, paired by seed (95 % t-interval over seeds): STS-B dev | SICK trial:")
+    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
+        cells = []
+        for s in ("STS-B dev", "SICK trial"):
+            diff = (g[s] - zero[s]).tolist()
+            lo, hi = t_interval(diff)
+            cells.append(f"{np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+        print(f"  {size} anchors, {kind}: " + " | ".join(cells))
     if {"simcse", "triples"} <= set(table["data"]):
         print("\nstsgen triples − SimCSE, mean3, paired by seed (95 % t-interval over seeds):")
         for size, g in table.groupby("anchors"):

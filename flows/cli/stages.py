@@ -100,11 +100,15 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bidirectional-layers", type=int, default=None)
     p.add_argument("--train-layers", type=int, default=None, help="train only the top k layers")
     p.add_argument("--lora-rank", type=int, default=None, help="train only rank-r LoRA adapters (merged on export)")
+    p.add_argument("--wise-alpha", type=float, default=None, help="WiSE-FT: ship (1 − α)·backbone + α·the trained "
+                   "weights (default: TrainSettings.wise_alpha)")
     p.add_argument("--infonce", type=float, default=None, help="InfoNCE weight")
     p.add_argument("--ht", type=float, default=None, help="hierarchical triplet weight β")
     p.add_argument("--regression", type=float, default=None, help="weight of the regression onto stage-3 labels")
     p.add_argument("--regression-loss", choices=choices_of(TrainSettings, "losses", "regression_loss"), default=None,
                    help="CosineSimilarityLoss (L2 on the cosine) or CoSENTLoss (the labels' order only)")
+    p.add_argument("--backbone-anchor", type=float, default=None, help="weight of 1 − cos(student, frozen backbone) "
+                   "on every training sentence: the space stays nearer the backbone's (LossSettings.backbone_anchor)")
     p.add_argument("--infonce-mini-batch", type=int, default=None,
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
     p.add_argument("--label-source", choices=choices_of(TrainSettings, "label_source"), default=None,
@@ -223,11 +227,13 @@ def _label(args: argparse.Namespace) -> int:
 def train_fields(args: argparse.Namespace) -> dict:
     """TrainSettings fields from stage 4's flags."""
     return given(steps=args.steps, batch_size=args.batch_size, lr=args.lr, eval_every=args.eval_every, seed=args.seed,
-                 eval_sets=args.eval_set, label_source=args.label_source, teacher=args.teacher) | device_fields(args) | {
+                 eval_sets=args.eval_set, label_source=args.label_source, teacher=args.teacher,
+                 wise_alpha=args.wise_alpha) | device_fields(args) | {
         "backbone": given(kind=args.backbone, source=args.model, bidirectional_layers=args.bidirectional_layers,
                           train_layers=args.train_layers, lora_rank=args.lora_rank),
         "losses": given(infonce=args.infonce, hierarchical_triplet=args.ht, regression=args.regression,
                         regression_loss=args.regression_loss, infonce_mini_batch=args.infonce_mini_batch,
+                        backbone_anchor=args.backbone_anchor,
                         negatives=args.negatives, simcse=args.simcse),
         "mining": given(num_negatives=args.mine, cross_encoder=args.cross_encoder,
                         corpus={"source": args.mining_corpus} if args.mining_corpus else None)}

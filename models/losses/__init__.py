@@ -4,9 +4,11 @@ regression onto stage-3 labels are sentence-transformers' own (`MultipleNegative
 
 - `HierarchicalTripletLoss` — s⁺ > sᵐ > s⁻ with margins m1, m2 (seed 004, eq. 6), logging its two parts
 - `WeightedSumLoss` — several losses on one batch's columns, embedded once, each with its weight (seed 004, eq. 7)
+- `BackboneAnchorLoss` — every sentence's embedding kept near the frozen backbone's (learning without forgetting)
 """
 
+from models.losses.backbone_anchor import BackboneAnchorLoss
 from models.losses.hierarchical_triplet import HierarchicalTripletLoss, hierarchical_triplet_parts
 from models.losses.weighted_sum import WeightedSumLoss
 
-__all__ = ["HierarchicalTripletLoss", "WeightedSumLoss", "hierarchical_triplet_parts"]
+__all__ = ["BackboneAnchorLoss", "HierarchicalTripletLoss", "WeightedSumLoss", "hierarchical_triplet_parts"]

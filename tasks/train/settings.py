@@ -42,6 +42,9 @@ class LossSettings(Settings):
     regression_loss: Literal["cosine", "cosent"] = Field(
         "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (seed 003); cosent: "
         "CoSENTLoss, only the labels' order counts")
+    backbone_anchor: float = Field(0.0, ge=0, description="Weight of 1 − cos(student, frozen backbone) on every "
+                                   "training sentence (models/losses/backbone_anchor.py): keeps the space near the "
+                                   "backbone's, so other domains lose less")
     infonce_mini_batch: int | None = Field(None, ge=1, description="Use CachedMultipleNegativesRankingLoss with "
                                            "this mini-batch: large InfoNCE batches in bounded memory")
     temperature: float = Field(0.05, gt=0)
@@ -76,6 +79,9 @@ class TrainSettings(Settings):
                                       "(tasks/train/label_sources.py); only with losses.regression > 0")
     teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
                          "fetch`) or a sentence-transformers folder")
+    wise_alpha: float = Field(1.0, ge=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·the best-on-dev "
+                              "weights (1 = plain fine-tuning); keeps more of the backbone on other domains "
+                              "(tasks/train/weight_interpolation.py). The full-dev guard judges the result")
     eval_sets: list[str] = Field([], description="Sets evaluated at the end beside STS-B dev, reported and never "
                                  "chosen on: 'stsb-test', STS12–16 folders or SICK files. STS-B test is not in by "
                                  "default: a scheduled run would show it after every run; report it once, when the "
@@ -87,6 +93,14 @@ class TrainSettings(Settings):
             raise ValueError(f"label_source={self.label_source!r} chooses the regression's target, but "
                              "losses.regression is 0: set losses.regression > 0 (e.g. 1.0), or leave label_source "
                              "at 'label'")
+        return self
+
+    @model_validator(mode="after")
+    def _wise_needs_full_weights(self) -> "TrainSettings":
+        if self.wise_alpha < 1.0 and self.backbone.lora_rank is not None:
+            raise ValueError(f"wise_alpha={self.wise_alpha} interpolates full weights, but backbone.lora_rank="
+                             f"{self.backbone.lora_rank} trains adapters the backbone does not have: set wise_alpha "
+                             "to 1.0 with LoRA (a smaller lora_alpha scales the adapters' update instead)")
         return self
 
     @model_validator(mode="after")

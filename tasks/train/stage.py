@@ -45,6 +45,7 @@ from tasks.train.surrogate_selection import comparison_markdown, comparison_rows
 from tasks.train.trainer import check_training_data, train
 from tasks.train.training import TrainingData, split_data
 from tasks.train.training_report import plot_curves, plot_rfd
+from tasks.train.weight_interpolation import apply_interpolation
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
@@ -86,7 +87,7 @@ def _card_section(settings: TrainSettings, inputs: list[dict], comparison: list[
             f"- steps {settings.steps}, batch {settings.batch_size}, lr {settings.lr}, seed {settings.seed}; "
             f"shipped: step {shipped_step}\n\n### Backbone vs surrogate (Spearman ×100, cosine)\n\n"
             f"{comparison_markdown([dict(r, set=public_path(str(r['set']))) for r in comparison])}\n\n"
-            f"{verdict(shipped_step, reverted)}\n")
+            f"{verdict(shipped_step, reverted, settings.wise_alpha)}\n")
 
 
 @dataclass
@@ -230,6 +231,10 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     if shipped_step == 0:
         results = backbone_results  # best.pt holds the backbone's own weights
     else:
+        if settings.wise_alpha < 1.0:  # the best checkpoint averaged with the backbone; the guard judges the mix
+            apply_interpolation(model, backbone_weights, settings.wise_alpha)
+            logger.info("WiSE-FT: step %s interpolated with the backbone at alpha %g", shipped_step,
+                        settings.wise_alpha)
         results = evaluate_task(encode, job.eval_sources)
         if keeps_backbone(backbone_results, results):  # the training-time dev split was a subsample
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
@@ -268,6 +273,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
                    "train_pairs": len(data.pairs), "steps": state.step,
                    **({"mined_negatives": mining} if mining else {})},
         "selection": {"shipped_step": shipped_step, "best_step_on_training_dev": state.best_step,
+                      "wise_alpha": settings.wise_alpha if shipped_step else None,
                       "backbone": {k: r["spearman"] for k, r in backbone_results.items()},
                       "surrogate": {k: r["spearman"] for k, r in results.items()},
                       "checkpoint_turned_down": reverted},
@@ -282,7 +288,7 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
     publish_table("train-results", comparison, "Backbone vs surrogate (Spearman ×100)")
     publish_markdown("train-summary", "\n".join([
         f"# train-surrogate — {backbone['kind']} from {backbone['source']}", "", comparison_markdown(comparison), "",
-        f"**{verdict(shipped, reverted)}**", "",
+        f"**{verdict(shipped, reverted, selection['wise_alpha'] or 1.0)}**", "",
         f"- best dev during training (training-time split) at step {selection['best_step_on_training_dev']}; "
         + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
         f"- {manifest['counts']['steps']} steps in {manifest['timings']['train_s']:.0f} s; model: "
@@ -295,7 +301,7 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
                   "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": out.folder / "model", "eval.json": out.folder / "eval.json",
                             "manifest.json": out.folder / "manifest.json"}, "Stage 4 outputs")
-    run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted))
+    run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted, selection["wise_alpha"] or 1.0))
 
 
 def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):

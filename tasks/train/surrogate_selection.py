@@ -30,12 +30,14 @@ def comparison_markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def verdict(shipped_step: int | None, turned_down: dict | None = None) -> str:
-    """What shipped, in one sentence (two when the full-dev guard turned a checkpoint down)."""
+def verdict(shipped_step: int | None, turned_down: dict | None = None, wise_alpha: float = 1.0) -> str:
+    """What shipped, in one sentence (two when the full-dev guard turned a checkpoint down); `wise_alpha` < 1: the
+    checkpoint was interpolated with the backbone (WiSE-FT) before the guard judged it."""
     if shipped_step == 0:
         guard = "" if not turned_down else (
             f" Step {turned_down['step']} was best on the training-time dev split but scored "
             f"{turned_down[SELECTION_SET]:.2f} on the full STS-B dev.")
         return ("Training did not improve STS-B dev: the shipped model is the backbone (step 0)." + guard + " More or "
                 "better training data, fewer steps or a lower learning rate may help.")
-    return f"Training improved STS-B dev: the shipped model is the checkpoint of step {shipped_step}."
+    mixed = f", interpolated with the backbone at alpha {wise_alpha:g} (WiSE-FT)" if wise_alpha < 1.0 else ""
+    return f"Training improved STS-B dev: the shipped model is the checkpoint of step {shipped_step}{mixed}."

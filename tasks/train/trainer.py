@@ -104,7 +104,7 @@ def training_losses(model, losses: LossSettings, datasets) -> dict:
     """{dataset name: loss} for `training_datasets`' datasets."""
     from sentence_transformers.sentence_transformer import losses as st_losses
 
-    from models.losses import HierarchicalTripletLoss, WeightedSumLoss
+    from models.losses import BackboneAnchorLoss, HierarchicalTripletLoss, WeightedSumLoss
 
     def infonce():
         scale = 1.0 / losses.temperature  # sentence-transformers' scale is the inverse temperature
@@ -114,21 +114,29 @@ def training_losses(model, losses: LossSettings, datasets) -> dict:
         return st_losses.MultipleNegativesRankingLoss(model, scale=scale)
 
     regression = {"cosine": st_losses.CosineSimilarityLoss, "cosent": st_losses.CoSENTLoss}[losses.regression_loss]
+    # One frozen copy of the backbone for every dataset's anchor term (built before a resume loads a checkpoint).
+    anchor = BackboneAnchorLoss(model) if losses.backbone_anchor and not losses.simcse else None
     out = {}
     for name, dataset in datasets.items():
         n = len(dataset.column_names)
         if name == "simcse":
             out[name] = infonce()
-        elif name == "hierarchical":
+            continue
+        if name == "hierarchical":
             parts = {"hierarchical_triplet": (HierarchicalTripletLoss(model, losses.m1, losses.m2),
                                               losses.hierarchical_triplet, (0, 1, 3, 2))}
             if losses.infonce:
                 parts = {"infonce": (infonce(), losses.infonce, infonce_columns(losses, n, 4))} | parts
-            out[name] = WeightedSumLoss(model, parts)
+            texts = (0, 1, 2, 3)
         elif name == "contrastive":
-            out[name] = WeightedSumLoss(model, {"infonce": (infonce(), losses.infonce, infonce_columns(losses, n, 3))})
+            parts = {"infonce": (infonce(), losses.infonce, infonce_columns(losses, n, 3))}
+            texts = (0, 1, 2)
         else:
-            out[name] = WeightedSumLoss(model, {"regression": (regression(model), losses.regression, (0, 1))})
+            parts = {"regression": (regression(model), losses.regression, (0, 1))}
+            texts = (0, 1)
+        if anchor is not None:
+            parts["backbone_anchor"] = (anchor, losses.backbone_anchor, texts)
+        out[name] = WeightedSumLoss(model, parts)
     return out
 
 

@@ -128,6 +128,8 @@ def test_corpus_flags_build_corpus_settings():
                                                              "--mining-corpus", "docs.zip"])))
     assert mined.mining.corpus == CorpusSettings(source="docs.zip")
     assert TrainSettings().mining.corpus is None  # the pipeline fills in stage 1's corpus, a lone run the default
+    kept = TrainSettings.model_validate(train_fields(parse(["train", "--wise-alpha", "0.5", "--backbone-anchor", "10"])))
+    assert kept.wise_alpha == 0.5 and kept.losses.backbone_anchor == 10.0  # the flags reach the nested settings
 
 
 def test_the_label_flags_put_a_scoring_endpoint_in_its_nested_settings(tmp_path):

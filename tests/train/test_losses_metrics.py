@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from models.embedding_metrics import alignment, rfd, sts_spearman, uniformity
-from models.losses import HierarchicalTripletLoss, hierarchical_triplet_parts
+from models.losses import BackboneAnchorLoss, HierarchicalTripletLoss, hierarchical_triplet_parts
 
 E = torch.eye(3)
 
@@ -140,3 +140,27 @@ def test_sts_loaders_semeval_folder_sick_and_stsb(tmp_path):
     assert len(dev) == 1500 and dev["gold"].between(0, 5).all()
     with pytest.raises(ConfigError, match="neither stsb-dev"):
         read_sts_source(str(tmp_path / "nope"))
+
+
+def test_backbone_anchor_measures_the_drift_from_the_frozen_start_and_trains_only_the_student():
+    class Rotating(torch.nn.Module):  # a 2-d "encoder" whose weight rotates its input
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Linear(2, 2, bias=False)
+            self.w.weight.data = torch.eye(2)
+
+        def forward(self, features):
+            return {"sentence_embedding": self.w(features["embedding"])}
+
+    student = Rotating()
+    loss = BackboneAnchorLoss(student)
+    batch = torch.cat([at(0), at(90)])
+    assert loss(cols(batch, batch)).item() == pytest.approx(0.0, abs=1e-7)  # nothing moved yet
+    theta = math.radians(60)
+    student.w.weight.data = torch.tensor([[math.cos(theta), -math.sin(theta)], [math.sin(theta), math.cos(theta)]])
+    value = loss(cols(batch))
+    assert value.item() == pytest.approx(1 - math.cos(theta), abs=1e-6)  # every sentence 60° away from its start
+    value.backward()
+    assert student.w.weight.grad is not None and student.w.weight.grad.abs().sum() > 0
+    assert [p for p in loss.parameters()] == [student.w.weight]  # the frozen copy is neither trained nor saved
+    assert torch.equal(loss._frozen.w.weight, torch.eye(2)) and loss._frozen.w.weight.grad is None

@@ -167,6 +167,23 @@ def test_trainer_with_cosent_and_the_cached_infonce(tiny_st, tmp_path):
                                                                         for r in state.history)
 
 
+def test_backbone_anchor_keeps_the_trained_embeddings_nearer_the_backbone(tiny_st, tmp_path):
+    triples, pairs, dev = synthetic_data()
+    sentences = sorted(set(triples["anchor"]) | set(triples["positive"]) | set(triples["negative"]))
+    start = tiny_st().encode(sentences, convert_to_tensor=True)
+    drift = {}
+    for weight in (0.0, 20.0):
+        settings = SETTINGS.model_copy(update={"losses": LossSettings(regression=1.0, backbone_anchor=weight),
+                                               "eval_every": 100, "lr": 3e-3})  # no evaluation: the last weights
+        model = tiny_st()
+        train(model, split_data(triples, pairs, 0.0, 1), dev, settings, tmp_path / f"w{weight}")
+        model.load_state_dict(torch.load(tmp_path / f"w{weight}" / "checkpoints" / "checkpoint-6" / "model_state.pt"))
+        after = model.encode(sentences, convert_to_tensor=True)
+        drift[weight] = float((1 - torch.nn.functional.cosine_similarity(after, start)).mean())
+    assert drift[0.0] > 0.01, drift  # training moved the space ...
+    assert drift[20.0] < 0.5 * drift[0.0], drift  # ... and the anchor held it nearer the backbone
+
+
 def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_st, tmp_path):
     hurt, before, best = _selection_run(tiny_st, tmp_path / "hurt", dev_agrees=False)
     scores = {r["step"]: r["dev_spearman"] for r in hurt.history if "dev_spearman" in r}
@@ -315,7 +332,8 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     mining = MiningSettings(num_negatives=1, relative_margin=0.0, corpus=CorpusSettings(source=str(corpus)))
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
                                            "dev_pairs": 50, "mining": mining, "eval_sets": ["stsb-test"],
-                                           "losses": LossSettings(regression=1.0, negatives="both")})
+                                           "losses": LossSettings(regression=1.0, negatives="both"),
+                                           "wise_alpha": 0.5})
     run = lambda: train_surrogate(triples=str(tmp_path / "triples.parquet"), pairs=str(tmp_path / "pairs.parquet"),  # noqa: E731
                                   settings=settings, output_dir=str(tmp_path / "out"))
     paths = run()
@@ -355,6 +373,17 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         assert row["backbone"] == pytest.approx(report["backbone_results"][row["set"]]["spearman"])
         assert row["spearman"] == pytest.approx(report["results"][row["set"]]["spearman"])
     assert manifest["selection"]["shipped_step"] == report["shipped_step"]
+    # WiSE-FT: what shipped is the midpoint of the backbone and the best checkpoint (best.pt), and the card says so.
+    assert report["shipped_step"] > 0 and manifest["selection"]["wise_alpha"] == 0.5
+    assert "interpolated with the backbone at alpha 0.5 (WiSE-FT)" in card
+    best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
+    from tasks.train.backbones import load_sentence_transformer
+
+    start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
+    shipped = model.state_dict()
+    for name, value in shipped.items():
+        if value.is_floating_point():
+            assert torch.allclose(value, (start[name] + best[name]) / 2, atol=1e-6), name
     assert ("the shipped model is the backbone" in artifacts["train-summary"].data) == (report["shipped_step"] == 0)
     # The flow's log (the UI's Logs tab) holds the stage's summary, and nothing a library printed: datasets' table
     # fingerprinting makes dill disassemble a function into a captured stdout, which `log_prints` used to forward.
