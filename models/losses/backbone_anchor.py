@@ -7,7 +7,8 @@ lets the task losses reorder the space only as far as they pay for the drift.
 Why not sentence-transformers' `EmbedDistillLoss`: it reads pre-computed teacher embeddings from the dataset's label
 column, which the pairs' regression already uses for its score, and as a dataset of its own it would take half of
 the round-robin steps from the task losses. Here the teacher is the student's starting point, so it is embedded on
-the fly from the same batch (one extra forward pass without gradients).
+the fly from the same batch: one extra forward pass without gradients, the student's embeddings shared with the task
+losses (WeightedSumLoss's `compute_loss_from_features_and_embeddings` hook: same pass, same dropout masks).
 
 Inputs: any text columns (WeightedSumLoss passes the columns named for it); labels ignored. The frozen copy is taken
 when the loss is built — before a resumed trainer loads its checkpoint, so it is always the backbone — and is never
@@ -44,16 +45,21 @@ class BackboneAnchorLoss(nn.Module):
                 ) -> torch.Tensor:
         from sentence_transformers.base.losses.merged_forward import embed_columns  # lazy: ~2 s import
 
-        # The tokenizer's tensors only: a forward pass writes its outputs into the dict it is given.
-        features = [{k: v for k, v in f.items() if k not in ("token_embeddings", "sentence_embedding")}
-                    for f in sentence_features]
-        device = next(iter(features[0].values())).device
+        features = [_inputs(f) for f in sentence_features]
+        return self.compute_loss_from_features_and_embeddings(features, embed_columns(self.model, features), labels)
+
+    def compute_loss_from_features_and_embeddings(self, features: list[dict[str, torch.Tensor]],
+                                                  embeddings: list[torch.Tensor],
+                                                  labels: torch.Tensor | None = None) -> torch.Tensor:
+        from sentence_transformers.base.losses.merged_forward import embed_columns
+
+        inputs = [_inputs(f) for f in features]
+        device = next(iter(inputs[0].values())).device
         if next(self._frozen.parameters()).device != device:
             self._frozen.to(device)
         with torch.no_grad():
-            targets = embed_columns(self._frozen, [dict(f) for f in features])
-        embeddings = embed_columns(self.model, features)
-        return torch.stack([(1 - F.cosine_similarity(e, t.detach(), dim=-1)).mean()
+            targets = embed_columns(self._frozen, inputs)
+        return torch.stack([(1 - F.cosine_similarity(e, t, dim=-1)).mean()
                             for e, t in zip(embeddings, targets)]).mean()
 
     def get_config_dict(self) -> dict:
@@ -62,3 +68,8 @@ class BackboneAnchorLoss(nn.Module):
     @property
     def citation(self) -> str:
         return CITATION
+
+
+def _inputs(features: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The tokenizer's tensors of a column, in a new dict: a forward pass writes its outputs into the dict it gets."""
+    return {k: v for k, v in features.items() if k not in ("token_embeddings", "sentence_embedding")}

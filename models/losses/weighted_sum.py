@@ -3,8 +3,9 @@
 Why not one dataset per loss (sentence-transformers' multi-dataset training): InfoNCE and the hierarchical triplet
 loss read the same triples, so one batch should be embedded once and both losses computed from those embeddings
 (what the project's objective, seed 004 eq. 7, sums). Parts that can reuse embeddings (`compute_loss_from_embeddings`)
-share one forward pass; a part that must embed itself (`CachedMultipleNegativesRankingLoss`, whose gradient cache
-needs its own forward) is called on its columns' features.
+share one forward pass; a part that needs its columns' features beside the shared embeddings (the backbone anchor runs
+a frozen model on them: `compute_loss_from_features_and_embeddings`) gets both; a part that must embed itself
+(`CachedMultipleNegativesRankingLoss`, whose gradient cache needs its own forward) is called on its columns' features.
 
 Inputs: `parts` — {name: (loss, weight, column indices)}; the batch's text columns in dataset order, and its label
 column if any. Returns {name: weight · loss} (a dict-valued part contributes each of its entries, weighted), which
@@ -39,14 +40,20 @@ class WeightedSumLoss(nn.Module):
         out: dict[str, torch.Tensor] = {}
         for name, loss in self.losses.items():
             cols = self.columns[name]
-            value = loss.compute_loss_from_embeddings([embedded[c] for c in cols], labels) if self._shares(name) \
-                else loss([features[c] for c in cols], labels)
+            if hasattr(loss, "compute_loss_from_features_and_embeddings"):
+                value = loss.compute_loss_from_features_and_embeddings([features[c] for c in cols],
+                                                                       [embedded[c] for c in cols], labels)
+            elif self._shares(name):
+                value = loss.compute_loss_from_embeddings([embedded[c] for c in cols], labels)
+            else:
+                value = loss([features[c] for c in cols], labels)
             for key, v in (value.items() if isinstance(value, dict) else [(name, value)]):
                 out[key] = self.weights[name] * v
         return out
 
     def _shares(self, name: str) -> bool:
-        return hasattr(self.losses[name], "compute_loss_from_embeddings")
+        return any(hasattr(self.losses[name], hook)
+                   for hook in ("compute_loss_from_embeddings", "compute_loss_from_features_and_embeddings"))
 
     def get_config_dict(self) -> dict:
         return {name: {"loss": type(loss).__name__, "weight": self.weights[name], "columns": list(self.columns[name])}

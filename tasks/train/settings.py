@@ -56,10 +56,25 @@ class LossSettings(Settings):
     simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
                          "another dropout mask (ignores the other weights)")
 
+    def key_exclusions(self) -> frozenset[str]:
+        """`backbone_anchor` enters the key only when it is on: a training from before it keeps its key."""
+        return self.NOT_IN_KEY | (frozenset() if self.backbone_anchor else frozenset({"backbone_anchor"}))
+
+    @model_validator(mode="after")
+    def _anchor_needs_a_task_loss(self) -> "LossSettings":
+        if self.backbone_anchor and self.simcse:
+            raise ValueError("losses.backbone_anchor is not applied to the SimCSE baseline (its dropout views are the "
+                             "comparison's point): set backbone_anchor to 0 with simcse")
+        if self.backbone_anchor and self.infonce_mini_batch:
+            raise ValueError("losses.backbone_anchor embeds the whole batch at once, which would undo "
+                             "infonce_mini_batch's memory bound: set one of them")
+        return self
+
 
 class TrainSettings(Settings):
-    # Where it trains, not what (tasks.core.stage); the evaluation sets enter the stage key as their content.
-    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device", "eval_sets"})
+    # Where it trains, not what (tasks.core.stage); the evaluation sets enter the stage key as their content;
+    # wise_alpha is applied after training, so it keys the stage's outputs (TrainJob.key), not its checkpoints.
+    NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device", "eval_sets", "wise_alpha"})
 
     backbone: BackboneSettings = BackboneSettings()
     losses: LossSettings = LossSettings()
@@ -79,7 +94,7 @@ class TrainSettings(Settings):
                                       "(tasks/train/label_sources.py); only with losses.regression > 0")
     teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
                          "fetch`) or a sentence-transformers folder")
-    wise_alpha: float = Field(1.0, ge=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·the best-on-dev "
+    wise_alpha: float = Field(1.0, gt=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·the best-on-dev "
                               "weights (1 = plain fine-tuning); keeps more of the backbone on other domains "
                               "(tasks/train/weight_interpolation.py). The full-dev guard judges the result")
     eval_sets: list[str] = Field([], description="Sets evaluated at the end beside STS-B dev, reported and never "
@@ -99,8 +114,9 @@ class TrainSettings(Settings):
     def _wise_needs_full_weights(self) -> "TrainSettings":
         if self.wise_alpha < 1.0 and self.backbone.lora_rank is not None:
             raise ValueError(f"wise_alpha={self.wise_alpha} interpolates full weights, but backbone.lora_rank="
-                             f"{self.backbone.lora_rank} trains adapters the backbone does not have: set wise_alpha "
-                             "to 1.0 with LoRA (a smaller lora_alpha scales the adapters' update instead)")
+                             f"{self.backbone.lora_rank} trains low-rank adapters B·A, and mixing A and B separately "
+                             "does not scale their product: set wise_alpha to 1.0 with LoRA (a smaller lora_alpha "
+                             "scales the adapters' update instead)")
         return self
 
     @model_validator(mode="after")

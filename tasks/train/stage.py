@@ -45,7 +45,7 @@ from tasks.train.surrogate_selection import comparison_markdown, comparison_rows
 from tasks.train.trainer import check_training_data, train
 from tasks.train.training import TrainingData, split_data
 from tasks.train.training_report import plot_curves, plot_rfd
-from tasks.train.weight_interpolation import apply_interpolation
+from tasks.train.weight_interpolation import apply_interpolation, backbone_snapshot
 
 STAGE = "train-surrogate"
 CODE_VERSION = "train-v2"  # v2: SentenceTransformerTrainer
@@ -116,7 +116,8 @@ class TrainJob:
                          settings=self.settings, backbone=self.backbone["sha256"])
 
     def key(self) -> str:
-        return fingerprint({"train": self.train_key, "eval": self.eval_hashes})
+        wise = {"wise_alpha": self.settings.wise_alpha} if self.settings.wise_alpha != 1.0 else {}
+        return fingerprint({"train": self.train_key, "eval": self.eval_hashes, **wise})
 
 
 # Task runs of their own in the Prefect UI (state, duration, logs); in-process, no result caching: the trainer's
@@ -215,7 +216,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     backbone_results = _backbone_results(encode, job.eval_sources, job.eval_hashes, workdir)
     # The backbone's weights, to ship if the full-dev guard turns training down: restored into the trained model
     # object, which keeps the model card data the trainer filled in (datasets, losses, hyperparameters).
-    backbone_weights = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+    backbone_weights = backbone_snapshot(model)
     t1 = time.perf_counter()
     every = max(settings.steps // 50, 1)  # progress artifact updates: about 50 in a training
 
@@ -240,7 +241,8 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
             logger.warning("Step %s beat the backbone on the training-time dev split but not on the full STS-B dev: "
                            "shipping the backbone", shipped_step)
             model.load_state_dict(backbone_weights)
-            reverted = {"step": shipped_step, **{k: r["spearman"] for k, r in results.items()}}
+            reverted = {"step": shipped_step, "wise_alpha": settings.wise_alpha,
+                        **{k: r["spearman"] for k, r in results.items()}}
             shipped_step, results = 0, backbone_results
     comparison = comparison_rows(backbone_results, results)
     evals = [r for r in state.history if "align_heldout" in r and r["step"] > 0]  # RFD: over trained checkpoints
@@ -262,6 +264,7 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     out.write_json("eval.json", {
         "results": results, "backbone_results": backbone_results, "shipped_step": shipped_step,
         "checkpoint_turned_down": reverted, "best_step": state.best_step,
+        "wise_alpha": settings.wise_alpha if shipped_step else None,
         "best_dev_spearman_during_training": state.best_dev, **rfd_values,
         "history": [r for r in state.history if "dev_spearman" in r]})
     out.add(model_dir)
@@ -282,13 +285,18 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     }
 
 
+def _alpha(selection: dict) -> float:
+    """The WiSE-FT alpha of what shipped (1.0: plain weights, the backbone's included)."""
+    return 1.0 if selection.get("wise_alpha") is None else selection["wise_alpha"]
+
+
 def publish_training(out: StageFolder, manifest: dict) -> None:
     selection, backbone, comparison = manifest["selection"], manifest["backbone"], manifest["comparison"]
     shipped, reverted, rfd_values = selection["shipped_step"], selection["checkpoint_turned_down"], manifest["rfd"]
     publish_table("train-results", comparison, "Backbone vs surrogate (Spearman ×100)")
     publish_markdown("train-summary", "\n".join([
         f"# train-surrogate — {backbone['kind']} from {backbone['source']}", "", comparison_markdown(comparison), "",
-        f"**{verdict(shipped, reverted, selection['wise_alpha'] or 1.0)}**", "",
+        f"**{verdict(shipped, reverted, _alpha(selection))}**", "",
         f"- best dev during training (training-time split) at step {selection['best_step_on_training_dev']}; "
         + (f"RFD_a {rfd_values['rfd_a']:.4f}, RFD_u {rfd_values['rfd_u']:.4f}" if rfd_values else "no RFD"),
         f"- {manifest['counts']['steps']} steps in {manifest['timings']['train_s']:.0f} s; model: "
@@ -301,7 +309,7 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
                   "Alignment / uniformity: held-out training pairs vs STS-B dev")
     publish_links("train", {"model": out.folder / "model", "eval.json": out.folder / "eval.json",
                             "manifest.json": out.folder / "manifest.json"}, "Stage 4 outputs")
-    run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted, selection["wise_alpha"] or 1.0))
+    run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted, _alpha(selection)))
 
 
 def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):

@@ -34,8 +34,10 @@ def verdict(shipped_step: int | None, turned_down: dict | None = None, wise_alph
     """What shipped, in one sentence (two when the full-dev guard turned a checkpoint down); `wise_alpha` < 1: the
     checkpoint was interpolated with the backbone (WiSE-FT) before the guard judged it."""
     if shipped_step == 0:
+        mixed = f" interpolated with the backbone at alpha {turned_down['wise_alpha']:g}" \
+            if turned_down and turned_down.get("wise_alpha", 1.0) < 1.0 else ""
         guard = "" if not turned_down else (
-            f" Step {turned_down['step']} was best on the training-time dev split but scored "
+            f" Step {turned_down['step']} was best on the training-time dev split but{mixed} scored "
             f"{turned_down[SELECTION_SET]:.2f} on the full STS-B dev.")
         return ("Training did not improve STS-B dev: the shipped model is the backbone (step 0)." + guard + " More or "
                 "better training data, fewer steps or a lower learning rate may help.")

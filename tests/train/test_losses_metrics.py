@@ -164,3 +164,16 @@ def test_backbone_anchor_measures_the_drift_from_the_frozen_start_and_trains_onl
     assert student.w.weight.grad is not None and student.w.weight.grad.abs().sum() > 0
     assert [p for p in loss.parameters()] == [student.w.weight]  # the frozen copy is neither trained nor saved
     assert torch.equal(loss._frozen.w.weight, torch.eye(2)) and loss._frozen.w.weight.grad is None
+
+    # Beside a task loss in WeightedSumLoss the student embeds each column once: the anchor reuses those embeddings
+    # (same pass, same dropout masks) and adds only the frozen model's pass.
+    from sentence_transformers.sentence_transformer.losses import CoSENTLoss
+
+    from models.losses import WeightedSumLoss
+
+    calls = []
+    student.forward = lambda features: calls.append(1) or {"sentence_embedding": student.w(features["embedding"])}
+    combined = WeightedSumLoss(student, {"regression": (CoSENTLoss(student), 1.0, (0, 1)),
+                                         "backbone_anchor": (loss, 2.0, (0, 1))})
+    parts = combined(cols(batch, batch.flip(0)), torch.tensor([1.0, 0.0]))
+    assert len(calls) <= 2 and parts["backbone_anchor"].item() == pytest.approx(2 * (1 - math.cos(theta)), abs=1e-6)

@@ -174,7 +174,7 @@ def test_backbone_anchor_keeps_the_trained_embeddings_nearer_the_backbone(tiny_s
     drift = {}
     for weight in (0.0, 20.0):
         settings = SETTINGS.model_copy(update={"losses": LossSettings(regression=1.0, backbone_anchor=weight),
-                                               "eval_every": 100, "lr": 3e-3})  # no evaluation: the last weights
+                                               "eval_every": 100, "lr": 3e-3})  # compared: the last step's weights
         model = tiny_st()
         train(model, split_data(triples, pairs, 0.0, 1), dev, settings, tmp_path / f"w{weight}")
         model.load_state_dict(torch.load(tmp_path / f"w{weight}" / "checkpoints" / "checkpoint-6" / "model_state.pt"))
@@ -374,16 +374,18 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         assert row["spearman"] == pytest.approx(report["results"][row["set"]]["spearman"])
     assert manifest["selection"]["shipped_step"] == report["shipped_step"]
     # WiSE-FT: what shipped is the midpoint of the backbone and the best checkpoint (best.pt), and the card says so.
-    assert report["shipped_step"] > 0 and manifest["selection"]["wise_alpha"] == 0.5
-    assert "interpolated with the backbone at alpha 0.5 (WiSE-FT)" in card
-    best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
-    from tasks.train.backbones import load_sentence_transformer
+    # (On a CPU this tiny encoder's mix beats it; a GPU's numerics may not, and the guard then ships the backbone.)
+    assert report["shipped_step"] > 0 or torch.cuda.is_available()
+    if report["shipped_step"]:
+        from tasks.train.backbones import load_sentence_transformer
 
-    start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
-    shipped = model.state_dict()
-    for name, value in shipped.items():
-        if value.is_floating_point():
-            assert torch.allclose(value, (start[name] + best[name]) / 2, atol=1e-6), name
+        assert manifest["selection"]["wise_alpha"] == 0.5 and report["wise_alpha"] == 0.5
+        assert "interpolated with the backbone at alpha 0.5 (WiSE-FT)" in card
+        best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
+        start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
+        for name, value in model.state_dict().items():
+            if value.is_floating_point():
+                assert torch.allclose(value, (start[name] + best[name]) / 2, atol=1e-6), name
     assert ("the shipped model is the backbone" in artifacts["train-summary"].data) == (report["shipped_step"] == 0)
     # The flow's log (the UI's Logs tab) holds the stage's summary, and nothing a library printed: datasets' table
     # fingerprinting makes dill disassemble a function into a captured stdout, which `log_prints` used to forward.

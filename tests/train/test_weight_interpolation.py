@@ -6,7 +6,7 @@ import pytest
 import torch
 from pydantic import ValidationError
 
-from tasks.train.settings import BackboneSettings, TrainSettings
+from tasks.train.settings import BackboneSettings, LossSettings, TrainSettings
 from tasks.train.weight_interpolation import apply_interpolation, backbone_snapshot, interpolate_state
 
 
@@ -50,5 +50,21 @@ def test_settings_refuse_an_alpha_outside_0_1_and_wise_with_lora():
     assert TrainSettings().wise_alpha == 1.0  # plain fine-tuning unless asked
     with pytest.raises(ValidationError, match="wise_alpha"):
         TrainSettings(wise_alpha=1.5)
+    with pytest.raises(ValidationError, match="wise_alpha"):
+        TrainSettings(wise_alpha=0.0)  # the backbone itself: not a training
     with pytest.raises(ValidationError, match="wise_alpha=0.5 interpolates full weights"):
         TrainSettings(wise_alpha=0.5, backbone=BackboneSettings(lora_rank=4))
+    with pytest.raises(ValidationError, match="not applied to the SimCSE baseline"):
+        LossSettings(simcse=True, backbone_anchor=1.0)
+    with pytest.raises(ValidationError, match="infonce_mini_batch's memory bound"):
+        LossSettings(backbone_anchor=1.0, infonce_mini_batch=8)
+
+
+def test_the_options_off_keep_the_stage_keys_and_wise_keys_only_the_outputs():
+    from tasks.core.config import key_fields
+
+    plain = TrainSettings()
+    assert "backbone_anchor" not in key_fields(plain.losses)  # trainings from before the options keep their keys
+    assert "backbone_anchor" in key_fields(plain.losses.model_copy(update={"backbone_anchor": 1.0}))
+    # Interpolation comes after training: another alpha reuses the checkpoints (the training key stays).
+    assert key_fields(plain.model_copy(update={"wise_alpha": 0.5})) == key_fields(plain)
