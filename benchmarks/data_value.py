@@ -51,7 +51,7 @@ from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows  #
 from tasks.train.label_sources import regression_targets  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
-from tasks.train.weight_interpolation import apply_interpolation, backbone_snapshot  # noqa: E402
+from tasks.train.weight_interpolation import backbone_snapshot, interpolate_state  # noqa: E402
 
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
@@ -212,8 +212,7 @@ def main() -> None:
                       f"{seconds:.0f} |", flush=True)
                 tuned, plain = (backbone_snapshot(model) if alphas else {}), rows[-1]
                 for alpha in alphas:  # the same best-on-dev weights, averaged with the backbone's
-                    model.load_state_dict(tuned)
-                    apply_interpolation(model, theta0, alpha)
+                    model.load_state_dict(interpolate_state(theta0, tuned, alpha))
                     mixed = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
                     mixed |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
                     rows.append({**plain, "data": f"{kind} wise{alpha:g}", **mixed})

@@ -45,7 +45,7 @@ class BackboneAnchorLoss(nn.Module):
                 ) -> torch.Tensor:
         from sentence_transformers.base.losses.merged_forward import embed_columns  # lazy: ~2 s import
 
-        features = [_inputs(f) for f in sentence_features]
+        features = list(sentence_features)
         return self.compute_loss_from_features_and_embeddings(features, embed_columns(self.model, features), labels)
 
     def compute_loss_from_features_and_embeddings(self, features: list[dict[str, torch.Tensor]],
