@@ -28,7 +28,7 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     LabelSettings fields."""
     from tasks.dataset.settings import DatasetSettings
     from tasks.train.backbones import BackboneSettings
-    from tasks.train.training import LossSettings, TrainSettings
+    from tasks.train.settings import pipeline_train_settings
 
     return dict(
         # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below, best
@@ -40,8 +40,9 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
         # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
         label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                             **label_kw),
-        train=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
-                            batch_size=4, dev_pairs=20, losses=LossSettings(regression=1.0)),
+        # sts-pipeline's own losses (triples, the pairs' CoSENT regression, the backbone anchor) at a tiny size
+        train=pipeline_train_settings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                                      batch_size=4, dev_pairs=20),
         # The n-gram checks (the tiny encoder's cosines are meaningless; the embedding checks: test_build_dataset.py).
         dataset=DatasetSettings(paraphrase_cosine=None, eval_cosine=None),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
@@ -152,6 +153,12 @@ def test_pipeline_trains_on_every_finished_run_beside_it(prefect_harness, script
     assert [i["sha256"] for i in train["inputs"] if i["role"] == "triples"] == [
         manifest["outputs"]["triples.parquet"]["sha256"]]
     assert train["counts"]["train_triples"] + train["counts"]["heldout_triples"] == len(triples)
+    # the pipeline's recipe: the accumulated dataset's labeled pairs in the CoSENT regression, the backbone anchored
+    assert [i["sha256"] for i in train["inputs"] if i["role"] == "pairs"] == [
+        manifest["outputs"]["pairs.parquet"]["sha256"]]
+    assert 0 < train["counts"]["train_pairs"] <= pq.read_metadata(dataset / "pairs.parquet").num_rows
+    losses = train["parameters"]["losses"]
+    assert (losses["regression"], losses["regression_loss"], losses["backbone_anchor"]) == (1.0, "cosent", 50.0)
 
 
 def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(prefect_harness, topic_corpus, tmp_path,

@@ -194,3 +194,21 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
         "intermediate_base": ("positive", "anchor"), "intermediate_choice": ("fewest_added", "pattern_cosine")}
     assert choices_of(TrainSettings, "backbone", "kind") == ("encoder", "bellm")  # `X | None` and nesting unwrapped
     assert choices_of(LabelSettings, "lm_endpoint", "server_engine") == ("llama-server", "llama-cpp-python")
+
+
+def test_the_pipeline_trains_with_its_own_losses_everywhere_it_starts():
+    """sts-pipeline's losses (the pairs' CoSENT regression and the backbone anchor beside the triples; issue 33's
+    table) reach every way it starts — the flow's default, which the nightly deployment's schema carries, and both
+    CLI presets — while `./stsgen train` (a dataset that may have no pairs) keeps the triples-only defaults."""
+    from prefect.utilities.callables import parameter_schema
+
+    from tasks.train.settings import PIPELINE_LOSSES, LossSettings
+
+    recipe = LossSettings.model_validate(PIPELINE_LOSSES)
+    assert recipe.regression > 0 and recipe.regression_loss == "cosent" and recipe.backbone_anchor > 0
+    scheduled = parameter_schema(sts_pipeline.fn).properties["train"]["default"]["losses"]
+    assert LossSettings.model_validate(scheduled) == recipe
+    parse = build_parser().parse_args
+    for preset in PRESETS:
+        assert pipeline_settings(parse(["run", "--preset", preset]))["train"].losses == recipe, preset
+    assert TrainSettings.model_validate(train_fields(parse(["train"]))).losses.regression == 0
