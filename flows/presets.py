@@ -4,21 +4,18 @@
 - `quick` (the main job's default): context labels from each sentence's 8 best-fitting of 16 candidate contexts (the
   label stage's defaults, 24 of 32, cost ~2× as much: docs/labeling.md); the surrogate (all-MiniLM-L6-v2) trained
   200 optimizer steps, every checkpoint (each 50 steps) judged on the full STS-B dev (1,500 pairs encode in seconds),
-  so the checkpoint chosen is the one the never-worse guard then compares. The losses: sts-pipeline's (`PIPELINE_LOSSES`,
+  so the checkpoint chosen is the one the never-worse guard then compares. The losses are the pipeline's own (`PipelineLossSettings`,
   tasks/train/settings.py: InfoNCE + HT on the triples, CoSENT on the labeled pairs' label, the backbone anchor).
   Everything else at the settings' defaults. Wall time per stage: docs/benchmarks.md.
 - both train the coherence model with its settings' defaults, the model `./stsgen corpus prepare` (flow
   prepare-corpus) builds once per corpus: a run after it reuses it.
-- `full`: the settings' defaults (context labels from 24 of 32 candidates), sts-pipeline's losses and 400 optimizer
-  steps.
+- `full`: the settings' defaults (context labels from 24 of 32 candidates) and 400 optimizer steps.
 """
 
 from __future__ import annotations
 
-from tasks.train.settings import PIPELINE_LOSSES
-
 # Per stage: the settings fields the preset sets (validated when the CLI builds the settings, flows/cli/stages.py).
 PRESETS: dict[str, dict[str, dict]] = {
-    "quick": {"label": {"contexts_per_sentence": 8, "candidates_per_sentence": 16}, "train": {"losses": PIPELINE_LOSSES, "steps": 200}},
-    "full": {"train": {"losses": PIPELINE_LOSSES, "steps": 400}},
+    "quick": {"label": {"contexts_per_sentence": 8, "candidates_per_sentence": 16}, "train": {"steps": 200}},
+    "full": {"train": {"steps": 400}},
 }

@@ -160,7 +160,7 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
     from tasks.generate.settings import GenerateSettings
     from tasks.label.settings import LabelSettings
     from tasks.retrieve.settings import RetrieveSettings
-    from tasks.train.settings import TrainSettings
+    from tasks.train.settings import PipelineTrainSettings
 
     preset, device, execution = PRESETS[args.preset], device_fields(args), execution_fields(args)
     retrieve = {"coherence": device, "source": given(source=args.contexts_source), "execution": execution}
@@ -168,7 +168,7 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
             "retrieve": RetrieveSettings.model_validate(merged(preset.get("retrieve", {}), retrieve)),
             "label": LabelSettings.model_validate(merged(preset.get("label", {}), label_fields(args), device,
                                                          {"execution": execution})),
-            "train": TrainSettings.model_validate(merged(preset.get("train", {}), device))}
+            "train": PipelineTrainSettings.model_validate(merged(preset.get("train", {}), device))}
 
 
 def _pipeline(args: argparse.Namespace) -> int:

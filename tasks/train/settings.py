@@ -128,15 +128,22 @@ class TrainSettings(Settings):
         return self
 
 
-# sts-pipeline's losses (its flow default, the nightly deployment and the CLI presets): InfoNCE + HT on the triples,
-# CoSENT on the labeled pairs' `label`, the backbone anchor at 50 — the recipe issue 33's table picked at the main
-# job's size (27 anchors, 189 pairs, 3 seeds: STS-B dev +0.30 [+0.30, +0.31], SICK trial +0.24 [+0.18, +0.29]; the
-# triples alone +0.20 on dev, −0.23 on SICK trial; docs/benchmarks.md "The defaults"). The pipeline always has
-# labeled pairs (its label stage runs first); LossSettings' own defaults (triples only) stay what `./stsgen train`
-# uses on a dataset that may have none.
-PIPELINE_LOSSES: dict = {"regression": 1.0, "regression_loss": "cosent", "backbone_anchor": 50.0}
+
+class PipelineLossSettings(LossSettings):
+    """sts-pipeline's losses: InfoNCE + HT on the triples, CoSENT on the labeled pairs' `label`, the backbone anchor
+    at 50 — the recipe issue 33's table picked at the main job's size (27 anchors, 189 pairs, 3 seeds: STS-B dev
+    +0.30 [+0.30, +0.31], SICK trial +0.24 [+0.18, +0.29]; the triples alone +0.20 on dev, −0.23 on SICK trial;
+    docs/benchmarks.md "The defaults"). The pipeline always has labeled pairs (its label stage runs first);
+    LossSettings' own defaults (triples only) stay what `./stsgen train` uses on a dataset that may have none."""
+
+    regression: float = Field(1.0, ge=0, description=LossSettings.model_fields["regression"].description)
+    regression_loss: Literal["cosine", "cosent"] = Field(
+        "cosent", description=LossSettings.model_fields["regression_loss"].description)
+    backbone_anchor: float = Field(50.0, ge=0, description=LossSettings.model_fields["backbone_anchor"].description)
 
 
-def pipeline_train_settings(**fields) -> TrainSettings:
-    """TrainSettings with sts-pipeline's losses; `fields` (validated) set the rest."""
-    return TrainSettings.model_validate({"losses": PIPELINE_LOSSES} | fields)
+class PipelineTrainSettings(TrainSettings):
+    """sts-pipeline's train stage: TrainSettings whose losses default to the pipeline's, so a partial `train` (a
+    deployment's `-p train='{"steps": 50}'`, or `{"losses": {"temperature": 0.1}}`) keeps the recipe."""
+
+    losses: PipelineLossSettings = PipelineLossSettings()

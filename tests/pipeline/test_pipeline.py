@@ -28,7 +28,7 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     LabelSettings fields."""
     from tasks.dataset.settings import DatasetSettings
     from tasks.train.backbones import BackboneSettings
-    from tasks.train.settings import pipeline_train_settings
+    from tasks.train.settings import PipelineTrainSettings
 
     return dict(
         # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below, best
@@ -41,8 +41,8 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
         label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                             **label_kw),
         # sts-pipeline's own losses (triples, the pairs' CoSENT regression, the backbone anchor) at a tiny size
-        train=pipeline_train_settings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
-                                      batch_size=4, dev_pairs=20),
+        train=PipelineTrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                                    batch_size=4, dev_pairs=20),
         # The n-gram checks (the tiny encoder's cosines are meaningless; the embedding checks: test_build_dataset.py).
         dataset=DatasetSettings(paraphrase_cosine=None, eval_cosine=None),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),

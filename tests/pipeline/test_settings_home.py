@@ -8,6 +8,7 @@ import argparse
 import inspect
 
 import pytest
+from pydantic import TypeAdapter
 
 from flows.build_dataset import build_dataset
 from flows.cli import build_parser
@@ -24,7 +25,7 @@ from tasks.dataset.settings import DatasetSettings
 from tasks.generate.settings import GenerateSettings
 from tasks.label.settings import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.train.settings import TrainSettings
+from tasks.train.settings import PipelineTrainSettings, TrainSettings
 
 STAGES = {"generate": (generate_sts_triples, GenerateSettings), "retrieve": (retrieve_contexts, RetrieveSettings),
           "label": (label_pairs, LabelSettings), "dataset": (build_dataset, DatasetSettings),
@@ -49,9 +50,14 @@ def test_each_stage_flow_takes_one_settings_object_of_its_stage_class(stage):
     assert not {"n", "seed", "corpus", "selection", "coherence", "workers", "train_settings"} & set(params)
 
 
+# The pipeline's own subclass where its stage differs from the stage flow run alone: train has labeled pairs to use.
+PIPELINE_CLASSES = {"train": PipelineTrainSettings}
+
+
 def test_the_pipeline_takes_the_stage_objects_and_restates_no_stage_parameter():
     params = inspect.signature(sts_pipeline.fn, eval_str=True).parameters
     for stage, (flow, cls) in STAGES.items():
+        cls = PIPELINE_CLASSES.get(stage, cls)
         assert cls in (params[stage].annotation, *getattr(params[stage].annotation, "__args__", ()))
         assert params[stage].default == cls()
     stage_params = set().union(*(inspect.signature(f.fn).parameters for f, _ in STAGES.values()))
@@ -79,7 +85,7 @@ def test_no_flags_build_the_settings_defaults_and_flags_set_only_their_field():
     built = pipeline_settings(parse(["run"]))  # the quick preset's sizes over the class defaults, nothing else
     assert built["generate"] == GenerateSettings()
     assert built["label"] == LabelSettings.model_validate(PRESETS["quick"]["label"])
-    assert built["train"] == TrainSettings.model_validate(PRESETS["quick"]["train"])
+    assert built["train"] == PipelineTrainSettings.model_validate(PRESETS["quick"]["train"])
     assert built["retrieve"] == RetrieveSettings()  # the coherence model prepare-corpus builds: no preset size
     flagged = pipeline_settings(parse(["run", "--n", "7", "--workers", "processes", "--candidates", "2"]))
     assert flagged["generate"] == GenerateSettings(n=7, sampling={"candidates": 2})
@@ -198,16 +204,19 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
 
 def test_the_pipeline_trains_with_its_own_losses_everywhere_it_starts():
     """sts-pipeline's losses (the pairs' CoSENT regression and the backbone anchor beside the triples; issue 33's
-    table) reach every way it starts — the flow's default, which the nightly deployment's schema carries, and both
-    CLI presets — while `./stsgen train` (a dataset that may have no pairs) keeps the triples-only defaults."""
+    table) reach every way it starts — the flow's default, which a deployment's schema carries, a deployment's partial
+    `train` parameter, and both CLI presets — while `./stsgen train` (a dataset that may have no pairs) keeps the
+    triples-only defaults."""
     from prefect.utilities.callables import parameter_schema
 
-    from tasks.train.settings import PIPELINE_LOSSES, LossSettings
-
-    recipe = LossSettings.model_validate(PIPELINE_LOSSES)
+    recipe = PipelineTrainSettings().losses
     assert recipe.regression > 0 and recipe.regression_loss == "cosent" and recipe.backbone_anchor > 0
-    scheduled = parameter_schema(sts_pipeline.fn).properties["train"]["default"]["losses"]
-    assert LossSettings.model_validate(scheduled) == recipe
+    schema = parameter_schema(sts_pipeline.fn).properties["train"]
+    assert schema["default"]["losses"] == recipe.model_dump(mode="json")
+    # a deployment run's `-p train='{…}'` is validated into the parameter's type: unset fields keep the recipe
+    train = inspect.signature(sts_pipeline.fn, eval_str=True).parameters["train"].annotation
+    partial = TypeAdapter(train).validate_python({"steps": 7, "losses": {"temperature": 0.1}})
+    assert partial.steps == 7 and partial.losses == recipe.model_copy(update={"temperature": 0.1})
     parse = build_parser().parse_args
     for preset in PRESETS:
         assert pipeline_settings(parse(["run", "--preset", preset]))["train"].losses == recipe, preset
