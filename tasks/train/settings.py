@@ -128,7 +128,6 @@ class TrainSettings(Settings):
         return self
 
 
-
 class PipelineLossSettings(LossSettings):
     """sts-pipeline's losses: InfoNCE + HT on the triples, CoSENT on the labeled pairs' `label`, the backbone anchor
     at 50 — the recipe issue 33's table picked at the main job's size (27 anchors, 189 pairs, 3 seeds: STS-B dev
