@@ -37,6 +37,8 @@ CMAKE_FLAGS = ["-DCMAKE_BUILD_TYPE=Release", "-DBUILD_SHARED_LIBS=ON", "-DLLAMA_
                "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_OPENSSL=OFF",
                "-DCMAKE_BUILD_WITH_INSTALL_RPATH=ON", "-DCMAKE_INSTALL_RPATH=$ORIGIN"]
 BINARY = "llama-server"
+# Which targets compile at -O0 / -O1 (not ggml's kernels): setup's compile is shorter, the server as fast.
+PROFILE = Path(__file__).with_name("llama_profile.cmake")
 # Where the build is linked into a venv: the binary and its libraries together (their RPATH is $ORIGIN).
 VENV_DIR = Path("lib") / "llama.cpp"
 
@@ -91,13 +93,16 @@ def cpu_signature() -> str:
     return f"{platform.machine()} {' '.join(sorted(set(flags.split()[2:])))}"
 
 
-def build_key(version: str, flags: list[str]) -> str:
-    digest = hashlib.sha256(" ".join(flags).encode() + b"\0" + cpu_signature().encode()).hexdigest()[:12]
+def build_key(version: str, flags: list[str], profile: Path | None = PROFILE) -> str:
+    """The flags, the optimisation profile's text and the CPU: a change to any of them is another build."""
+    profile_text = profile.read_bytes() if profile else b"release"
+    digest = hashlib.sha256(" ".join(flags).encode() + b"\0" + cpu_signature().encode() + b"\0"
+                            + profile_text).hexdigest()[:12]
     return f"llama.cpp-{version}-{digest}"
 
 
-def cached_build(version: str, flags: list[str]) -> Path:
-    return stsgen_home() / "build" / build_key(version, flags)
+def cached_build(version: str, flags: list[str], profile: Path | None = PROFILE) -> Path:
+    return stsgen_home() / "build" / build_key(version, flags, profile)
 
 
 def installed_dir(prefix: str | Path = sys.prefix) -> Path:
@@ -120,27 +125,29 @@ def fetch_sdist(version: str, into: Path) -> Path:
     return into / archive.name.removesuffix(".tar.gz") / "vendor" / "llama.cpp"
 
 
-def compile_server(source: Path, build: Path, flags: list[str], jobs: int) -> Path:
+def compile_server(source: Path, build: Path, flags: list[str], jobs: int, profile: Path | None = PROFILE) -> Path:
+    """`profile`: the optimisation profile (a CMake file included after `project()`), None for -O3 throughout."""
     cmake = shutil.which("cmake") or str(Path(sys.executable).with_name("cmake"))
     generator = [] if shutil.which("make") else ["-G", "Ninja"]  # setup installs ninja where make is missing
-    subprocess.run([cmake, "-S", str(source), "-B", str(build), *generator, *flags], check=True,
+    include = [f"-DCMAKE_PROJECT_INCLUDE={profile}"] if profile else []
+    subprocess.run([cmake, "-S", str(source), "-B", str(build), *generator, *flags, *include], check=True,
                    stdout=subprocess.DEVNULL)
     subprocess.run([cmake, "--build", str(build), "--target", BINARY, "-j", str(jobs)], check=True,
                    stdout=subprocess.DEVNULL)
     return build / "bin"
 
 
-def build(version: str, flags: list[str], jobs: int | None = None) -> Path:
+def build(version: str, flags: list[str], jobs: int | None = None, profile: Path | None = PROFILE) -> Path:
     """The cached build folder (llama-server and its .so files), compiling it first if it is not there."""
-    target = cached_build(version, flags)
+    target = cached_build(version, flags, profile)
     if (target / BINARY).is_file():
         return target
     jobs = jobs or os.cpu_count() or 1
-    print(f"stsgen: compiling llama.cpp's {BINARY} from {PACKAGE} {version} (once; 4.5–13 min on 2 cores, by machine)…",
+    print(f"stsgen: compiling llama.cpp's {BINARY} from {PACKAGE} {version} (once; 2.5–6 min on 2 cores, by machine)…",
           file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory(prefix="stsgen-llama-build-") as tmp:
         source = fetch_sdist(version, Path(tmp))
-        built = compile_server(source, Path(tmp) / "build", flags, jobs)
+        built = compile_server(source, Path(tmp) / "build", flags, jobs, profile)
         staging = target.with_name(target.name + ".partial")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)

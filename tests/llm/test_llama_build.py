@@ -102,3 +102,57 @@ def test_the_compile_step_needs_only_the_standard_library():
     done = subprocess.run([sys.executable, "-c", code], cwd=PROJECT, env=dict(os.environ, PYTHONPATH=str(PROJECT)),
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_profile_builds_the_request_code_in_unity_batches_and_leaves_the_kernels_as_released(tmp_path):
+    """Configure a project with llama.cpp's target names and file layout through the profile (as setup passes it)
+    and read the compile commands CMake writes: common's and the multimodal library's sources in unity batches
+    (the sources that do not compile in one kept apart), ggml's kernels at the release -O3, libllama at -O1, the
+    rest at -O0; -DSTSGEN_LLAMA_PROFILE=OFF builds every source on its own at -O3."""
+    import json
+    import shutil
+    import subprocess
+
+    cmake = shutil.which("cmake")
+    if not cmake:
+        pytest.skip("cmake is not installed")
+    sources = {"ggml": ["ggml/ggml.cpp"], "llama": ["src/llama.cpp"], "cpp-httplib": ["vendor/httplib.cpp"],
+               "llama-common": ["common/arg.cpp", "common/chat.cpp", "common/json.cpp"],
+               "mtmd": ["tools/mtmd/clip.cpp", "tools/mtmd/models/llava.cpp", "tools/mtmd/models/qwen2vl.cpp"]}
+    src = tmp_path / "src"
+    for files in sources.values():
+        for i, name in enumerate(files):
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            (src / name).write_text(f"int f_{Path(name).stem.replace('-', '_')}{i}() {{ return 0; }}\n")
+    (src / "CMakeLists.txt").write_text(
+        'cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" CXX)\n'
+        + "".join(f"add_library({t} STATIC {' '.join(f)})\n" for t, f in sources.items()))
+
+    def compiled(*extra: str) -> dict:
+        """{compiled file (relative, a unity batch as `<target>:unity`): its last -O level}."""
+        build = tmp_path / f"build{len(extra)}"
+        subprocess.run([cmake, "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
+                        "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_PROJECT_INCLUDE={llama_build.PROFILE}",
+                        *extra], check=True, capture_output=True)
+        found = {}
+        for command in json.loads((build / "compile_commands.json").read_text()):
+            file = Path(command["file"])
+            name = (f"{file.parent.parent.name.removesuffix('.dir')}:unity" if file.parent.name == "Unity"
+                    else str(file.relative_to(src)))
+            found[name] = re.findall(r"-O[0-3s]", command["command"])[-1]
+        return found
+
+    assert compiled() == {"ggml/ggml.cpp": "-O3", "src/llama.cpp": "-O1", "vendor/httplib.cpp": "-O0",
+                          "llama-common:unity": "-O0", "common/json.cpp": "-O0",
+                          "mtmd:unity": "-O0", "tools/mtmd/clip.cpp": "-O0"}
+    released = compiled("-DSTSGEN_LLAMA_PROFILE=OFF")
+    assert sorted(released) == sorted(f for files in sources.values() for f in files)
+    assert set(released.values()) == {"-O3"}
+
+
+def test_the_profile_is_part_of_the_cache_key(tmp_path):
+    profile = tmp_path / "profile.cmake"
+    profile.write_text(llama_build.PROFILE.read_text().replace("UNITY_BUILD_BATCH_SIZE 16", "UNITY_BUILD_BATCH_SIZE 8"))
+    light = llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS)
+    assert light != llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS, profile)
+    assert light != llama_build.build_key("0.3.36", llama_build.CMAKE_FLAGS, None)  # the release build is another
