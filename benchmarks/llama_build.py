@@ -8,7 +8,8 @@ profile (tasks/llm/llama_profile.cmake, setup's default) builds those cheaper an
 shows what that saves at setup and costs at serving time.
 
     .venv/bin/python -m benchmarks.llama_build --part compile              # each profile compiled from the sdist
-    .venv/bin/python -m benchmarks.llama_build --part serve --rounds 3     # both builds (cached) serving the 1.5B model
+    .venv/bin/python -m benchmarks.llama_build --part serve --rounds 8     # both builds serving the 1.5B model (a
+                                                                           # build not cached compiles first)
 
 `serve` starts each build's llama-server in turn (ABBA…, the same model, 2 threads, one slot) and sends the same
 requests (a fixed few-shot prefix, then a different sentence each, temperature 0, 48 tokens), reading the server's
@@ -72,6 +73,8 @@ def serve_once(build: Path, model: Path) -> dict:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(600):
+            if proc.poll() is not None:
+                raise RuntimeError(f"{build / llama_build.BINARY} exited with {proc.returncode} before it served")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
                 break
@@ -105,11 +108,13 @@ def main() -> None:
                 print(f"{profile}: compiled in {compile_profile(profile, args.version, Path(tmp)):.0f} s", flush=True)
         return
     model = args.model or resolve_gguf("qwen2.5-coder-1.5b-instruct")[0]
-    builds = {p: llama_build.build(args.version, llama_build.cmake_flags(), profile=profile_file(p)) for p in PROFILES}
+    builds = {p: llama_build.build(args.version, llama_build.cmake_flags(), profile=profile_file(p))
+              for p in PROFILES}
     rows = {p: [] for p in PROFILES}
     for round_ in range(args.rounds):  # ABBA…: a drift of the machine's speed falls on both
         for profile in PROFILES if round_ % 2 == 0 else PROFILES[::-1]:
             rows[profile].append(serve_once(builds[profile], model))
+
     def spread(runs: list[dict], key: str) -> str:
         values = [r[key] for r in runs]
         return f"{statistics.median(values):.2f} [{min(values):.2f}–{max(values):.2f}]"
@@ -118,7 +123,8 @@ def main() -> None:
           "generation tok/s |")
     print("|---|---|---|---|")
     for profile, runs in rows.items():
-        print(f"| {profile} | {spread(runs, 'wall_s')} | {spread(runs, 'prompt_tok_s')} | {spread(runs, 'gen_tok_s')} |")
+        cells = [spread(runs, key) for key in ("wall_s", "prompt_tok_s", "gen_tok_s")]
+        print(f"| {profile} | {' | '.join(cells)} |")
     base, light = (statistics.median(r["wall_s"] for r in rows[p]) for p in PROFILES)
     print(f"light / release wall time: {light / base:.3f}")
 

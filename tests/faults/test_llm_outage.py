@@ -1,8 +1,8 @@
 """(a) The LLM server is SIGKILLed mid-run. Restarted within the retry budget: the run completes with the
 undisturbed run's triples. Down for longer: the run ends with the failed calls quarantined as `llm_error` (counted,
-nothing silently dropped), and a re-run after the restart sends only those calls and completes identically. Stage 1
-runs alone here: the tiny pipeline's later stages send no LLM request (a run resumed through every stage:
-tests/faults/test_kill_resume.py)."""
+nothing silently dropped), and a re-run after the restart sends only those calls and completes identically. The runs
+that complete run stage 1 alone: the tiny pipeline's later stages send no LLM request (a run resumed through every
+stage: tests/faults/test_kill_resume.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """The llama.cpp build of setup (tasks/llm/llama_build.py): the installed llama-cpp-python is the pinned one, extra CMake
 flags change the cache key, a cached build is reused without compiling, and linking a build into a venv gives
-llama-server its libraries beside it and llama-cpp-python (installed without its own compile) the same libraries."""
+llama-server its libraries beside it and llama-cpp-python (installed without its own compile) the same libraries;
+the build profile (tasks/llm/llama_profile.cmake) builds what it says and is part of the cache key."""
 
 from __future__ import annotations
 
@@ -105,31 +106,38 @@ def test_the_compile_step_needs_only_the_standard_library():
 
 
 def test_the_profile_builds_the_request_code_in_unity_batches_and_leaves_the_kernels_as_released(tmp_path):
-    """Configure a project with llama.cpp's target names and file layout through the profile (as setup passes it)
-    and read the compile commands CMake writes: common's and the multimodal library's sources in unity batches
-    (the sources that do not compile in one kept apart), ggml's kernels at the release -O3, libllama at -O1, the
-    rest at -O0; -DSTSGEN_LLAMA_PROFILE=OFF builds every source on its own at -O3."""
+    """Configure a project with llama.cpp's target names and directory layout through the profile (as setup passes
+    it) and read the compile commands CMake writes: common's, the server's and the multimodal library's sources in
+    unity batches (the sources that do not compile in one kept apart), ggml's kernels at the release -O3, libllama at
+    -O1, the rest at -O0; -DSTSGEN_LLAMA_PROFILE=OFF builds every source on its own at -O3."""
     import json
     import shutil
     import subprocess
 
     cmake = shutil.which("cmake")
-    if not cmake:
-        pytest.skip("cmake is not installed")
-    sources = {"ggml": ["ggml/ggml.cpp"], "llama": ["src/llama.cpp"], "cpp-httplib": ["vendor/httplib.cpp"],
-               "llama-common": ["common/arg.cpp", "common/chat.cpp", "common/json.cpp"],
-               "mtmd": ["tools/mtmd/clip.cpp", "tools/mtmd/models/llava.cpp", "tools/mtmd/models/qwen2vl.cpp"]}
+    if not cmake or not shutil.which("make"):
+        pytest.skip("cmake and make are not installed")
+    # {directory: {target: sources}}, as in llama.cpp's tree (each target made in its own directory's CMakeLists)
+    layout = {"ggml": {"ggml": ["ggml.cpp"]}, "src": {"llama": ["llama.cpp"]},
+              "vendor": {"cpp-httplib": ["httplib.cpp"]},
+              "common": {"llama-common": ["arg.cpp", "chat.cpp", "json.cpp"]},
+              "tools/mtmd": {"mtmd": ["mtmd.cpp", "mtmd-audio.cpp", "mtmd-image.cpp", "mtmd-helper.cpp",
+                                      "mtmd-helper-gen.cpp", "clip.cpp", "models/llava.cpp", "models/qwen2vl.cpp"]},
+              "tools/server": {"server-context": ["server-context.cpp", "server-task.cpp"],
+                               "llama-server-impl": ["server.cpp", "server-http.cpp"]}}
     src = tmp_path / "src"
-    for files in sources.values():
-        for i, name in enumerate(files):
-            (src / name).parent.mkdir(parents=True, exist_ok=True)
-            (src / name).write_text(f"int f_{Path(name).stem.replace('-', '_')}{i}() {{ return 0; }}\n")
-    (src / "CMakeLists.txt").write_text(
-        'cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" CXX)\n'
-        + "".join(f"add_library({t} STATIC {' '.join(f)})\n" for t, f in sources.items()))
+    for n, (folder, targets) in enumerate(layout.items()):
+        for target, files in targets.items():
+            for i, name in enumerate(files):
+                (src / folder / name).parent.mkdir(parents=True, exist_ok=True)
+                (src / folder / name).write_text(f"int f{n}_{i}_{len(target)}() {{ return 0; }}\n")
+        (src / folder / "CMakeLists.txt").write_text(
+            "".join(f"add_library({t} STATIC {' '.join(f)})\n" for t, f in targets.items()))
+    (src / "CMakeLists.txt").write_text('cmake_minimum_required(VERSION 3.14)\nproject("llama.cpp" CXX)\n'
+                                        + "".join(f"add_subdirectory({folder})\n" for folder in layout))
 
     def compiled(*extra: str) -> dict:
-        """{compiled file (relative, a unity batch as `<target>:unity`): its last -O level}."""
+        """{compiled file (relative to the tree; a unity batch as `<target>:unity`): its last -O level}."""
         build = tmp_path / f"build{len(extra)}"
         subprocess.run([cmake, "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
                         "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON", f"-DCMAKE_PROJECT_INCLUDE={llama_build.PROFILE}",
@@ -139,15 +147,28 @@ def test_the_profile_builds_the_request_code_in_unity_batches_and_leaves_the_ker
             file = Path(command["file"])
             name = (f"{file.parent.parent.name.removesuffix('.dir')}:unity" if file.parent.name == "Unity"
                     else str(file.relative_to(src)))
-            found[name] = re.findall(r"-O[0-3s]", command["command"])[-1]
+            found.setdefault(name, set()).add(re.findall(r"-O[0-3s]", command["command"])[-1])
         return found
 
-    assert compiled() == {"ggml/ggml.cpp": "-O3", "src/llama.cpp": "-O1", "vendor/httplib.cpp": "-O0",
-                          "llama-common:unity": "-O0", "common/json.cpp": "-O0",
-                          "mtmd:unity": "-O0", "tools/mtmd/clip.cpp": "-O0"}
+    mtmd_apart = ["mtmd.cpp", "mtmd-audio.cpp", "mtmd-image.cpp", "mtmd-helper.cpp", "mtmd-helper-gen.cpp", "clip.cpp"]
+    assert compiled() == {"ggml/ggml.cpp": {"-O3"}, "src/llama.cpp": {"-O1"}, "vendor/httplib.cpp": {"-O0"},
+                          "llama-common:unity": {"-O0"}, "common/json.cpp": {"-O0"},
+                          "mtmd:unity": {"-O0"}, **{f"tools/mtmd/{f}": {"-O0"} for f in mtmd_apart},
+                          "server-context:unity": {"-O0"}, "llama-server-impl:unity": {"-O0"}}
     released = compiled("-DSTSGEN_LLAMA_PROFILE=OFF")
-    assert sorted(released) == sorted(f for files in sources.values() for f in files)
-    assert set(released.values()) == {"-O3"}
+    assert sorted(released) == sorted(f"{folder}/{name}" for folder, targets in layout.items()
+                                      for files in targets.values() for name in files)
+    assert set().union(*released.values()) == {"-O3"}
+
+
+def test_the_compile_passes_the_profile_to_cmake_and_none_builds_as_released(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(llama_build.subprocess, "run", lambda argv, **kw: calls.append(argv))
+    llama_build.compile_server(tmp_path / "src", tmp_path / "build", ["-DX=1"], 2)
+    llama_build.compile_server(tmp_path / "src", tmp_path / "build", ["-DX=1"], 2, profile=None)
+    configure_light, _, configure_released, _ = calls
+    assert f"-DCMAKE_PROJECT_INCLUDE={llama_build.PROFILE}" in configure_light and "-DX=1" in configure_light
+    assert not any(a.startswith("-DCMAKE_PROJECT_INCLUDE") for a in configure_released)
 
 
 def test_the_profile_is_part_of_the_cache_key(tmp_path):
