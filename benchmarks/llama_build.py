@@ -29,6 +29,7 @@ from pathlib import Path
 
 from tasks.llm import llama_build
 from tasks.llm.local_models import resolve_gguf
+from tasks.llm.server import _healthy as healthy
 from tasks.llm.server import free_port
 
 PROFILES = ("release", "light")
@@ -72,14 +73,10 @@ def serve_once(build: Path, model: Path) -> dict:
                              str(port), "-t", "2", "-tb", "2", "-c", "2048", "--parallel", "1"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
+        while not healthy(f"http://127.0.0.1:{port}/v1"):  # the embedded server's own readiness probe
             if proc.poll() is not None:
                 raise RuntimeError(f"{build / llama_build.BINARY} exited with {proc.returncode} before it served")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.5)
+            time.sleep(0.5)
         prompt_rates, gen_rates, started = [], [], time.perf_counter()
         for sentence in SENTENCES:
             answer = post(f"http://127.0.0.1:{port}/v1/chat/completions", {

@@ -10,7 +10,8 @@ machine compiles llama.cpp once, not twice.
 The build is cached under $STSGEN_HOME/build/llama.cpp-<version>-<digest of flags, CPU and profile>/ (like pip's wheel
 cache: a new venv reuses it); extra CMake flags (e.g. `-DGGML_CUDA=ON` on a GPU node) come from
 $STSGEN_LLAMA_CMAKE_ARGS and are part of the cache key. The build profile (llama_profile.cmake: unity batches and low
--O levels outside ggml's kernels, half the compile) applies unless those flags hold `-DSTSGEN_LLAMA_PROFILE=OFF`. Nothing is downloaded beyond the sdist itself (pip, from the package index).
+-O levels outside ggml's kernels, half the compile) applies unless those flags hold `-DSTSGEN_LLAMA_PROFILE=OFF`.
+Nothing is downloaded beyond the sdist itself (pip, from the package index).
 """
 
 from __future__ import annotations
