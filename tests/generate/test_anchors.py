@@ -144,3 +144,14 @@ def test_verdicts_are_computed_once_per_candidate_list(tmp_path, monkeypatch):
     assert again.equals(first)
     with pytest.raises(AssertionError, match="computed again"):  # other settings: other verdicts
         sample_anchors(corpus, 20, seed=4, settings=AnchorSettings(exclude_eval=[], max_words=30))
+
+
+@pytest.mark.parametrize("text", ['"well, i never thought i would see the day you came back here."',
+                                  "'cause we went home to see the new house on the hill before dark."])
+def test_a_lower_case_start_after_quotes_or_points_is_chat(text):
+    assert anchor_rejections(pd.Series([text])).iloc[0] == "chat_filler"
+
+
+def test_a_capital_after_a_quote_passes():
+    text = '"Well, I never thought I would see the day you came back here."'
+    assert anchor_rejections(pd.Series([text])).iloc[0] == ""
