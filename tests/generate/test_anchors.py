@@ -148,10 +148,13 @@ def test_verdicts_are_computed_once_per_candidate_list(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("text", ['"well, i never thought i would see the day you came back here."',
                                   "'cause we went home to see the new house on the hill before dark."])
-def test_a_lower_case_start_after_quotes_or_points_is_chat(text):
+def test_a_lower_case_start_after_quotes_or_punctuation_is_chat(text):
     assert anchor_rejections(pd.Series([text])).iloc[0] == "chat_filler"
 
 
-def test_a_capital_after_a_quote_passes():
-    text = '"Well, I never thought I would see the day you came back here."'
+@pytest.mark.parametrize("text", ['"Well, I never thought I would see the day you came back here."',
+                                  "40 people died when the old bridge collapsed during the storm.",
+                                  "2015 was the warmest year on record in much of the country.",
+                                  "3rd parties rarely win seats in the national parliament."])
+def test_a_capital_after_a_quote_or_a_number_start_passes(text):
     assert anchor_rejections(pd.Series([text])).iloc[0] == ""
