@@ -96,6 +96,13 @@ def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences
     return triples[["anchor", "positive", "intermediate", "negative"]]
 
 
+def pairs_of(triples: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """The labeled pairs both of whose sentences belong to these triples: a row at N anchors trains on the pairs of
+    those N anchors' triples only, so the learning curve's sizes differ in pairs as in triples."""
+    sentences = set(triples[["anchor", "positive", "intermediate", "negative"]].stack())
+    return pairs[pairs["s1"].isin(sentences) & pairs["s2"].isin(sentences)].reset_index(drop=True)
+
+
 def held_out_sets() -> dict[str, pd.DataFrame]:
     """SICK trial and the STS12 train pairs (read in place), STS-B test: reported once, never chosen on."""
     from benchmarks.held_out import held_out_pairs
@@ -131,7 +138,8 @@ def main() -> None:
     ap.add_argument("--lr", type=float, default=3e-5)
     ap.add_argument("--dev-pairs", type=int, default=None, help="choose on this many seeded STS-B dev pairs (default "
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
-    ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet (for the pairs:SOURCE variants)")
+    ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet, or several comma-separated (their rows "
+                    "concatenated, a repeated (s1, s2) kept once), for the pairs:SOURCE variants")
     ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder")
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
@@ -162,7 +170,8 @@ def main() -> None:
                    (base, losses if base == "simcse" else losses.model_copy(
                        update={"backbone_anchor": args.backbone_anchor}), source)
                    for kind, (base, losses, source) in recipes.items()}
-    labeled = pd.read_parquet(args.pairs) if args.pairs else None
+    labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
+               .drop_duplicates(["s1", "s2"]).reset_index(drop=True)) if args.pairs else None  # runs may share pairs
     if labeled is None and any(losses.regression for _, losses, _ in recipes.values()):
         raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
     backbone = BackboneSettings(kind=args.backbone, source=args.source)
@@ -194,7 +203,8 @@ def main() -> None:
         for kind, (triple_kind, losses, label_source) in recipes.items():
             for seed in [int(s) for s in args.seeds.split(",")]:
                 frame = training_frame(triple_kind, anchors, seed, sentences)
-                pairs = targets[label_source] if losses.regression else pd.DataFrame(columns=["s1", "s2", "label"])
+                pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
+                    else pd.DataFrame(columns=["s1", "s2", "label"])
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
