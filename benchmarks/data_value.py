@@ -54,6 +54,7 @@ from tasks.train.training import LossSettings, TrainingData, TrainSettings  # no
 from tasks.train.weight_interpolation import backbone_snapshot, interpolate_state  # noqa: E402
 
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
+SENTENCE_COLUMNS = TRIPLE_COLUMNS[3:]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
           "triples": LossSettings()}
 
@@ -88,18 +89,18 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
 def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
     """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py)."""
     if kind is None:  # the pairs alone
-        return triples.iloc[:0][["anchor", "positive", "intermediate", "negative"]]
+        return triples.iloc[:0][SENTENCE_COLUMNS]
     if kind == "neighbours":
         return neighbour_rows(triples, sentences, seed)
     if kind == "simcse":
         return simcse_rows(triples)
-    return triples[["anchor", "positive", "intermediate", "negative"]]
+    return triples[SENTENCE_COLUMNS]
 
 
 def pairs_of(triples: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """The labeled pairs both of whose sentences belong to these triples: a row at N anchors trains on the pairs of
     those N anchors' triples only, so the learning curve's sizes differ in pairs as in triples."""
-    sentences = set(triples[["anchor", "positive", "intermediate", "negative"]].stack())
+    sentences = set(triples[SENTENCE_COLUMNS].stack())
     return pairs[pairs["s1"].isin(sentences) & pairs["s2"].isin(sentences)].reset_index(drop=True)
 
 
@@ -201,10 +202,10 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         anchors = triples.iloc[:size]
         for kind, (triple_kind, losses, label_source) in recipes.items():
+            pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
+                else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
             for seed in [int(s) for s in args.seeds.split(",")]:
                 frame = training_frame(triple_kind, anchors, seed, sentences)
-                pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
-                    else pd.DataFrame(columns=["s1", "s2", "label"])
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
