@@ -113,9 +113,13 @@ def main() -> None:
     ap.add_argument("--lm", default=MODEL, help="the in-process model and the served model's tokenizer")
     ap.add_argument("--base-url", help="a served endpoint of the same model (default: llama-cpp-python on 127.0.0.1)")
     ap.add_argument("--model", help="the model's name at --base-url")
+    ap.add_argument("--bfloat16", action="store_true", help="also the in-process transformers scorer in bfloat16 "
+                    "(fast only on CPUs with native bf16: AVX-512-BF16 or AMX)")
+    ap.add_argument("--no-llama-cpp", action="store_true", help="leave out the llama-cpp-python in-process row")
     args = ap.parse_args()
     sentences, lefts, rights = inputs(args.sentences, args.contexts)
-    local = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, threads=args.threads, scorer="transformers")
+    local = LabelSettings(method="context", lambda_disc=0.0, lm=args.lm, threads=args.threads, scorer="transformers",
+                          dtype="float32")
     lm = load_scorer(local, *map(str, resolve_lm(local)))
     groups = groups_for(lm, local, sentences, lefts, rights)
     tokens = sum(len(seg) for g in groups for cont in g.continuations for seg in cont)
@@ -134,13 +138,22 @@ def main() -> None:
         rows.append((name, elapsed, diff.mean(), diff.max(),
                      spearmanr(pair_labels(other), pair_labels(ref)).statistic))
 
-    fast = local.model_copy(update={"scorer": "llama_cpp"})
-    llama = load_scorer(fast, *map(str, resolve_lm(fast)))
-    llama.score(groups[:1])  # warm-up
-    t = time.perf_counter()
-    result = llama.score(groups)
-    compare("in-process (llama.cpp through llama-cpp-python, GGUF as quantized, c< evaluated once)", result,
-            time.perf_counter() - t)
+    if args.bfloat16:
+        half = local.model_copy(update={"dtype": "bfloat16"})
+        bf16 = load_scorer(half, *map(str, resolve_lm(half)))
+        bf16.score(groups[:1])  # warm-up
+        t = time.perf_counter()
+        result = bf16.score(groups, half.max_batch_tokens)
+        compare(f"in-process (transformers, bfloat16 on {bf16.device}, shared c< KV cache)", result,
+                time.perf_counter() - t)
+    if not args.no_llama_cpp:
+        fast = local.model_copy(update={"scorer": "llama_cpp"})
+        llama = load_scorer(fast, *map(str, resolve_lm(fast)))
+        llama.score(groups[:1])  # warm-up
+        t = time.perf_counter()
+        result = llama.score(groups)
+        compare("in-process (llama.cpp through llama-cpp-python, GGUF as quantized, c< evaluated once)", result,
+                time.perf_counter() - t)
     if not args.concurrency:
         return report(rows, tokens, t_local, sentences, None, None)
     with endpoint(args) as (base_url, model, pid):

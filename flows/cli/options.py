@@ -139,6 +139,8 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
                    help="stage-3 labeler (default: the LabelSettings default, docs/labeling.md)")
     p.add_argument("--similarity", choices=choices_of(LabelSettings, "similarity"), default=None,
                    help="how two sentences' context-score rows become a label")
+    p.add_argument("--lm-dtype", dest="lm_dtype", choices=choices_of(LabelSettings, "dtype"), default=None,
+                   help="the in-process labeler LM's dtype (default auto: bfloat16 where bf16 is native, else float32)")
 
 
 def label_fields(args: argparse.Namespace) -> dict:
@@ -147,6 +149,7 @@ def label_fields(args: argparse.Namespace) -> dict:
     from tasks.label.settings import is_endpoint
 
     fields = given(lm=args.label_lm, method=args.label_method, similarity=args.similarity,
+                   dtype=getattr(args, "lm_dtype", None),
                    contexts_per_sentence=getattr(args, "contexts_per_sentence", None),
                    candidates_per_sentence=getattr(args, "candidates_per_sentence", None),
                    calibration=getattr(args, "calibration", None))

@@ -4,9 +4,10 @@
 `auto` is CUDA when torch sees a GPU, else the CPU; `cpu`, `cuda` or `cuda:N` pin it, and asking for CUDA on a machine
 without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
 (float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
-small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes, so CPU results
-are exactly those of a build without this module. The device is *where* a result is computed, not *what* is computed: it is left
-out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each manifest (`device_info`).
+small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes but the labeler
+LM's dtype where bf16 is native (`resolve_lm_dtype`). The device is *where* a result is computed, not *what* is
+computed: it is left out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each
+manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype enters its stage key.
 """
 
 from __future__ import annotations
@@ -64,6 +65,32 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager:
     if device.type != "cuda" or not torch.cuda.is_bf16_supported():
         return contextlib.nullcontext()
     return torch.autocast("cuda", dtype=torch.bfloat16)
+
+
+def native_bf16(device: torch.device) -> bool:
+    """bf16 matrix products run natively here: a CUDA GPU with bf16, or a CPU with AVX-512-BF16 or AMX (oneDNN's
+    bf16 path). Elsewhere torch emulates them, several times slower than float32 (docs/labeling.md)."""
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return device.type == "cpu" and cpu_has_native_bf16()
+
+
+def cpu_has_native_bf16() -> bool:
+    """oneDNN's own check (AVX-512-BF16 or AMX); torch has no public one."""
+    import torch
+
+    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+
+
+def resolve_lm_dtype(setting: str, device: torch.device | None) -> str:
+    """The labeler LM's dtype for a `dtype` setting: 'auto' is bfloat16 where it is native (1.8× the float32
+    scoring speed on an AVX-512-BF16 CPU, labels' Spearman 0.99 with float32: docs/benchmarks.md), float32 elsewhere
+    and for scorers that are not torch (device None: llama.cpp, a served LM)."""
+    if setting != "auto":
+        return setting
+    return "bfloat16" if device is not None and native_bf16(device) else "float32"
 
 
 def scaled_batch(batch: int, device: torch.device) -> int:

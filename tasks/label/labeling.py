@@ -28,10 +28,10 @@ import pyarrow as pa
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from models.causal_lm import Group, TokenizedLM
+from models.causal_lm import CausalLM, Group, TokenizedLM
 from tasks.contracts import TrainedCoherence, load_trained_cached
 from tasks.core.config import ConfigError
-from tasks.core.device import resolve_device, scaled_batch
+from tasks.core.device import resolve_device, resolve_lm_dtype, scaled_batch
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.store import read_manifest
 from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix
@@ -202,7 +202,8 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
                 "reason": reason, "detail": f"{len(u.context_ids)} contexts in the union of both sentences' "
                 f"context sets (min_contexts={settings.min_contexts})"} for i, j, rel, extra in u.pairs]
     all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
-    rtol = CONSTANT_RTOL[settings.dtype]
+    # the dtype the scores were computed in ('auto' only from callers that skip the stage's resolution)
+    rtol = CONSTANT_RTOL[resolve_lm_dtype(settings.dtype, lm.device if isinstance(lm, CausalLM) else None)]
     for u, terms in zip(scorable, all_terms):
         scores = combine(terms, weights)
         own, keep = select_contexts(scores, u.own_mask(), settings)

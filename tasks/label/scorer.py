@@ -9,7 +9,7 @@ from pathlib import Path
 
 from models.causal_lm import CausalLM, TokenizedLM, load_causal_lm
 from models.llama_cpp_lm import load_llama_cpp_lm
-from tasks.core.device import resolve_device
+from tasks.core.device import resolve_device, resolve_lm_dtype
 from tasks.core.store import fingerprint
 from tasks.label.settings import LabelSettings, ScoringEndpoint
 from tasks.llm.endpoint import endpoint_kind
@@ -36,7 +36,9 @@ def resolve_lm(settings: LabelSettings) -> tuple[Path, str]:
 @functools.lru_cache(maxsize=2)
 def cached_lm(path: str, sha256: str, dtype: str, threads: int | None, device: str = "cpu") -> CausalLM:
     # `sha256` keys the cache so a replaced file at the same path is reloaded.
-    lm = load_causal_lm(Path(path), dtype, threads)
+    import torch
+
+    lm = load_causal_lm(Path(path), resolve_lm_dtype(dtype, torch.device(device)), threads)
     lm.model.to(device)
     return lm
 
@@ -58,4 +60,5 @@ def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedL
         return cached_served_lm(settings.lm_endpoint, path, settings.start_token)
     if settings.scorer == "llama_cpp":
         return cached_llama_cpp_lm(path, identity, settings.threads)
-    return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
+    device = resolve_device(settings.device)
+    return cached_lm(path, identity, resolve_lm_dtype(settings.dtype, device), settings.threads, str(device))

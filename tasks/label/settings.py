@@ -105,7 +105,11 @@ class LabelSettings(Settings):
     lm_endpoint: ScoringEndpoint | None = Field(None, description="Score (s, c) at this endpoint instead of "
                                                 "in-process (a served LM is identified in keys by its model name and "
                                                 "the tokenizer's checksum, never by its URL)")
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="The in-process transformers scorer's dtype: 'auto' = bfloat16 where bf16 is native (a "
+        "GPU with bf16, a CPU with AVX-512-BF16 or AMX: 1.8× faster on 2 such cores, labels' Spearman 0.99 with "
+        "float32), float32 elsewhere (emulated bf16 is slower). Resolved before the cache key is taken: the key and "
+        "the manifest hold the dtype used")
     scorer: Literal["transformers", "llama_cpp"] = Field(
         "transformers", description="In-process LM scorer: 'transformers' (float32/bfloat16 torch, CPU or GPU, a "
         ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "

@@ -32,7 +32,7 @@ from tasks.contracts import (
 )
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, LLMSettings
-from tasks.core.device import device_info, resolve_device
+from tasks.core.device import device_info, resolve_device, resolve_lm_dtype
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs
@@ -142,6 +142,8 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
     # An in-process LM's device: no GPU fails here, before any work. A served LM runs where it is served.
     lm_device = resolve_device(settings.device) if uses_lm(settings) and not served and \
         settings.scorer == "transformers" else None  # llama.cpp scores on the CPU
+    # 'auto' becomes the dtype used here, before any key is taken: shards of a float32 and a bf16 machine differ.
+    settings = settings.model_copy(update={"dtype": resolve_lm_dtype(settings.dtype, lm_device)})
     if settings.uses_teacher:  # the teacher encodes on label.device too: the same early failure
         resolve_device(settings.device)
     source = Path(triples or pairs)

@@ -12,8 +12,9 @@ import pytest
 import torch
 from pydantic import ValidationError
 
+from tasks.core import device as device_module
 from tasks.core.config import ConfigError
-from tasks.core.device import autocast, device_info, resolve_device, scaled_batch
+from tasks.core.device import autocast, device_info, resolve_device, resolve_lm_dtype, scaled_batch
 from tasks.label.settings import LabelSettings
 from tasks.retrieve.coherence import CoherenceSettings, model_key
 from tasks.train.settings import TrainSettings
@@ -32,6 +33,18 @@ def test_auto_picks_the_cpu_and_cuda_is_a_clear_error():
     assert scaled_batch(64, cpu) == 64 and device_info(cpu) == {"device": "cpu", "torch": torch.__version__}
     with autocast(cpu):  # nothing changes on the CPU
         assert torch.ones(2, 2).matmul(torch.ones(2, 2)).dtype == torch.float32
+
+
+def test_labeler_dtype_auto_is_bf16_only_where_it_is_native(monkeypatch):
+    cpu = torch.device("cpu")
+    assert resolve_lm_dtype("float32", cpu) == "float32" and resolve_lm_dtype("bfloat16", None) == "bfloat16"
+    assert resolve_lm_dtype("auto", None) == "float32"  # llama.cpp or a served LM: no torch dtype to pick
+    for native, dtype in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda native=native: native)
+        assert resolve_lm_dtype("auto", cpu) == dtype
+    assert LabelSettings().dtype == "auto"
+    with pytest.raises(ValidationError, match="dtype"):
+        LabelSettings(dtype="float16")
 
 
 def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):

@@ -18,7 +18,8 @@ def scorers():
     from tasks.label.labeling import LabelSettings
     from tasks.label.scorer import load_scorer, resolve_lm
 
-    reference = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, scorer="transformers")
+    reference = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, scorer="transformers",
+                              dtype="float32")
     fast = reference.model_copy(update={"scorer": "llama_cpp"})
     return (load_scorer(reference, *map(str, resolve_lm(reference))),
             load_scorer(fast, *map(str, resolve_lm(fast))), fast)

@@ -67,7 +67,8 @@ def test_served_scores_and_labels_agree_with_the_in_process_scorer(smollm2_serve
     units = topic_units(1, 3, 4)
     kw = {"lambda_right": 0.5, "max_segment_tokens": 8}
     served = served_settings(smollm2_server, tmp_path, **kw)
-    local = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, **kw)
+    # the float32 reference: the tolerances are the quantized GGUF's distance from float32
+    local = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, dtype="float32", **kw)
     scorer = load_scorer(served, *map(str, resolve_lm(served)))
     assert scorer.prompt_form == "text"  # llama-cpp-python's server takes string prompts only
     lm = load_scorer(local, *map(str, resolve_lm(local)))

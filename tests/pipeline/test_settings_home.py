@@ -169,7 +169,8 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
     from tasks.llm.server import Engine
 
     fields = {"pattern": (GenerateSettings, "pattern", "kind"), "label_method": (LabelSettings, "method"),
-              "similarity": (LabelSettings, "similarity"), "workers": (ExecutionSettings, "workers"),
+              "similarity": (LabelSettings, "similarity"), "lm_dtype": (LabelSettings, "dtype"),
+              "workers": (ExecutionSettings, "workers"),
               "contexts_source": (RetrieveSettings, "source", "source"),
               "document_split": (CorpusSettings, "document_split"),
               "screener": (RetrieveSettings, "selection", "screener"), "backbone": (TrainSettings, "backbone", "kind"),
@@ -193,7 +194,8 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
     # What the flags offer today, written out once here: a settings type that changes shows up in this test.
     assert {dest: tuple(choices_of(*path)) for dest, path in fields.items()} == {
         "pattern": ("sts", "nli"), "label_method": ("context", "llm_rating", "combined"),
-        "similarity": ("centered_cosine", "cosine", "rank", "contrast"), "workers": ("threads", "processes", "dask"),
+        "similarity": ("centered_cosine", "cosine", "rank", "contrast"), "lm_dtype": ("auto", "float32", "bfloat16"),
+        "workers": ("threads", "processes", "dask"),
         "contexts_source": ("retrieved", "generated", "both"), "document_split": ("file", "blank_lines"),
         "screener": ("tfidf", "bm25"), "backbone": ("encoder", "bellm"), "regression_loss": ("cosine", "cosent"),
         "label_source": ("label", "rating", "context_label", "teacher"), "negatives": ("generated", "mined", "both"),
