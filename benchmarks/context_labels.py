@@ -130,7 +130,8 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
 
 
 def settings_for(p: Pass, candidates: int, **update) -> LabelSettings:
-    return LabelSettings(method="context", lm_prompt=p.prompt, scorer=p.scorer, threads=2,
+    # float32: the passes are pickled by name, and the recorded verdicts were measured in float32
+    return LabelSettings(method="context", lm_prompt=p.prompt, scorer=p.scorer, threads=2, dtype="float32",
                          contexts_per_sentence=candidates, candidates_per_sentence=candidates, **update)
 
 

@@ -44,7 +44,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="stsgen-scaleout-"))
     triples = work / "triples.parquet"
     write_parquet(triples, pq.read_table(args.triples).slice(0, args.max_triples))
-    label = LabelSettings(method="context", shard_size=4)  # the shards that scale out (the rating: a request a pair)
+    # the shards that scale out (the rating: a request a pair); float32 as the recorded timings were
+    label = LabelSettings(method="context", shard_size=4, dtype="float32")
     # Index, sentence tables and the coherence model are built (or reused from $STSGEN_HOME) before timing.
     retrieve_contexts(sentences=str(triples), output_dir=str(work / "warm"))
     rows = []

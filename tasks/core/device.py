@@ -68,20 +68,29 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager:
 
 
 def native_bf16(device: torch.device) -> bool:
-    """bf16 matrix products run natively here: a CUDA GPU with bf16, or a CPU with AVX-512-BF16 or AMX (oneDNN's
-    bf16 path). Elsewhere torch emulates them, several times slower than float32 (docs/labeling.md)."""
+    """bf16 matrix products run natively here: a CUDA GPU with bf16 (not emulated), or a CPU with AVX-512-BF16 or
+    AMX. Elsewhere torch emulates them, several times slower than float32 (docs/labeling.md)."""
     import torch
 
     if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
+        with torch.cuda.device(device):
+            return torch.cuda.is_bf16_supported(including_emulation=False)
     return device.type == "cpu" and cpu_has_native_bf16()
 
 
 def cpu_has_native_bf16() -> bool:
-    """oneDNN's own check (AVX-512-BF16 or AMX); torch has no public one."""
+    """x86: AVX-512-BF16 or AMX (oneDNN's own check is true on any AVX-512 CPU, where bf16 is emulated and 2.3×
+    slower than float32); elsewhere (aarch64) oneDNN's check, false where torch was built without it."""
+    import platform
+
     import torch
 
-    return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    if platform.machine().lower() in ("x86_64", "amd64", "i686", "x86"):
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def resolve_lm_dtype(setting: str, device: torch.device | None) -> str:

@@ -202,8 +202,9 @@ def label_units(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
                 "reason": reason, "detail": f"{len(u.context_ids)} contexts in the union of both sentences' "
                 f"context sets (min_contexts={settings.min_contexts})"} for i, j, rel, extra in u.pairs]
     all_terms = score_terms(scorable, settings, trained, lm, reference) if scorable else []
-    # the dtype the scores were computed in ('auto' only from callers that skip the stage's resolution)
-    rtol = CONSTANT_RTOL[resolve_lm_dtype(settings.dtype, lm.device if isinstance(lm, CausalLM) else None)]
+    # the dtype the scores were computed in: the torch model's own; settings' (resolved) for the others
+    rtol = CONSTANT_RTOL[str(lm.model.dtype).removeprefix("torch.") if isinstance(lm, CausalLM)
+                         else resolve_lm_dtype(settings.dtype, None)]
     for u, terms in zip(scorable, all_terms):
         scores = combine(terms, weights)
         own, keep = select_contexts(scores, u.own_mask(), settings)

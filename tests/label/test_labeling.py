@@ -16,7 +16,7 @@ import torch
 from scipy.stats import spearmanr
 
 from tasks.core.config import ConfigError
-from tasks.core.device import native_bf16
+from tasks.core.device import resolve_device, resolve_lm_dtype
 from tests.conftest import latest_artifacts
 
 
@@ -333,8 +333,8 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert manifest["lambdas"] == {"disc": 0.25, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
     assert len(manifest["lm"]["sha256"]) == 64 and len(manifest["coherence_model"]["sha256"]) == 64
     # dtype 'auto' is recorded as the dtype used (bf16 only on a CPU with native bf16), as the key holds it
-    native = "bfloat16" if native_bf16(torch.device("cpu")) else "float32"
-    assert manifest["lm"]["dtype"] == manifest["parameters"]["label"]["dtype"] == native
+    used = resolve_lm_dtype("auto", resolve_device("auto"))
+    assert manifest["lm"]["dtype"] == manifest["parameters"]["label"]["dtype"] == used != "auto"
     assert manifest["counts"]["pairs"] == pairs.num_rows
     assert manifest["counts"]["sentence_context_scores_this_run"] == manifest["counts"]["sentence_context_scores"] > 0
     assert 0 <= manifest["hierarchy"]["rate"] <= 1 and manifest["hierarchy"]["triples"] >= 1
