@@ -138,22 +138,20 @@ def main() -> None:
         rows.append((name, elapsed, diff.mean(), diff.max(),
                      spearmanr(pair_labels(other), pair_labels(ref)).statistic))
 
+    def timed(name: str, settings: LabelSettings) -> None:
+        """One in-process scorer row: loaded, warmed up, then timed on every group."""
+        scorer = load_scorer(settings, *map(str, resolve_lm(settings)))
+        scorer.score(groups[:1])  # warm-up
+        t = time.perf_counter()
+        result = scorer.score(groups, settings.max_batch_tokens)
+        compare(name.format(device=scorer.device), result, time.perf_counter() - t)
+
     if args.bfloat16:
-        half = local.model_copy(update={"dtype": "bfloat16"})
-        bf16 = load_scorer(half, *map(str, resolve_lm(half)))
-        bf16.score(groups[:1])  # warm-up
-        t = time.perf_counter()
-        result = bf16.score(groups, half.max_batch_tokens)
-        compare(f"in-process (transformers, bfloat16 on {bf16.device}, shared c< KV cache)", result,
-                time.perf_counter() - t)
+        timed("in-process (transformers, bfloat16 on {device}, shared c< KV cache)",
+              local.model_copy(update={"dtype": "bfloat16"}))
     if not args.no_llama_cpp:
-        fast = local.model_copy(update={"scorer": "llama_cpp"})
-        llama = load_scorer(fast, *map(str, resolve_lm(fast)))
-        llama.score(groups[:1])  # warm-up
-        t = time.perf_counter()
-        result = llama.score(groups)
-        compare("in-process (llama.cpp through llama-cpp-python, GGUF as quantized, c< evaluated once)", result,
-                time.perf_counter() - t)
+        timed("in-process (llama.cpp through llama-cpp-python, GGUF as quantized, c< evaluated once)",
+              local.model_copy(update={"scorer": "llama_cpp"}))
     if not args.concurrency:
         return report(rows, tokens, t_local, sentences, None, None)
     with endpoint(args) as (base_url, model, pid):

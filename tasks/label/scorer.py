@@ -35,7 +35,8 @@ def resolve_lm(settings: LabelSettings) -> tuple[Path, str]:
 
 @functools.lru_cache(maxsize=2)
 def cached_lm(path: str, sha256: str, dtype: str, threads: int | None, device: str = "cpu") -> CausalLM:
-    # `sha256` keys the cache so a replaced file at the same path is reloaded.
+    # `sha256` keys the cache so a replaced file at the same path is reloaded. dtype 'auto' is resolved here for
+    # callers that skip the stage (which resolves it before its key).
     import torch
 
     lm = load_causal_lm(Path(path), resolve_lm_dtype(dtype, torch.device(device)), threads)
@@ -60,5 +61,4 @@ def load_scorer(settings: LabelSettings, path: str, identity: str) -> TokenizedL
         return cached_served_lm(settings.lm_endpoint, path, settings.start_token)
     if settings.scorer == "llama_cpp":
         return cached_llama_cpp_lm(path, identity, settings.threads)
-    device = resolve_device(settings.device)
-    return cached_lm(path, identity, resolve_lm_dtype(settings.dtype, device), settings.threads, str(device))
+    return cached_lm(path, identity, settings.dtype, settings.threads, str(resolve_device(settings.device)))
