@@ -81,7 +81,8 @@ def main() -> None:
         dev = read_stsb("dev")
         dev = dev.iloc[np.sort(np.random.default_rng(seed).permutation(len(dev))[: args.dev_pairs])]
         base = TrainSettings(steps=args.steps, eval_every=max(args.steps // 2, 1), dev_pairs=args.dev_pairs,
-                             seed=seed, losses=losses, backbone=BackboneSettings(kind="encoder"))
+                             seed=seed, losses=losses, backbone=BackboneSettings(kind="encoder"),
+                             precision="float32")  # the reference loop autocasts only on a GPU
         n = len(training_datasets(data, losses))
         arms = {"reference loop": (run_reference, base),
                 "SentenceTransformerTrainer": (run_trainer, base.model_copy(

@@ -184,7 +184,7 @@ def main() -> None:
                     "`stsgen eval` on other sets)")
     args = ap.parse_args()
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
-                         dev_pairs=args.dev_pairs)
+                         dev_pairs=args.dev_pairs, precision="float32")  # as every row recorded before bf16 training
     if args.compare:
         return compare(args, base)
     rows = rows_and_data(args, base.heldout_fraction, base.seed)

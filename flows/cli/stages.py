@@ -128,7 +128,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="unsupervised SimCSE baseline (dropout positives)")
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=None)
-    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--lr", type=lambda v: v if v == "auto" else float(v), default=None,
+                   help="peak learning rate, or 'auto' (by the training anchors: TrainSettings.lr; default 3e-5)")
     p.add_argument("--eval-every", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--eval-set", action="append", default=None, help="'stsb-test' (report it once, at the end), an "

@@ -5,7 +5,7 @@
 without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
 (float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
 small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes but the labeler
-LM's dtype where bf16 is native (`resolve_lm_dtype`). The device is *where* a result is computed, not *what* is
+LM's dtype and the surrogate's training precision where bf16 is native (`resolve_lm_dtype`, `resolve_train_precision`). The device is *where* a result is computed, not *what* is
 computed: it is left out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each
 manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype enters its stage key.
 """
@@ -100,6 +100,15 @@ def resolve_lm_dtype(setting: str, device: torch.device | None) -> str:
     if setting != "auto":
         return setting
     return "bfloat16" if device is not None and native_bf16(device) else "float32"
+
+
+def resolve_train_precision(setting: str, device: torch.device) -> str:
+    """The surrogate training's precision for a `precision` setting: 'auto' is bfloat16 autocast where bf16 is native
+    (2.0× the float32 training step of all-MiniLM-L6-v2 on an AVX-512-BF16 CPU: docs/benchmarks.md), float32
+    elsewhere (emulated bf16 is slower than float32)."""
+    if setting != "auto":
+        return setting
+    return "bfloat16" if native_bf16(device) else "float32"
 
 
 def scaled_batch(batch: int, device: torch.device) -> int:

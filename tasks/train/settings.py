@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from tasks.core.config import DEFAULT_SEED, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.llm.teacher import DEFAULT_TEACHER
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
+from tasks.train.learning_rate import LR_DESCRIPTION, LearningRate
 
 
 class BackboneSettings(Settings):
@@ -76,12 +77,17 @@ class TrainSettings(Settings):
     # wise_alpha is applied after training, so it keys the stage's outputs (TrainJob.key), not its checkpoints.
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device", "eval_sets", "wise_alpha"})
 
+    def key_exclusions(self) -> frozenset[str]:
+        """`precision` enters the key only as bfloat16 (resolved before the key): a float32 training from before the
+        field keeps its key."""
+        return self.NOT_IN_KEY | (frozenset({"precision"}) if self.precision == "float32" else frozenset())
+
     backbone: BackboneSettings = BackboneSettings()
     losses: LossSettings = LossSettings()
     mining: MiningSettings = MiningSettings()
     steps: int = Field(200, ge=1)
     batch_size: int = Field(16, ge=2)
-    lr: float = Field(3e-5, gt=0)
+    lr: LearningRate = Field(3e-5, description=LR_DESCRIPTION)
     warmup_steps: int = Field(10, ge=0)
     eval_every: int = Field(50, ge=1)
     heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
@@ -89,6 +95,10 @@ class TrainSettings(Settings):
     encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
     seed: int = DEFAULT_SEED
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="The training's forward passes: 'auto' = bf16 autocast where bf16 is native (a GPU with "
+        "bf16, a CPU with AVX-512-BF16 or AMX: 2× the float32 step on such a CPU), float32 elsewhere; resolved by the "
+        "stage before its key (tasks/core/device.py: resolve_train_precision). Weights and optimizer stay float32")
     label_source: LabelSource = Field("label", description="What the pairs' regression trains on: stage 3's label, "
                                       "its rating or context_label alone, or an encoder teacher's cosine "
                                       "(tasks/train/label_sources.py); only with losses.regression > 0")
@@ -101,6 +111,13 @@ class TrainSettings(Settings):
                                  "chosen on: 'stsb-test', STS12–16 folders or SICK files. STS-B test is not in by "
                                  "default: a scheduled run would show it after every run; report it once, when the "
                                  "work is done (here, or `./stsgen eval MODEL`)")
+
+    @field_validator("lr")
+    @classmethod
+    def _positive_lr(cls, value: LearningRate) -> LearningRate:
+        if value != "auto" and not value > 0:
+            raise ValueError(f"lr must be a positive number or 'auto', got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _label_source_needs_regression(self) -> "TrainSettings":
@@ -143,6 +160,9 @@ class PipelineLossSettings(LossSettings):
 
 class PipelineTrainSettings(TrainSettings):
     """sts-pipeline's train stage: TrainSettings whose losses default to the pipeline's, so a partial `train` (a
-    deployment's `-p train='{"steps": 50}'`, or `{"losses": {"temperature": 0.1}}`) keeps the recipe."""
+    deployment's `-p train='{"steps": 50}'`, or `{"losses": {"temperature": 0.1}}`) keeps the recipe; its lr follows
+    the accumulated dataset's size (`auto`: tasks/train/learning_rate.py), so a folder's scheduled runs move from
+    the first run's gentle rate to the one that wins once hundreds of anchors have accumulated."""
 
     losses: PipelineLossSettings = PipelineLossSettings()
+    lr: LearningRate = Field("auto", description=LR_DESCRIPTION)

@@ -29,7 +29,7 @@ import pandas as pd
 import torch
 
 from tasks.core.config import ConfigError
-from tasks.core.device import resolve_device
+from tasks.core.device import resolve_device, resolve_train_precision
 from tasks.train.hard_negatives import mined_columns
 from tasks.train.settings import LossSettings, TrainSettings
 from tasks.train.training import TrainingData, TrainState
@@ -275,7 +275,7 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
         eval_strategy="steps", eval_steps=settings.eval_every, eval_on_start=resume is None,
         save_strategy="steps", save_steps=settings.eval_every, save_total_limit=1,
         logging_steps=1, report_to="none", disable_tqdm=True, use_cpu=device.type == "cpu",
-        bf16=device.type == "cuda" and torch.cuda.is_bf16_supported(),  # as the reference loop's autocast
+        bf16=resolve_train_precision(settings.precision, device) == "bfloat16",  # autocast; weights stay float32
         # In-batch negatives must not be duplicates of the anchor's positive (false negatives for InfoNCE).
         batch_sampler=BatchSamplers.NO_DUPLICATES, multi_dataset_batch_sampler=MultiDatasetBatchSamplers.ROUND_ROBIN,
         dataloader_num_workers=0,
@@ -289,6 +289,9 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
     # per evaluation (on_step / on_eval) say it instead, and the records stay in the state's history.
     trainer.remove_callback(PrinterCallback)
     trainer.train(resume_from_checkpoint=str(resume) if resume else None)
+    # Under bf16, accelerate wraps model.forward in autocast and leaves it there: unwrapped, so what follows (the
+    # guard's full-dev comparison, every evaluation, the export) encodes in float32, as the saved model will.
+    trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
     return _finished(model, workdir, {"global_step": trainer.state.global_step,
                                       "log_history": trainer.state.log_history})
 

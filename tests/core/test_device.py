@@ -14,7 +14,9 @@ from pydantic import ValidationError
 
 from tasks.core import device as device_module
 from tasks.core.config import ConfigError
-from tasks.core.device import autocast, device_info, resolve_device, resolve_lm_dtype, scaled_batch
+from tasks.core.config import key_fields
+from tasks.core.device import (autocast, device_info, resolve_device, resolve_lm_dtype, resolve_train_precision,
+                                scaled_batch)
 from tasks.label.settings import LabelSettings
 from tasks.retrieve.coherence import CoherenceSettings, model_key
 from tasks.train.settings import TrainSettings
@@ -45,6 +47,22 @@ def test_labeler_dtype_auto_is_bf16_only_where_it_is_native(monkeypatch):
     assert LabelSettings().dtype == "auto"
     with pytest.raises(ValidationError, match="dtype"):
         LabelSettings(dtype="float16")
+
+
+def test_training_precision_auto_is_bf16_only_where_it_is_native_and_keys_only_bf16(monkeypatch):
+    """The surrogate trains under bf16 autocast only where bf16 is native; float32 stays out of the key (a training
+    from before the setting keeps its key), bfloat16 enters it (other numbers: another training)."""
+    cpu = torch.device("cpu")
+    assert resolve_train_precision("float32", cpu) == "float32" and resolve_train_precision("bfloat16", cpu) == \
+        "bfloat16"
+    for native, precision in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(device_module, "cpu_has_native_bf16", lambda native=native: native)
+        assert resolve_train_precision("auto", cpu) == precision
+    assert TrainSettings().precision == "auto"
+    assert "precision" not in key_fields(TrainSettings(precision="float32"))
+    assert key_fields(TrainSettings(precision="bfloat16"))["precision"] == "bfloat16"
+    with pytest.raises(ValidationError, match="precision"):
+        TrainSettings(precision="float16")
 
 
 def test_bad_spellings_are_refused_by_every_settings_class_and_the_cli(capsys):

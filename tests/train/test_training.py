@@ -167,6 +167,25 @@ def test_trainer_with_cosent_and_the_cached_infonce(tiny_st, tmp_path):
                                                                         for r in state.history)
 
 
+def test_bf16_training_leaves_a_float32_model_that_encodes_as_its_export(tiny_st, tmp_path):
+    """precision='bfloat16' trains under autocast (accelerate wraps forward); afterwards the model must encode in
+    float32 — what the guard compares and the exported model does — not under a wrapper left behind."""
+    from sentence_transformers import SentenceTransformer
+
+    from tasks.train.model_export import export_model
+
+    triples, pairs, dev = synthetic_data()
+    settings = SETTINGS.model_copy(update={"steps": 3, "precision": "bfloat16", "lr": 3e-2})
+    data = split_data(triples, pairs, settings.heldout_fraction, settings.seed)
+    model = tiny_st()
+    train(model, data, dev, settings, tmp_path / "bf16")
+    assert "_original_forward" not in model.__dict__  # no autocast wrapper left on forward
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    trained = model.encode(SENTENCES)
+    loaded = SentenceTransformer(str(export_model(model, tmp_path / "model")), device="cpu")
+    assert np.allclose(loaded.encode(SENTENCES), trained, atol=1e-5)
+
+
 def test_backbone_anchor_keeps_the_trained_embeddings_nearer_the_backbone(tiny_st, tmp_path):
     triples, pairs, dev = synthetic_data()
     sentences = sorted(set(triples["anchor"]) | set(triples["positive"]) | set(triples["negative"]))
@@ -473,3 +492,38 @@ def test_the_pairs_of_held_out_triples_stay_out_of_training_when_read_from_a_fil
     held = set(job.data.heldout["source_id"])
     assert held and not set(job.data.pairs["triple_id"]) & held
     assert len(job.data.pairs) == len(pairs) - len(held)  # one pair per triple here: the held-out ones removed
+
+
+def test_lr_auto_follows_the_training_anchors_and_keys_the_number_used(tiny_encoder_dir, tmp_path):
+    """`lr = "auto"` (sts-pipeline's default) resolves once the data is read: the gentle rate for a first run's few
+    triples, the larger one past LARGE_FROM_ANCHORS; the stage key holds the number, so 'auto' on a small dataset
+    reuses a training keyed with that number, and a grown dataset trains with the larger rate."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.learning_rate import LARGE_DATA_LR, LARGE_FROM_ANCHORS, SMALL_DATA_LR, resolve_lr
+    from tasks.train.stage import prepare_training
+
+    assert resolve_lr(2e-5, 10_000) == 2e-5  # a number is kept whatever the size
+    assert resolve_lr("auto", LARGE_FROM_ANCHORS - 1) == SMALL_DATA_LR < LARGE_DATA_LR == resolve_lr(
+        "auto", LARGE_FROM_ANCHORS)
+    triples, pairs, _ = synthetic_data()
+    copies = -(-2 * LARGE_FROM_ANCHORS // len(triples))  # distinct anchors past the switch after the 20 % held out
+    grown = pd.concat([triples.assign(source_id=triples["source_id"] + f"-{k}", anchor=triples["anchor"] + f" ({k})")
+                       for k in range(copies)], ignore_index=True)
+    settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)), "lr": "auto"})
+    jobs = {}
+    for name, frame in (("small", triples), ("grown", grown)):
+        pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), tmp_path / f"{name}.parquet")
+        pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / f"{name}-pairs.parquet")
+        jobs[name] = prepare_training(str(tmp_path / f"{name}.parquet"), str(tmp_path / f"{name}-pairs.parquet"),
+                                      settings)
+    assert jobs["small"].settings.lr == SMALL_DATA_LR and len(jobs["small"].data.triples) < LARGE_FROM_ANCHORS
+    assert jobs["grown"].settings.lr == LARGE_DATA_LR and len(jobs["grown"].data.triples) >= LARGE_FROM_ANCHORS
+    pinned = prepare_training(str(tmp_path / "small.parquet"), str(tmp_path / "small-pairs.parquet"),
+                              settings.model_copy(update={"lr": SMALL_DATA_LR}))
+    assert pinned.train_key == jobs["small"].train_key  # 'auto' is not in the key: the number is
+    assert TrainSettings.model_validate({"lr": "auto"}).lr == "auto"
+    with pytest.raises(ValueError, match="positive number or 'auto'"):
+        TrainSettings.model_validate({"lr": 0})
