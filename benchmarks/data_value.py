@@ -43,7 +43,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 from scipy import stats  # noqa: E402
 
-from tasks.core.device import resolve_device, resolve_train_precision  # noqa: E402
+from tasks.core.device import autocast_precision, resolve_device, resolve_train_precision  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
@@ -137,9 +137,9 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=3e-5)
-    ap.add_argument("--precision", default="float32", choices=("auto", "float32", "bfloat16"),
-                    help="the training's forward passes (TrainSettings.precision); float32 by default here, as every "
-                    "row recorded before the setting existed")
+    ap.add_argument("--precision", default=None, choices=("auto", "float32", "bfloat16"),
+                    help="the training's forward passes (TrainSettings.precision); by default as every row recorded "
+                    "before the setting existed: float32 on the CPU, bf16 on a GPU with it")
     ap.add_argument("--dev-pairs", type=int, default=None, help="choose on this many seeded STS-B dev pairs (default "
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
     ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet, or several comma-separated (their rows "
@@ -184,7 +184,8 @@ def main() -> None:
                for _, losses, source in recipes.values() if losses.regression}  # each label source once
     base = TrainSettings(backbone=backbone, steps=args.steps, batch_size=args.batch_size, lr=args.lr,
                          eval_every=max(args.steps // 4, 1), heldout_fraction=0.0, device=args.device,
-                         precision=resolve_train_precision(args.precision, device))
+                         precision=resolve_train_precision(args.precision, device) if args.precision
+                         else autocast_precision(device))
     print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
           f"{base.precision}, every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
 

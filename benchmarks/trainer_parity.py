@@ -30,6 +30,7 @@ import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
 from benchmarks import reference_loop  # noqa: E402
+from tasks.core.device import autocast_precision, resolve_device  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_sources  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_backbone, load_sentence_transformer  # noqa: E402
@@ -82,7 +83,7 @@ def main() -> None:
         dev = dev.iloc[np.sort(np.random.default_rng(seed).permutation(len(dev))[: args.dev_pairs])]
         base = TrainSettings(steps=args.steps, eval_every=max(args.steps // 2, 1), dev_pairs=args.dev_pairs,
                              seed=seed, losses=losses, backbone=BackboneSettings(kind="encoder"),
-                             precision="float32")  # the reference loop autocasts only on a GPU
+                             precision=autocast_precision(resolve_device("auto")))  # as the reference loop
         n = len(training_datasets(data, losses))
         arms = {"reference loop": (run_reference, base),
                 "SentenceTransformerTrainer": (run_trainer, base.model_copy(

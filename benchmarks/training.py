@@ -32,6 +32,7 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
+from tasks.core.device import autocast_precision, resolve_device  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_sources  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
@@ -183,8 +184,9 @@ def main() -> None:
     ap.add_argument("--save-best", default=None, help="export the row best on STS-B dev to this folder (for "
                     "`stsgen eval` on other sets)")
     args = ap.parse_args()
+    # precision: as every row recorded before TrainSettings.precision (float32 on the CPU, bf16 on a GPU)
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
-                         dev_pairs=args.dev_pairs, precision="float32")  # as every row recorded before bf16 training
+                         dev_pairs=args.dev_pairs, precision=autocast_precision(resolve_device("auto")))
     if args.compare:
         return compare(args, base)
     rows = rows_and_data(args, base.heldout_fraction, base.seed)

@@ -6,8 +6,10 @@ without one is a clear error before any work. On a GPU the encoder's forward pas
 (float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
 small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes but the labeler
 LM's dtype and the surrogate's training precision where bf16 is native (`resolve_lm_dtype`, `resolve_train_precision`). The device is *where* a result is computed, not *what* is
-computed: it is left out of every cache key (a model trained on a GPU is reused on a CPU) and recorded in each
-manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype enters its stage key.
+computed: it is left out of every cache key (a coherence model trained on a GPU is reused on a CPU) and recorded in
+each manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype and the surrogate's resolved
+training precision (bfloat16; float32 stays out) enter their stage keys — a surrogate trained in bf16 on a GPU is not
+reused by a CPU without native bf16, which trains in float32.
 """
 
 from __future__ import annotations
@@ -65,6 +67,14 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager:
     if device.type != "cuda" or not torch.cuda.is_bf16_supported():
         return contextlib.nullcontext()
     return torch.autocast("cuda", dtype=torch.bfloat16)
+
+
+def autocast_precision(device: torch.device) -> str:
+    """The precision `autocast(device)` trains in ('bfloat16' or 'float32'): the reference loop's, and that of every
+    training row recorded before `TrainSettings.precision` existed (benchmarks pin it to compare like with like)."""
+    import torch
+
+    return "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
 
 
 def native_bf16(device: torch.device) -> bool:

@@ -7,7 +7,7 @@ STS-B dev, SICK trial not to fall below the backbone; docs/benchmarks.md "An lr 
 | training anchors | lr 3e-5 (dev, SICK trial) | lr 1e-4 (dev, SICK trial) |
 |---|---|---|
 | 27 (a main job's own data, 100 steps) | +0.30, +0.24 | +0.48, −0.01 (overfits: best step 25 of 100) |
-| 156 (200 steps at 1e-4, 100 at 3e-5) | +0.22, +0.43 | +0.57, +0.68 |
+| 156 (200 steps) | +0.34, +0.50 | +0.57, +0.68 |
 | 405 (200 steps) | +0.31, +0.39 | +0.57, +0.34 |
 
 So a small dataset keeps 3e-5 and a large one takes 1e-4. The switch sits at `LARGE_FROM_ANCHORS`, just under the

@@ -31,6 +31,7 @@ import torch
 from tasks.core.config import ConfigError
 from tasks.core.device import resolve_device, resolve_train_precision
 from tasks.train.hard_negatives import mined_columns
+from tasks.train.learning_rate import resolve_lr
 from tasks.train.settings import LossSettings, TrainSettings
 from tasks.train.training import TrainingData, TrainState
 
@@ -270,7 +271,7 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
         return _finished(model, workdir, saved)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), max_steps=settings.steps, per_device_train_batch_size=settings.batch_size,
-        learning_rate=settings.lr, warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",
+        learning_rate=resolve_lr(settings.lr, len(data.triples)), warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",
         weight_decay=0.01, max_grad_norm=1.0, seed=settings.seed, data_seed=settings.seed,
         eval_strategy="steps", eval_steps=settings.eval_every, eval_on_start=resume is None,
         save_strategy="steps", save_steps=settings.eval_every, save_total_limit=1,

@@ -13,10 +13,15 @@ import torch
 from pydantic import ValidationError
 
 from tasks.core import device as device_module
-from tasks.core.config import ConfigError
-from tasks.core.config import key_fields
-from tasks.core.device import (autocast, device_info, resolve_device, resolve_lm_dtype, resolve_train_precision,
-                                scaled_batch)
+from tasks.core.config import ConfigError, key_fields
+from tasks.core.device import (
+    autocast,
+    device_info,
+    resolve_device,
+    resolve_lm_dtype,
+    resolve_train_precision,
+    scaled_batch,
+)
 from tasks.label.settings import LabelSettings
 from tasks.retrieve.coherence import CoherenceSettings, model_key
 from tasks.train.settings import TrainSettings
