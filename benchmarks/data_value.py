@@ -187,7 +187,8 @@ def main() -> None:
                          precision=resolve_train_precision(args.precision, device) if args.precision
                          else autocast_precision(device))
     print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
-          f"{base.precision}, every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev (step 0 = backbone)")
+          f"{base.precision}, every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev "
+          "(step 0 = backbone)")
 
     def encoder_of(model):
         return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)

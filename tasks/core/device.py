@@ -5,8 +5,8 @@
 without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
 (float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
 small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes but the labeler
-LM's dtype and the surrogate's training precision where bf16 is native (`resolve_lm_dtype`, `resolve_train_precision`). The device is *where* a result is computed, not *what* is
-computed: it is left out of every cache key (a coherence model trained on a GPU is reused on a CPU) and recorded in
+LM's dtype and the surrogate's training precision where bf16 is native (`resolve_lm_dtype`,
+`resolve_train_precision`). The device is *where* a result is computed, not *what* is computed: it is left out of every cache key (a coherence model trained on a GPU is reused on a CPU) and recorded in
 each manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype and the surrogate's resolved
 training precision (bfloat16; float32 stays out) enter their stage keys — a surrogate trained in bf16 on a GPU is not
 reused by a CPU without native bf16, which trains in float32.
@@ -64,7 +64,7 @@ def autocast(device: torch.device) -> contextlib.AbstractContextManager:
     """bf16 autocast on a GPU that has bf16; nothing otherwise (float32, as on the CPU)."""
     import torch
 
-    if device.type != "cuda" or not torch.cuda.is_bf16_supported():
+    if autocast_precision(device) != "bfloat16":
         return contextlib.nullcontext()
     return torch.autocast("cuda", dtype=torch.bfloat16)
 
@@ -116,9 +116,7 @@ def resolve_train_precision(setting: str, device: torch.device) -> str:
     """The surrogate training's precision for a `precision` setting: 'auto' is bfloat16 autocast where bf16 is native
     (2.0× the float32 training step of all-MiniLM-L6-v2 on an AVX-512-BF16 CPU: docs/benchmarks.md), float32
     elsewhere (emulated bf16 is slower than float32)."""
-    if setting != "auto":
-        return setting
-    return "bfloat16" if native_bf16(device) else "float32"
+    return resolve_lm_dtype(setting, device)  # the labeler's rule: one test of native bf16 for both
 
 
 def scaled_batch(batch: int, device: torch.device) -> int:

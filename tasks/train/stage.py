@@ -30,7 +30,7 @@ from tasks.contracts import TRIPLE_SLOTS, StageIO, dataset_tables, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
 from tasks.core.corpus import load_corpus
-from tasks.core.device import device_info, resolve_device, resolve_train_precision, scaled_batch
+from tasks.core.device import device_info, resolve_device, scaled_batch
 from tasks.core.hf_dataset import public_path
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
@@ -40,10 +40,9 @@ from tasks.llm.teacher import teacher_identity
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.label_sources import regression_targets
-from tasks.train.learning_rate import resolve_lr
 from tasks.train.settings import TrainSettings
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
-from tasks.train.trainer import check_training_data, train
+from tasks.train.trainer import check_training_data, resolved_settings, train
 from tasks.train.training import TrainingData, split_data
 from tasks.train.training_report import plot_curves, plot_rfd
 from tasks.train.weight_interpolation import apply_interpolation, backbone_snapshot
@@ -166,10 +165,7 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
                                             pairs or "pairs")
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples, pairs or "pairs")
-    # 'auto' becomes a number (lr) and a precision here, before the key: the key, manifest and card hold what the
-    # training used.
-    settings = settings.model_copy(update={"lr": resolve_lr(settings.lr, len(data.triples)),
-                                           "precision": resolve_train_precision(settings.precision, device)})
+    settings = resolved_settings(settings, data, device)  # 'auto' lr and precision made concrete before the key
     candidates = None
     if settings.mining.num_negatives:
         corpus = load_corpus(settings.mining.corpus or CorpusSettings())  # an empty one fails here, nothing written

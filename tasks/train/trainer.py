@@ -262,6 +262,7 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
 
     workdir.mkdir(parents=True, exist_ok=True)
     device = resolve_device(settings.device)
+    settings = resolved_settings(settings, data, device)  # the stage resolved them already; direct callers may not
     datasets = training_datasets(data, settings.losses)
     checkpoints = workdir / "checkpoints"
     resume = last_complete_checkpoint(checkpoints)
@@ -271,12 +272,12 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
         return _finished(model, workdir, saved)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), max_steps=settings.steps, per_device_train_batch_size=settings.batch_size,
-        learning_rate=resolve_lr(settings.lr, len(data.triples)), warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",
+        learning_rate=settings.lr, warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",
         weight_decay=0.01, max_grad_norm=1.0, seed=settings.seed, data_seed=settings.seed,
         eval_strategy="steps", eval_steps=settings.eval_every, eval_on_start=resume is None,
         save_strategy="steps", save_steps=settings.eval_every, save_total_limit=1,
         logging_steps=1, report_to="none", disable_tqdm=True, use_cpu=device.type == "cpu",
-        bf16=resolve_train_precision(settings.precision, device) == "bfloat16",  # autocast; weights stay float32
+        bf16=settings.precision == "bfloat16",  # autocast; weights stay float32
         # In-batch negatives must not be duplicates of the anchor's positive (false negatives for InfoNCE).
         batch_sampler=BatchSamplers.NO_DUPLICATES, multi_dataset_batch_sampler=MultiDatasetBatchSamplers.ROUND_ROBIN,
         dataloader_num_workers=0,
@@ -295,6 +296,13 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
     trainer.accelerator.unwrap_model(trainer.model, keep_fp32_wrapper=False)
     return _finished(model, workdir, {"global_step": trainer.state.global_step,
                                       "log_history": trainer.state.log_history})
+
+
+def resolved_settings(settings: TrainSettings, data: TrainingData, device: torch.device) -> TrainSettings:
+    """`settings` with its 'auto' lr and precision made concrete for this data and device (idempotent): the stage
+    calls it before its key, so the key, manifest and card hold what the training used."""
+    return settings.model_copy(update={"lr": resolve_lr(settings.lr, len(data.triples)),
+                                       "precision": resolve_train_precision(settings.precision, device)})
 
 
 def _finished(model, workdir: Path, trainer_state: dict) -> TrainState:
