@@ -291,3 +291,9 @@ def dataset_tables(folder: Path) -> tuple[str, str | None]:
                           "pass a folder written by `stsgen build-dataset` (e.g. data/datasets/latest).")
     pairs = folder / "pairs.parquet"
     return str(folder / "triples.parquet"), str(pairs) if pairs.is_file() else None
+
+
+def dataset_has_pairs(folder: Path) -> bool:
+    """Whether a dataset version holds labeled pairs: its runs ran label-pairs and some of their pairs survived."""
+    _, pairs = dataset_tables(Path(folder))
+    return pairs is not None and pq.read_metadata(pairs).num_rows > 0

@@ -149,8 +149,10 @@ class PipelineLossSettings(LossSettings):
     """sts-pipeline's losses: InfoNCE + HT on the triples, CoSENT on the labeled pairs' `label`, the backbone anchor
     at 50 — the recipe issue 33's table picked at the main job's size (27 anchors, 189 pairs, 3 seeds: STS-B dev
     +0.30 [+0.30, +0.31], SICK trial +0.24 [+0.18, +0.29]; the triples alone +0.20 on dev, −0.23 on SICK trial;
-    docs/benchmarks.md "The defaults"). The pipeline always has labeled pairs (its label stage runs first);
-    LossSettings' own defaults (triples only) stay what `./stsgen train` uses on a dataset that may have none."""
+    docs/benchmarks.md "The defaults"; at 405 anchors it is again the only one of triples, pairs and both that does not
+    lose SICK trial). The pipeline always has labeled pairs (its label stage runs first); `train-on-dataset` trains it
+    too, falling back to LossSettings' own defaults (triples only) where its dataset has none (`recipe_for_data`);
+    `./stsgen train` keeps LossSettings' defaults."""
 
     regression: float = Field(1.0, ge=0, description=LossSettings.model_fields["regression"].description)
     regression_loss: Literal["cosine", "cosent"] = Field(
@@ -166,3 +168,14 @@ class PipelineTrainSettings(TrainSettings):
 
     losses: PipelineLossSettings = PipelineLossSettings()
     lr: LearningRate = Field("auto", description=LR_DESCRIPTION)
+
+
+def recipe_for_data(settings: TrainSettings, has_pairs: bool) -> TrainSettings:
+    """`settings` for data with labeled pairs. For data without (a dataset of runs that never ran label-pairs, e.g.
+    `generate-sts-triples` runs), a PipelineTrainSettings falls back to TrainSettings' triples-only recipe (InfoNCE +
+    HT, lr 3e-5), every field that differs from the pipeline's defaults kept — compared with the defaults, not with
+    the fields a caller named, because a UI form sends every default: a regression weight other than the
+    pipeline's stays, and the stage refuses it without pairs."""
+    if has_pairs or not isinstance(settings, PipelineTrainSettings):
+        return settings
+    return TrainSettings.model_validate(settings.model_dump(exclude_defaults=True))

@@ -224,6 +224,29 @@ def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_co
     assert not (tmp_path / "t2").exists()
 
 
+def test_the_weekly_flow_falls_back_to_the_triples_only_recipe_without_pairs(prefect_harness, scripted, tiny_corpus,
+                                                                             tiny_encoder_dir, tmp_path):
+    """train-on-dataset defaults to sts-pipeline's recipe (the pairs' regression); over runs that never ran
+    label-pairs it trains the triples-only one, keeping what the caller set — instead of refusing."""
+    from flows.train_on_dataset import train_on_dataset
+    from tasks.contracts import dataset_has_pairs
+    from tasks.train.backbones import BackboneSettings
+    from tasks.train.settings import PipelineTrainSettings
+
+    make_run(scripted, tmp_path, tiny_corpus, "r1", 6)
+    train = PipelineTrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
+                                  dev_pairs=20, backbone=BackboneSettings(source=str(tiny_encoder_dir)))
+    paths = train_on_dataset(runs_dir=str(tmp_path / "runs"), dataset=NGRAMS_ONLY, datasets_dir=str(tmp_path / "ds"),
+                             train=train, output_dir=str(tmp_path / "trained"))
+    assert not dataset_has_pairs(Path(paths["build-dataset"]["dataset"]))
+    manifest = json.loads(Path(paths["train-surrogate"]["manifest"]).read_text())
+    losses, parameters = manifest["parameters"]["losses"], manifest["parameters"]
+    assert (losses["infonce"], losses["hierarchical_triplet"], losses["regression"], losses["backbone_anchor"]) == (
+        1.0, 1.0, 0.0, 0.0)
+    assert (parameters["steps"], parameters["lr"], parameters["backbone"]["source"]) == (2, 3e-5, str(tiny_encoder_dir))
+    assert [i["role"] for i in manifest["inputs"]] == ["triples"]
+
+
 def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scripted, tiny_corpus, tmp_path):
     make_run(scripted, tmp_path, tiny_corpus, "sts", 3)
     make_run(scripted, tmp_path, tiny_corpus, "nli", 3,
