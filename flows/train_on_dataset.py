@@ -11,7 +11,7 @@ from flows.train_surrogate import train_surrogate
 from tasks.contracts import dataset_has_pairs
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR, TRAINED_DIR
 from tasks.dataset.settings import DatasetSettings
-from tasks.train.settings import PipelineTrainSettings, TrainSettings, recipe_for_data
+from tasks.train.settings import PipelineTrainSettings, recipe_for_data
 
 
 @flow(name="train-on-dataset")
@@ -19,7 +19,7 @@ def train_on_dataset(
     runs_dir: str = OUTPUTS_DIR,
     dataset: DatasetSettings = DatasetSettings(),
     datasets_dir: str = DATASETS_DIR,
-    train: PipelineTrainSettings | TrainSettings = PipelineTrainSettings(),
+    train: PipelineTrainSettings = PipelineTrainSettings(),
     output_dir: str = TRAINED_DIR,
     run: str | None = "auto",
 ) -> dict[str, dict[str, str]]:
@@ -27,9 +27,10 @@ def train_on_dataset(
     it (`output_dir`/<run>/train-surrogate/). Returns both stages' paths. `train` defaults to sts-pipeline's
     recipe; on a version without labeled pairs it falls back to the triples-only one (`recipe_for_data`)."""
     built = build_dataset(runs_dir=runs_dir, settings=dataset, output_dir=datasets_dir)
-    settings = recipe_for_data(train, dataset_has_pairs(built["dataset"]))
+    settings = recipe_for_data(train, dataset_has_pairs(built["dataset"]), built["dataset"])
     if settings is not train:
-        get_run_logger().info("%s has no labeled pairs (its runs did not run label-pairs): training the triples-only "
-                              "recipe (InfoNCE + HT)", built["dataset"])
+        get_run_logger().info("%s has no labeled pairs (none of its runs ran label-pairs, or none of their pairs "
+                              "survived): training without the pairs' regression, losses %s, lr %s",
+                              built["dataset"], settings.losses.model_dump(), settings.lr)
     trained = train_surrogate(dataset=built["dataset"], settings=settings, output_dir=output_dir, run=run)
     return {"build-dataset": built, "train-surrogate": trained}

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tasks.core.config import DEFAULT_SEED, Settings
+from tasks.core.config import DEFAULT_SEED, ConfigError, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.llm.teacher import DEFAULT_TEACHER
 from tasks.train.hard_negatives import MiningSettings
@@ -170,12 +170,18 @@ class PipelineTrainSettings(TrainSettings):
     lr: LearningRate = Field("auto", description=LR_DESCRIPTION)
 
 
-def recipe_for_data(settings: TrainSettings, has_pairs: bool) -> TrainSettings:
+def recipe_for_data(settings: TrainSettings, has_pairs: bool, source: str = "the data") -> TrainSettings:
     """`settings` for data with labeled pairs. For data without (a dataset of runs that never ran label-pairs, e.g.
     `generate-sts-triples` runs), a PipelineTrainSettings falls back to TrainSettings' triples-only recipe (InfoNCE +
     HT, lr 3e-5), every field that differs from the pipeline's defaults kept — compared with the defaults, not with
     the fields a caller named, because a UI form sends every default: a regression weight other than the
-    pipeline's stays, and the stage refuses it without pairs."""
+    pipeline's stays, and the stage refuses it without pairs. A regression target other than stage 3's `label`
+    (`label_source`) names pairs that are not there: ConfigError naming `source`."""
     if has_pairs or not isinstance(settings, PipelineTrainSettings):
         return settings
+    if settings.label_source != "label":
+        raise ConfigError(f"{source}: train.label_source={settings.label_source!r} chooses the target of the pairs' "
+                          "regression, but there are no labeled pairs (its runs did not run label-pairs, or none of "
+                          "their pairs survived): run sts-pipeline or label-pairs on them, or leave label_source "
+                          "at 'label'.")
     return TrainSettings.model_validate(settings.model_dump(exclude_defaults=True))

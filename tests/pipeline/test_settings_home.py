@@ -211,14 +211,17 @@ def test_the_pipeline_trains_with_its_own_losses_everywhere_it_starts():
     triples-only defaults."""
     from prefect.utilities.callables import parameter_schema
 
+    from flows.train_on_dataset import train_on_dataset
+
     recipe = PipelineTrainSettings().losses
     assert recipe.regression > 0 and recipe.regression_loss == "cosent" and recipe.backbone_anchor > 0
-    schema = parameter_schema(sts_pipeline.fn).properties["train"]
-    assert schema["default"]["losses"] == recipe.model_dump(mode="json")
-    # a deployment run's `-p train='{…}'` is validated into the parameter's type: unset fields keep the recipe
-    train = inspect.signature(sts_pipeline.fn, eval_str=True).parameters["train"].annotation
-    partial = TypeAdapter(train).validate_python({"steps": 7, "losses": {"temperature": 0.1}})
-    assert partial.steps == 7 and partial.losses == recipe.model_copy(update={"temperature": 0.1})
+    for flow in (sts_pipeline, train_on_dataset):  # the pipeline and the weekly deployment's flow
+        schema = parameter_schema(flow.fn).properties["train"]
+        assert schema["default"]["losses"] == recipe.model_dump(mode="json") and schema["default"]["lr"] == "auto"
+        # a deployment run's `-p train='{…}'` is validated into the parameter's type: unset fields keep the recipe
+        train = inspect.signature(flow.fn, eval_str=True).parameters["train"].annotation
+        partial = TypeAdapter(train).validate_python({"steps": 7, "losses": {"temperature": 0.1}})
+        assert partial.steps == 7 and partial.losses == recipe.model_copy(update={"temperature": 0.1}), flow.name
     parse = build_parser().parse_args
     for preset in PRESETS:
         assert pipeline_settings(parse(["run", "--preset", preset]))["train"].losses == recipe, preset
