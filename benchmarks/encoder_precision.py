@@ -1,0 +1,55 @@
+"""A frozen sentence encoder (the coherence ranker's `coherence.encoder`, the dataset checks' encoder) in float32
+versus under bf16 autocast, the same texts in one run: texts/s of each, their ratio, and how far the unit vectors
+move (cosine of each text's two vectors). Says what the encoder ranker would cost on a CPU with native bf16.
+
+    .venv/bin/python -m benchmarks.encoder_precision [--encoder all-minilm-l6-v2] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from tasks.core.device import native_bf16  # noqa: E402
+from tasks.core.sts_data import read_stsb  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--encoder", default="all-minilm-l6-v2", help="a registered name or a sentence-transformers folder")
+    ap.add_argument("--repeat", type=int, default=2, help="STS-B dev's 3,000 sentences this many times")
+    ap.add_argument("--batch", type=int, default=128)
+    args = ap.parse_args()
+    from tasks.llm.local_models import load_encoder
+
+    frame = read_stsb("dev")
+    texts = (frame["s1"].tolist() + frame["s2"].tolist()) * args.repeat
+    model = load_encoder(args.encoder)
+    print(f"{len(texts)} texts, batch {args.batch}, torch threads {torch.get_num_threads()}, bf16 native here: "
+          f"{native_bf16(torch.device('cpu'))}")
+
+    def run(bf16: bool) -> tuple[np.ndarray, float]:
+        started = time.perf_counter()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            vectors = model.encode(texts, batch_size=args.batch, convert_to_numpy=True, normalize_embeddings=True)
+        return vectors.astype(np.float32), len(texts) / (time.perf_counter() - started)
+
+    run(False)  # warm-up: first-call allocations and oneDNN kernels
+    f32, f32_rate = run(False)
+    b16, b16_rate = run(True)
+    agreement = (f32 * b16).sum(1)
+    print(f"float32 {f32_rate:.0f} texts/s | bf16 autocast {b16_rate:.0f} texts/s | ratio {b16_rate / f32_rate:.2f}×")
+    print(f"cosine(float32, bf16) per text: min {agreement.min():.4f}, mean {agreement.mean():.5f}")
+
+
+if __name__ == "__main__":
+    main()
