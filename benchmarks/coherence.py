@@ -83,18 +83,22 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
             "roc_auc_same_document": metrics["roc_auc_same_document"], "roc_auc_random": metrics["roc_auc_random"]}
 
 
-def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSettings, confirm=None) -> dict:
+def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSettings, confirm=None,
+                       precision: str = "float32") -> dict:
     """Held-out metrics of seed 003's head over a frozen sentence encoder's unit vectors, on the split the BiLSTM of
     `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
-    head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports."""
+    head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports.
+    `precision` bfloat16: the encoding (only) under CPU bf16 autocast."""
     import numpy as np
+    import torch
     from sklearn.linear_model import LogisticRegression
 
     from tasks.retrieve.coherence import encoded_windows, metrics_by_negative_kind, neighbour_cosines, split_examples
 
     train, held, _ = split_examples(contexts, sentences, settings)
     started = time.perf_counter()
-    parts, n_texts = encoded_windows(encoder, [train, held] + ([confirm] if confirm is not None else []))
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        parts, n_texts = encoded_windows(encoder, [train, held] + ([confirm] if confirm is not None else []))
     encode_s = time.perf_counter() - started
 
     def features(frame):
@@ -108,7 +112,7 @@ def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSet
 
     fit_started = time.perf_counter()
     head = LogisticRegression(max_iter=2000).fit(features(train), train["label"].to_numpy())
-    out = {"encoder": encoder, "texts_encoded": n_texts, "encode_s": round(encode_s, 1),
+    out = {"encoder": encoder, "precision": precision, "texts_encoded": n_texts, "encode_s": round(encode_s, 1),
            "fit_s": round(time.perf_counter() - fit_started, 1), "train_examples": len(train),
            "cosine_only": cosine_only(held),
            **metrics_by_negative_kind(head.predict_proba(features(held))[:, 1], held)}
@@ -145,6 +149,8 @@ def main() -> None:
     parser.add_argument("--frozen-only", action="store_true", help="with --frozen-encoder: skip the BiLSTM rows")
     parser.add_argument("--frozen-confirm", help="with --frozen-encoder: also score the frozen head and the cosine on "
                         "--examples windows of this corpus (nothing is chosen on it)")
+    parser.add_argument("--frozen-precision", default="float32", choices=("float32", "bfloat16"),
+                        help="with --frozen-encoder: encode in float32 or under CPU bf16 autocast")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     if args.confirm:
@@ -170,7 +176,8 @@ def main() -> None:
                 other, _, _ = load_corpora([CorpusSettings(source=args.frozen_confirm)])
                 confirm_examples = training_examples(context_windows(other, 1, 0), other, args.examples, 99)
             started = time.perf_counter()
-            frozen = frozen_encoder_row(args.frozen_encoder, contexts, sentences, settings, confirm_examples)
+            frozen = frozen_encoder_row(args.frozen_encoder, contexts, sentences, settings, confirm_examples,
+                                        args.frozen_precision)
             rows.append({"variant": f"{text} + frozen {args.frozen_encoder} head", "corpus_sentences": len(sentences),
                          "contexts": len(contexts), "train_examples": frozen["train_examples"],
                          "heldout_examples": frozen["examples"], "roc_auc": round(frozen["roc_auc"], 3),
