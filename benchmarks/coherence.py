@@ -88,17 +88,15 @@ def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSet
     """Held-out metrics of seed 003's head over a frozen sentence encoder's unit vectors, on the split the BiLSTM of
     `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
     head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports.
-    `precision` bfloat16: the encoding (only) under CPU bf16 autocast."""
+    `precision` bfloat16: the encoding (only) under bf16 autocast (CoherenceSettings.precision)."""
     import numpy as np
-    import torch
     from sklearn.linear_model import LogisticRegression
 
     from tasks.retrieve.coherence import encoded_windows, metrics_by_negative_kind, neighbour_cosines, split_examples
 
     train, held, _ = split_examples(contexts, sentences, settings)
     started = time.perf_counter()
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-        parts, n_texts = encoded_windows(encoder, [train, held] + ([confirm] if confirm is not None else []))
+    parts, n_texts = encoded_windows(encoder, [train, held] + ([confirm] if confirm is not None else []), precision)
     encode_s = time.perf_counter() - started
 
     def features(frame):
@@ -150,7 +148,7 @@ def main() -> None:
     parser.add_argument("--frozen-confirm", help="with --frozen-encoder: also score the frozen head and the cosine on "
                         "--examples windows of this corpus (nothing is chosen on it)")
     parser.add_argument("--frozen-precision", default="float32", choices=("float32", "bfloat16"),
-                        help="with --frozen-encoder: encode in float32 or under CPU bf16 autocast")
+                        help="with --frozen-encoder: encode in float32 or under bf16 autocast")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     if args.confirm:

@@ -208,6 +208,7 @@ class TrainedCoherence:
     key: str
     reused: bool
     encoder: str | None = None  # the frozen sentence encoder under the head (CoherenceSettings.encoder), else None
+    encoder_precision: str = "float32"  # the frozen encoder's encoding, as the head was fit on it
 
     def encode(self, texts: list[str], max_len: int = 64, batch_size: int = 256) -> np.ndarray:
         """(N, D) float32 encodings the head scores: the BiLSTM's, or the frozen encoder's unit vectors."""
@@ -215,17 +216,23 @@ class TrainedCoherence:
             from models.coherence import encode_texts
 
             return encode_texts(self.model, self.vocab, texts, max_len, batch_size)
-        return frozen_encode(self.encoder, texts, self.model.dim)
+        return frozen_encode(self.encoder, texts, self.model.dim, precision=self.encoder_precision)
 
 
-def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int = 128) -> np.ndarray:
-    """Unit vectors (N, D) float32 of `texts` from a frozen sentence encoder (a registered name or a folder)."""
+def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int = 128,
+                  precision: str = "float32") -> np.ndarray:
+    """Unit vectors (N, D) float32 of `texts` from a frozen sentence encoder (a registered name or a folder);
+    `precision` bfloat16: its forward passes under bf16 autocast (the vectors come back float32)."""
+    import torch
+
     from tasks.llm.local_models import load_encoder
 
     if not len(texts):
         return np.zeros((0, dim), dtype=np.float32)
-    return load_encoder(encoder).encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                                        normalize_embeddings=True).astype(np.float32)
+    model = load_encoder(encoder)
+    with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+    return vectors.astype(np.float32)
 
 
 def load_trained(folder: Path) -> TrainedCoherence | None:
@@ -251,7 +258,8 @@ def load_trained(folder: Path) -> TrainedCoherence | None:
     model.load_state_dict(torch.load(folder / "model.pt", weights_only=True))
     model.eval()
     return TrainedCoherence(model, vocab, folder, manifest["metrics"], manifest["key"], reused=True,
-                            encoder=encoder["source"] if encoder else None)
+                            encoder=encoder["source"] if encoder else None,
+                            encoder_precision=encoder.get("precision", "float32") if encoder else "float32")
 
 
 @functools.lru_cache(maxsize=4)

@@ -22,7 +22,7 @@ from models.coherence import CoherenceModel, EncoderHeadCoherence, Vocab
 from models.coherence_training import coherence_metrics, coherence_probabilities, train_coherence, word2vec_init
 from tasks.contracts import TrainedCoherence, frozen_encode, load_trained
 from tasks.core.config import key_fields, stsgen_home
-from tasks.core.device import device_info, resolve_device
+from tasks.core.device import device_info, resolve_device, resolve_lm_dtype
 from tasks.core.store import (
     atomic_write_bytes,
     fingerprint,
@@ -104,6 +104,9 @@ def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: Co
 
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
                   window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
+    if settings.frozen_encoder:  # 'auto' made concrete before the key: a float32 and a bf16 machine fit two heads
+        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision,
+                                                                             resolve_device(settings.device))})
     key = model_key(corpus_key, settings, window_k)
     folder = (root or stsgen_home() / "coherence") / key[:32]
     existing = load_trained(folder)
@@ -156,11 +159,11 @@ def encoder_source(encoder: str) -> str:
 WINDOW_PARTS = ("left", "centre", "right")
 
 
-def encoded_windows(encoder: str, frames: list[pd.DataFrame]):
+def encoded_windows(encoder: str, frames: list[pd.DataFrame], precision: str = "float32"):
     """Encode every distinct c<, s, c> text of the `training_examples` frames once with a frozen sentence encoder;
     returns parts(frame) → its (left, centre, right) unit vectors, and how many texts were encoded."""
     texts = pd.Index(pd.unique(pd.concat([f[c] for f in frames for c in WINDOW_PARTS])))
-    vectors = frozen_encode(encoder, texts.tolist())
+    vectors = frozen_encode(encoder, texts.tolist(), precision=precision)
 
     def parts(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return tuple(vectors[texts.get_indexer(frame[c])] for c in WINDOW_PARTS)
@@ -188,7 +191,7 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     train, held, heldout_docs = split_examples(contexts, sentences, settings)
     sha256 = encoder_identity(settings.frozen_encoder)[1]
     started = time.perf_counter()
-    parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held])
+    parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held], settings.precision)
     encode_s = time.perf_counter() - started
     fit = LogisticRegression().fit(neighbour_cosines(parts, train), train["label"].to_numpy())
     dim = parts(held)[0].shape[1]
@@ -208,6 +211,7 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     _save(folder, model, Vocab([]), heldout_docs, {
         "key": key, "corpus_key": corpus_key, "settings": settings.model_dump(), "window_k": window_k,
         "code_version": CODE_VERSION, "metrics": metrics,
-        "encoder": {"source": encoder_source(settings.frozen_encoder), "sha256": sha256, "dim": int(dim)}})
+        "encoder": {"source": encoder_source(settings.frozen_encoder), "sha256": sha256, "dim": int(dim),
+                    "precision": settings.precision}})
     return TrainedCoherence(model, Vocab([]), folder, metrics, key, reused=False,
-                            encoder=encoder_source(settings.frozen_encoder))
+                            encoder=encoder_source(settings.frozen_encoder), encoder_precision=settings.precision)

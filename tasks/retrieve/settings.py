@@ -58,6 +58,10 @@ class CoherenceSettings(Settings):
         "examples — held-out ROC AUC 0.794 vs 0.686 on the default corpus, but ranking then encodes every screened "
         "window's c< and c> (~13 min for the main job's 108 sentences on 2 CPU cores; docs/benchmarks.md). The "
         "BiLSTM fields are ignored with an encoder")
+    precision: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="A frozen encoder's encoding: 'auto' = bf16 autocast where bf16 is native (a GPU with "
+        "bf16; a CPU with AVX-512-BF16 or AMX: 2.55x the float32 encoding on an AMX CPU, the held-out ROC AUC "
+        "unchanged, docs/benchmarks.md), float32 elsewhere; resolved before the model's key. The BiLSTM ignores it")
 
     @property
     def frozen_encoder(self) -> str | None:
@@ -70,7 +74,10 @@ class CoherenceSettings(Settings):
 
     def key_exclusions(self) -> frozenset[str]:
         # The BiLSTM's keys stay what they were before `encoder` existed: its prepared models are reused.
-        return self.NOT_IN_KEY | {"encoder"} | (self.BILSTM_ONLY if self.frozen_encoder else frozenset())
+        # `precision` only in a frozen encoder's key, and only away from float32: the keys of models prepared before
+        # it existed stay valid.
+        precision = frozenset() if self.frozen_encoder and self.precision != "float32" else {"precision"}
+        return self.NOT_IN_KEY | {"encoder"} | precision | (self.BILSTM_ONLY if self.frozen_encoder else frozenset())
 
 
 class ContextSourceSettings(Settings):

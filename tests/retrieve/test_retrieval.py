@@ -232,6 +232,19 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     by_folder = CoherenceSettings(encoder=encoder_identity("all-minilm-l6-v2")[0], max_train_contexts=500, hidden=9)
     assert train_or_load(contexts, sentences, "synthetic", by_folder, 1, root=tmp_path).folder == trained.folder
     assert train_or_load(contexts, sentences, "synthetic", SMALL_MODEL, 1, root=tmp_path).folder != trained.folder
+    # The encoder's precision: resolved before the key ('auto' is one of the two concrete models, never a third),
+    # kept out of the BiLSTM's key and out of float32's (models prepared before it existed stay valid); a bf16 head
+    # is read back with its precision, and its vectors are the float32 ones to bf16 rounding, not identical.
+    assert "precision" not in key_fields(CoherenceSettings()) and "precision" not in key_fields(
+        settings.model_copy(update={"precision": "float32"}))
+    f32, b16 = (train_or_load(contexts, sentences, "synthetic", settings.model_copy(update={"precision": p}), 1,
+                              root=tmp_path) for p in ("float32", "bfloat16"))
+    assert trained.folder in (f32.folder, b16.folder) and f32.folder != b16.folder
+    loaded16 = load_trained(b16.folder)
+    assert (loaded16.encoder_precision, load_trained(f32.folder).encoder_precision) == ("bfloat16", "float32")
+    assert json.loads((b16.folder / "manifest.json").read_text())["encoder"]["precision"] == "bfloat16"
+    a, b = load_trained(f32.folder).encode(texts), loaded16.encode(texts)
+    assert (a * b).sum(1).min() > 0.99 and not np.array_equal(a, b)
 
 
 def test_an_unknown_frozen_encoder_is_refused_before_any_work(tmp_path):
