@@ -74,7 +74,7 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
 
         from tasks.retrieve.coherence import encoded_windows, metrics_by_negative_kind
 
-        parts, _ = encoded_windows(trained.encoder, [examples])
+        parts, _ = encoded_windows(trained.encoder, [examples], trained.encoder_precision)
         logits = trained.model.logits_from_encodings(*map(torch.as_tensor, parts(examples))).detach().numpy()
         metrics = metrics_by_negative_kind(1 / (1 + np.exp(-logits)), examples)
     else:

@@ -227,6 +227,8 @@ def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int 
 
     from tasks.llm.local_models import load_encoder
 
+    if precision not in ("float32", "bfloat16"):
+        raise ValueError(f"frozen_encode: precision {precision!r} (resolve 'auto' first: CoherenceSettings.precision)")
     if not len(texts):
         return np.zeros((0, dim), dtype=np.float32)
     model = load_encoder(encoder)

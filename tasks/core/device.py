@@ -5,11 +5,12 @@
 without one is a clear error before any work. On a GPU the encoder's forward passes run under bf16 autocast
 (float32 on a GPU without bf16: fp16 would need loss scaling in training; the labeler LM has its own `dtype` and the
 small BiLSTM stays float32) and inference batches grow (`scaled_batch`); on the CPU nothing changes but the labeler
-LM's dtype and the surrogate's training precision where bf16 is native (`resolve_lm_dtype`,
-`resolve_train_precision`). The device is *where* a result is computed, not *what* is computed: it is left out of every cache key (a coherence model trained on a GPU is reused on a CPU) and recorded in
+LM's dtype, the surrogate's training precision and the frozen-encoder ranker's encoding where bf16 is native
+(`resolve_lm_dtype`, `resolve_train_precision`). The device is *where* a result is computed, not *what* is computed: it is left out of every cache key (a BiLSTM coherence model trained on a GPU is reused on a CPU) and recorded in
 each manifest (`device_info`); a dtype is *what*, so the labeler's resolved dtype and the surrogate's resolved
-training precision (bfloat16; float32 stays out) enter their stage keys — a surrogate trained in bf16 on a GPU is not
-reused by a CPU without native bf16, which trains in float32.
+training precision (bfloat16; float32 stays out) enter their stage keys, as does a frozen-encoder coherence head's
+encoding precision its model key — a surrogate trained in bf16 on a GPU is not reused by a CPU without native bf16,
+which trains in float32.
 """
 
 from __future__ import annotations

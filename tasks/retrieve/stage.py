@@ -216,7 +216,7 @@ def retrieve_all(job: RetrievalJob, out: StageFolder) -> dict:
                        "workers": runner_kind(execution.workers, execution.dask_address)},
         "coherence_model": {"key": trained.key, "folder": str(trained.folder), "metrics": trained.metrics,
                             "sha256": read_manifest(trained.folder)["outputs"]["model.pt"]["sha256"],
-                            "reused": trained.reused},
+                            "reused": trained.reused, "encoder_precision": trained.encoder_precision},
         "index": str(job.index_dir), "counts": counts, "timings": timings,
         # Tokens only when the LLM writes contexts (source generated / both); priced per sentence given contexts.
         "cost": llm_cost(generation or {}, len(counts_by_id), "sentence",

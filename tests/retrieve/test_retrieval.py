@@ -240,6 +240,7 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     f32, b16 = (train_or_load(contexts, sentences, "synthetic", settings.model_copy(update={"precision": p}), 1,
                               root=tmp_path) for p in ("float32", "bfloat16"))
     assert trained.folder in (f32.folder, b16.folder) and f32.folder != b16.folder
+    assert not torch.equal(f32.model.head.weight, b16.model.head.weight)  # each head fit on its own vectors
     loaded16 = load_trained(b16.folder)
     assert (loaded16.encoder_precision, load_trained(f32.folder).encoder_precision) == ("bfloat16", "float32")
     assert json.loads((b16.folder / "manifest.json").read_text())["encoder"]["precision"] == "bfloat16"
