@@ -29,23 +29,22 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="STS-B dev's 3,000 sentences this many times")
     ap.add_argument("--batch", type=int, default=128)
     args = ap.parse_args()
-    from tasks.llm.local_models import load_encoder
+    from tasks.contracts import frozen_encode
+    from tasks.llm.local_models import encoder_device
 
     frame = read_stsb("dev")
     texts = (frame["s1"].tolist() + frame["s2"].tolist()) * args.repeat
-    model = load_encoder(args.encoder)
-    print(f"{len(texts)} texts, batch {args.batch}, torch threads {torch.get_num_threads()}, bf16 native here: "
-          f"{native_bf16(torch.device('cpu'))}")
+    print(f"{len(texts)} texts, batch {args.batch}, torch threads {torch.get_num_threads()}, bf16 native on "
+          f"{encoder_device()}: {native_bf16(encoder_device())}")
 
-    def run(bf16: bool) -> tuple[np.ndarray, float]:
+    def run(precision: str) -> tuple[np.ndarray, float]:  # the product path: the ranker's own encoding
         started = time.perf_counter()
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            vectors = model.encode(texts, batch_size=args.batch, convert_to_numpy=True, normalize_embeddings=True)
-        return vectors.astype(np.float32), len(texts) / (time.perf_counter() - started)
+        vectors = frozen_encode(args.encoder, texts, batch_size=args.batch, precision=precision)
+        return vectors, len(texts) / (time.perf_counter() - started)
 
-    run(False)  # warm-up: first-call allocations and oneDNN kernels
-    f32, f32_rate = run(False)
-    b16, b16_rate = run(True)
+    run("float32")  # warm-up: the encoder's load, first-call allocations and oneDNN kernels
+    f32, f32_rate = run("float32")
+    b16, b16_rate = run("bfloat16")
     agreement = (f32 * b16).sum(1)
     print(f"float32 {f32_rate:.0f} texts/s | bf16 autocast {b16_rate:.0f} texts/s | ratio {b16_rate / f32_rate:.2f}×")
     print(f"cosine(float32, bf16) per text: min {agreement.min():.4f}, mean {agreement.mean():.5f}")

@@ -170,9 +170,16 @@ def encoder_identity(source: str) -> tuple[str, str]:
     return str(folder), sha256_path(folder)
 
 
+def encoder_device():
+    """Where `load_encoder` puts an encoder: CUDA when present, else the CPU."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 @functools.lru_cache(maxsize=2)
 def load_encoder(source: str):
-    """The SentenceTransformer of `source` (CUDA when present), loaded once per process."""
+    """The SentenceTransformer of `source` on `encoder_device()`, loaded once per process."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(encoder_folder(source)))
+    return SentenceTransformer(str(encoder_folder(source)), device=str(encoder_device()))

@@ -30,7 +30,7 @@ from tasks.core.store import (
     write_json,
     write_manifest,
 )
-from tasks.llm.local_models import encoder_identity
+from tasks.llm.local_models import encoder_device, encoder_identity
 from tasks.retrieve.settings import CoherenceSettings
 
 CODE_VERSION = "bilstm-coherence-v1"
@@ -105,9 +105,8 @@ def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: Co
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
                   window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
     if settings.frozen_encoder:  # 'auto' made concrete before the key: a float32 and a bf16 machine fit two heads
-        # for the device the encoder runs on: load_encoder's (CUDA when present), not `settings.device` (the BiLSTM's)
-        encoder_device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision, encoder_device)})
+        # for the device the encoder runs on (load_encoder's), not `settings.device` (the BiLSTM's)
+        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision, encoder_device())})
     key = model_key(corpus_key, settings, window_k)
     folder = (root or stsgen_home() / "coherence") / key[:32]
     existing = load_trained(folder)
