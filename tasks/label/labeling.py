@@ -3,7 +3,7 @@
 S(s, c) = λ1·log p_disc(y=1 | c<, s, c>) + λ2·(1/|s|)·log p(s | c<) + λ3·(1/|c<|)·log p(c< | s, c>)
           + λ4·(1/|c>|)·log p(c> | c<, s)
 
-- p_disc: the stage-2 BiLSTM coherence model (log-sigmoid of its logit).
+- p_disc: the stage-2 coherence model (log-sigmoid of its logit: a frozen encoder's head, or the BiLSTM).
 - λ2, λ4: a causal LM reading c< s c> left to right. The paper's λ2 term conditions on c> too; a left-to-right model
   cannot, so λ2 uses log p(s | c<) (docs/labeling.md). Both terms come from one pass per (s, c), with the c< prefix
   run once per context and its key/value cache shared by every sentence scored against it.
@@ -51,7 +51,7 @@ from tasks.llm.teacher import teacher_labels
 
 def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
                    ) -> list[np.ndarray]:
-    """log p_disc for every (sentence, context) of every unit: one batched BiLSTM pass over the distinct texts.
+    """log p_disc for every (sentence, context) of every unit: one batched encoding of the distinct texts.
     With `reference` sentences, each context's mean over them is subtracted (its fit to a typical sentence)."""
     sent_texts = sorted({s for u in units for s in u.sentences} | set(reference))
     lefts = sorted({t for u in units for t in u.left})

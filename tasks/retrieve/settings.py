@@ -4,9 +4,9 @@ screening and selection (driven by retrieval.py), the coherence model (coherence
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from tasks.core.config import DEFAULT_SEED, CorpusSettings, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
@@ -34,11 +34,15 @@ class SelectionSettings(Settings):
 
 class CoherenceSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
+    # Training windows when `max_train_contexts` is left unset, per ranker. The BiLSTM's, chosen by
+    # benchmarks/coherence.py on the default corpus (docs/retrieval.md): 60k windows (120k training examples), one
+    # epoch of a hidden-128 BiLSTM from word2vec embeddings — the held-out AUC of two epochs of the paper's hidden-300
+    # model at ~1/3 of its time on 2 cores. A frozen encoder's head has three weights: 10k windows (20k examples, 2k
+    # held out) fit it as well as 60k (held-out ROC AUC 0.806 at 5k, 0.794 at 60k) in a sixth of the encoding.
+    DEFAULT_TRAIN_CONTEXTS: ClassVar[dict[str, int]] = {"bilstm": 60_000, "encoder": 10_000}
 
-    # Defaults chosen by benchmarks/coherence.py on the default corpus (docs/retrieval.md): 60k windows (120k training
-    # examples), one epoch of a hidden-128 BiLSTM from word2vec embeddings — the held-out AUC of two epochs of the
-    # paper's hidden-300 model at ~1/3 of its time on 2 cores.
-    max_train_contexts: int = Field(60_000, ge=10, description="Positives sampled for training (+ as many negatives)")
+    max_train_contexts: int | None = Field(None, ge=10, description="Positives sampled for training (+ as many "
+                                    "negatives); unset: 60,000 for the BiLSTM, 10,000 for a frozen encoder's head")
     heldout_fraction: float = Field(0.1, gt=0, lt=0.5)
     epochs: int = Field(1, ge=1, le=50)
     batch_size: int = Field(256, ge=2)
@@ -52,16 +56,26 @@ class CoherenceSettings(Settings):
     seed: int = DEFAULT_SEED
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
     encoder: str = Field(
-        "bilstm", description="'bilstm': seed 003's model, trained from scratch on the corpus (the fields above); or a "
-        "sentence encoder (a registered name such as 'all-minilm-l6-v2', or a sentence-transformers folder) kept "
-        "frozen, the head's weights on its cosines of s to c< and to c> fit by logistic regression on the same "
-        "examples — held-out ROC AUC 0.794 vs 0.686 on the default corpus, but ranking then encodes every screened "
-        "window's c< and c> (~13 min for the main job's 108 sentences on 2 CPU cores; docs/benchmarks.md). The "
-        "BiLSTM fields are ignored with an encoder")
+        "all-minilm-l6-v2", description="The ranker. A sentence encoder (a registered name such as "
+        "'all-minilm-l6-v2', the default, or a sentence-transformers folder) kept frozen, the head's weights on its "
+        "cosines of s to c< and to c> fit by logistic regression on the corpus's windows — held-out ROC AUC 0.79 on "
+        "the default corpus; ranking encodes every screened window's distinct c< and c> texts (~89k for the main "
+        "job's 108 sentences: ~2 min on 2 AMX CPU cores in bf16, ~7 min on a CPU without native bf16; "
+        "docs/benchmarks.md). Or 'bilstm': seed 003's model trained from scratch on the corpus (the fields above; "
+        "held-out ROC AUC 0.69, ranking in seconds, ~5 min of training per corpus); they are ignored with an encoder")
     precision: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="A frozen encoder's encoding: 'auto' = bf16 autocast where bf16 is native (a GPU with "
         "bf16; a CPU with AVX-512-BF16 or AMX: 2.55x the float32 encoding on an AMX CPU, the held-out ROC AUC "
         "unchanged, docs/benchmarks.md), float32 elsewhere; resolved before the model's key. The BiLSTM ignores it")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_train_contexts(cls, data: Any) -> Any:
+        """An unset `max_train_contexts` becomes its ranker's default here, so keys and manifests hold the number."""
+        if isinstance(data, dict) and data.get("max_train_contexts") is None:
+            ranker = "bilstm" if data.get("encoder", cls.model_fields["encoder"].default) == "bilstm" else "encoder"
+            data = {**data, "max_train_contexts": cls.DEFAULT_TRAIN_CONTEXTS[ranker]}
+        return data
 
     @property
     def frozen_encoder(self) -> str | None:

@@ -2,7 +2,8 @@
 (tasks.core.stage).
 
 corpus documents → sentences → context windows (c<, c>) → screening index (TF-IDF bigrams or BM25)
-                                               └→ coherence model (BiLSTM, trained on the corpus or reused)
+                                               └→ coherence model (a frozen encoder's head, or a BiLSTM; fit on
+                                                  the corpus once, then reused)
 query sentences → shards → screen top-K → rank by coherence → greedy diverse selection → contexts.parquet, and the
 sentences without any context in rejected.parquet. `prepare_retrieval` builds (or reuses) the index and the model;
 `retrieve_all` runs the shards and writes the outputs; `publish_retrieval` creates the artifacts.

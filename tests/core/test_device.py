@@ -101,7 +101,9 @@ def test_device_flag_reaches_every_torch_stage_of_the_main_job():
 
 def test_the_device_is_not_part_of_any_cache_key():
     assert model_key("corpus", CoherenceSettings(device="cpu"), 1) == model_key("corpus", CoherenceSettings(), 1)
-    assert model_key("corpus", CoherenceSettings(epochs=3), 1) != model_key("corpus", CoherenceSettings(), 1)
+    bilstm = CoherenceSettings(encoder="bilstm")
+    assert model_key("corpus", bilstm.model_copy(update={"device": "cpu"}), 1) == model_key("corpus", bilstm, 1)
+    assert model_key("corpus", CoherenceSettings(encoder="bilstm", epochs=3), 1) != model_key("corpus", bilstm, 1)
 
 
 @pytest.mark.skipif(not NO_CUDA, reason="checks the CPU-only machine")

@@ -57,7 +57,7 @@ def test_the_stage_reads_what_prepare_corpus_built(topic_corpus, tmp_path, monke
 def test_per_source_table_in_the_report(tmp_path, monkeypatch):
     use_fixture_archives(monkeypatch, tmp_path / "home")
     settings = RetrieveSettings(corpora=[CorpusSettings(source="news2017+bbc+wiki-leads")],
-                                coherence=CoherenceSettings(max_train_contexts=10, epochs=1, hidden=8,
+                                coherence=CoherenceSettings(encoder="bilstm", max_train_contexts=10, epochs=1, hidden=8,
                                                             embedding_dim=8, batch_size=4, word2vec_epochs=1),
                                 selection=SelectionSettings(screen_k=5))
     report = summary(prepare_corpus(settings))
@@ -75,7 +75,7 @@ def test_a_reader_change_on_the_same_archives_builds_anew(tmp_path, monkeypatch)
 
     use_fixture_archives(monkeypatch, tmp_path / "home")
     settings = RetrieveSettings(corpora=[CorpusSettings(source="wiki-sections+bbc")],
-                                coherence=CoherenceSettings(max_train_contexts=10, epochs=1, hidden=8,
+                                coherence=CoherenceSettings(encoder="bilstm", max_train_contexts=10, epochs=1, hidden=8,
                                                             embedding_dim=8, batch_size=4, word2vec_epochs=1),
                                 selection=SelectionSettings(screen_k=5))
     first = prepare_corpus(settings)

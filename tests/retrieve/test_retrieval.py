@@ -23,7 +23,8 @@ from tasks.retrieve.screening import build_index, top_k
 from tasks.retrieve.settings import RetrieveSettings
 from tests.conftest import PROJECT, shared
 
-SMALL_MODEL = CoherenceSettings(max_train_contexts=400, epochs=1, hidden=16, embedding_dim=16, batch_size=64)
+SMALL_MODEL = CoherenceSettings(encoder="bilstm", max_train_contexts=400, epochs=1, hidden=16, embedding_dim=16,
+                                batch_size=64)
 
 
 def sentences_table(docs: dict[str, list[str]]) -> pd.DataFrame:
@@ -165,7 +166,7 @@ def test_coherence_model_learns_a_synthetic_task(tmp_path):
     contexts = context_windows(sentences, k=1)
     examples = training_examples(contexts, sentences, 200, seed=1)
     assert set(examples["label"]) == {0, 1} and (examples["negative_kind"] != "none").sum() > 150
-    settings = CoherenceSettings(max_train_contexts=4000, epochs=5, hidden=32, embedding_dim=16, batch_size=32,
+    settings = CoherenceSettings(encoder="bilstm", max_train_contexts=4000, epochs=5, hidden=32, embedding_dim=16, batch_size=32,
                                  lr=3e-3)
     trained = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
     held = trained.metrics["heldout"]
@@ -224,7 +225,8 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     again = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
     assert again.reused and again.folder == trained.folder
     # The BiLSTM's key has no `encoder` field (its prepared models stay valid); another encoder is another model.
-    assert "encoder" not in key_fields(CoherenceSettings()) and "hidden" in key_fields(CoherenceSettings())
+    bilstm = CoherenceSettings(encoder="bilstm")
+    assert "encoder" not in key_fields(bilstm) and "hidden" in key_fields(bilstm)
     assert "encoder" not in key_fields(settings) and "hidden" not in key_fields(settings)
     # The encoder is keyed by its files: named by its folder instead of its registered name, it is the same model.
     from tasks.llm.local_models import encoder_identity
@@ -235,7 +237,7 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     # The encoder's precision: resolved before the key ('auto' is one of the two concrete models, never a third),
     # kept out of the BiLSTM's key and out of float32's (models prepared before it existed stay valid); a bf16 head
     # is read back with its precision, and its vectors are the float32 ones to bf16 rounding, not identical.
-    assert "precision" not in key_fields(CoherenceSettings()) and "precision" not in key_fields(
+    assert "precision" not in key_fields(bilstm) and "precision" not in key_fields(
         settings.model_copy(update={"precision": "float32"}))
     f32, b16 = (train_or_load(contexts, sentences, "synthetic", settings.model_copy(update={"precision": p}), 1,
                               root=tmp_path) for p in ("float32", "bfloat16"))
@@ -246,6 +248,42 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
     assert json.loads((b16.folder / "manifest.json").read_text())["encoder"]["precision"] == "bfloat16"
     a, b = load_trained(f32.folder).encode(texts), loaded16.encode(texts)
     assert (a * b).sum(1).min() > 0.99 and not np.array_equal(a, b)
+
+
+def test_the_default_ranker_is_the_frozen_encoder_with_its_own_training_size():
+    """The encoder ranker by default (held-out ROC AUC 0.79 vs the BiLSTM's 0.69); an unset training size is its
+    ranker's (a 3-weight head needs far fewer windows than a BiLSTM), a set one is kept, and the number is in the key."""
+    from tasks.core.config import key_fields
+
+    default, bilstm = CoherenceSettings(), CoherenceSettings(encoder="bilstm")
+    assert default.frozen_encoder == "all-minilm-l6-v2" and bilstm.frozen_encoder is None
+    assert (default.max_train_contexts, bilstm.max_train_contexts) == (10_000, 60_000)
+    assert CoherenceSettings(encoder="bilstm", max_train_contexts=123).max_train_contexts == 123
+    assert CoherenceSettings.model_validate({"max_train_contexts": None}).max_train_contexts == 10_000
+    assert key_fields(default)["max_train_contexts"] == 10_000
+    assert RetrieveSettings.model_validate({"coherence": {"encoder": "bilstm"}}).coherence.max_train_contexts == 60_000
+
+
+def test_candidates_sharing_a_neighbour_sentence_encode_it_once(tmp_path):
+    """Screening pulls both neighbours of a matching sentence (window j−1's c> and window j+1's c< are sentence j):
+    the scorer encodes each distinct text once, and its logits are the per-window ones."""
+    from tasks.retrieve.retrieval import CandidateScorer
+
+    sentences = topical_corpus(n_docs=20)
+    contexts = context_windows(sentences, k=1)
+    trained = train_or_load(contexts, sentences, "synthetic", SMALL_MODEL, 1, root=tmp_path)
+    cand_idx = np.array([[0, 1, 2, 3, -1], [2, 3, 4, 5, 6]])
+    queries = ["the chef chopped onions", "the orchestra tuned its strings"]
+    scorer = CandidateScorer(trained, contexts, queries, cand_idx)
+    needed = np.arange(7)
+    assert scorer.distinct_texts < 2 * len(needed) and scorer.texts_encoded == 2 + scorer.distinct_texts
+    left = trained.encode(contexts["left"].iloc[needed].tolist())
+    right = trained.encode(contexts["right"].iloc[needed].tolist())
+    centre = trained.encode(queries)
+    for i in range(2):
+        idx = cand_idx[i][cand_idx[i] >= 0]
+        assert np.allclose(scorer.logits(i, idx), trained.model.rank_logits(centre[i], left[idx], right[idx]),
+                           atol=1e-5)
 
 
 def test_an_unknown_frozen_encoder_is_refused_before_any_work(tmp_path):
