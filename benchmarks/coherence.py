@@ -4,8 +4,8 @@ run: held-out ROC AUC (all negatives, same-document, random replacements), train
 
     .venv/bin/python -m benchmarks.coherence --variant gensim:quick --variant default:hidden=128,contexts=50000
 A variant is `<corpus source>:<preset or field=value,…>`; `quick` is the main job's preset (10k contexts, 1 epoch),
-fields are CoherenceSettings' (contexts = max_train_contexts; `encoder=all-minilm-l6-v2` trains the shipped
-frozen-encoder option instead of the BiLSTM).
+fields are CoherenceSettings' (contexts = max_train_contexts; a variant is the BiLSTM unless it sets
+`encoder=all-minilm-l6-v2`, stage 2's default ranker: a frozen encoder with a head fit by logistic regression).
 
     .venv/bin/python -m benchmarks.coherence --variant default:contexts=20000 --frozen-encoder all-minilm-l6-v2
 adds, for each variant, a row for the lever the BiLSTM lacks: a pretrained sentence encoder, frozen, under the same
@@ -48,7 +48,7 @@ def number_or_text(value: str) -> int | float | str:
 
 def parse_variant(text: str) -> tuple[str, CoherenceSettings]:
     source, _, spec = text.partition(":")
-    fields: dict = {}
+    fields: dict = {"encoder": "bilstm"}  # a variant is the BiLSTM unless it names an encoder
     for part in filter(None, spec.split(",")):
         if part in PRESETS:
             fields |= PRESETS[part]

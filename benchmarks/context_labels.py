@@ -85,6 +85,7 @@ class Pass:
     exclude_self: bool = True
     scorer: str = "transformers"
     source: str = "retrieved"  # contexts.source: retrieved | generated | both (the LLM writes contexts)
+    ranker: str = "bilstm"  # coherence.encoder: the passes before the encoder ranker became stage 2's default keep it
 
 
 PASSES = {p.name: p for p in (
@@ -92,6 +93,7 @@ PASSES = {p.name: p for p in (
     Pass("six-right-noexcl", exclude_self=False), Pass("six-right-llama", scorer="llama_cpp"),
     Pass("six-left-both", prompt="left", source="both"), Pass("generated-left", prompt="left", source="generated"),
     Pass("default-left", corpus="default", prompt="left"),
+    Pass("default-left-encoder", corpus="default", prompt="left", ranker="all-minilm-l6-v2"),  # today's stage 2
 )}
 
 
@@ -108,7 +110,8 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
     from tasks.retrieve.settings import RetrieveSettings
 
     source = ContextSourceSettings(source=p.source)
-    folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}-{p.source}{tag}"
+    ranker = "" if p.ranker == "bilstm" else f"-{Path(p.ranker).name}"
+    folder = out / f"contexts-{p.corpus}-{candidates}-{'excl' if p.exclude_self else 'noexcl'}-{p.source}{ranker}{tag}"
     folder.mkdir(parents=True, exist_ok=True)
     pairs_path = folder / "pairs.parquet"
     pq.write_table(pa.Table.from_pandas(frame[["s1", "s2"]], preserve_index=False), pairs_path)
@@ -117,11 +120,11 @@ def retrieve(frame: pd.DataFrame, out: Path, p: Pass, candidates: int, tag: str 
     settings = RetrieveSettings(corpora=CORPORA if p.corpus == "six" else [CorpusSettings()], source=source,
                                 selection=SelectionSettings(contexts_per_sentence=candidates,
                                                             exclude_self=p.exclude_self),
-                                # the default corpus: the model prepare-corpus built (reused); the six corpora: the
-                                # quick size the earlier rounds measured with
-                                coherence=CoherenceSettings() if p.corpus == "default" else
-                                CoherenceSettings(max_train_contexts=10_000, epochs=1, hidden=300, batch_size=128,
-                                                  lr=1e-3, word2vec_epochs=0))
+                                # the default corpus: the model prepare-corpus builds with the pass's ranker (its
+                                # defaults); the six corpora: the quick BiLSTM the earlier rounds measured with
+                                coherence=CoherenceSettings(encoder=p.ranker) if p.corpus == "default" else
+                                CoherenceSettings(encoder="bilstm", max_train_contexts=10_000, epochs=1, hidden=300,
+                                                  batch_size=128, lr=1e-3, word2vec_epochs=0))
     paths = retrieve_contexts(sentences=str(pairs_path), settings=settings, llm=llm, output_dir=str(folder),
                               run="bench")
     print(f"retrieve-contexts ({p.corpus}, exclude_self={p.exclude_self}, source={p.source}): "

@@ -112,7 +112,7 @@ def retrieve(frame: pd.DataFrame, out: Path, screener: str, kmax: int, tag: str 
     t = time.perf_counter()
     settings = RetrieveSettings(corpora=CORPORA,
                                 selection=SelectionSettings(screener=screener, contexts_per_sentence=kmax),
-                                coherence=CoherenceSettings(max_train_contexts=10_000, epochs=1))
+                                coherence=CoherenceSettings(encoder="bilstm", max_train_contexts=10_000, epochs=1))
     paths = retrieve_contexts(sentences=str(pairs_path), settings=settings, output_dir=str(folder))
     print(f"retrieve-contexts ({screener}, up to {kmax} contexts): {time.perf_counter() - t:.0f} s", flush=True)
     return Path(paths["contexts"])

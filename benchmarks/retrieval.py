@@ -117,7 +117,7 @@ def intrinsic_part(args, contexts, sentences, inputs, tfidf, rng):
     """2. intrinsic quality on held-out documents."""
     rng = np.random.default_rng(1)  # own stream: the same queries whether or not part 1 ran
     corpus_key = fingerprint({"inputs": [i["sha256"] for i in inputs], "benchmark": "retrieval"})
-    settings = CoherenceSettings(max_train_contexts=args.train_contexts, epochs=args.epochs)
+    settings = CoherenceSettings(encoder="bilstm", max_train_contexts=args.train_contexts, epochs=args.epochs)
     t = time.perf_counter()
     trained = train_or_load(contexts, sentences, corpus_key, settings, 1)
     print(f"\ncoherence model: {'reused' if trained.reused else 'trained'} in {time.perf_counter() - t:.0f} s; "

@@ -210,19 +210,22 @@ class TrainedCoherence:
     encoder: str | None = None  # the frozen sentence encoder under the head (CoherenceSettings.encoder), else None
     encoder_precision: str = "float32"  # the frozen encoder's encoding, as the head was fit on it
 
-    def encode(self, texts: list[str], max_len: int = 64, batch_size: int = 256) -> np.ndarray:
-        """(N, D) float32 encodings the head scores: the BiLSTM's, or the frozen encoder's unit vectors."""
+    def encode(self, texts: list[str], max_len: int = 64, batch_size: int = 256, device: str | None = None
+               ) -> np.ndarray:
+        """(N, D) float32 encodings the head scores: the BiLSTM's (on the model's device), or the frozen encoder's
+        unit vectors (on `device`; None: CUDA when present)."""
         if self.encoder is None:
             from models.coherence import encode_texts
 
             return encode_texts(self.model, self.vocab, texts, max_len, batch_size)
-        return frozen_encode(self.encoder, texts, self.model.dim, precision=self.encoder_precision)
+        return frozen_encode(self.encoder, texts, self.model.dim, precision=self.encoder_precision, device=device)
 
 
 def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int = 128,
-                  precision: str = "float32") -> np.ndarray:
-    """Unit vectors (N, D) float32 of `texts` from a frozen sentence encoder (a registered name or a folder);
-    `precision` bfloat16: its forward passes under bf16 autocast (the vectors come back float32)."""
+                  precision: str = "float32", device: str | None = None) -> np.ndarray:
+    """Unit vectors (N, D) float32 of `texts` from a frozen sentence encoder (a registered name or a folder) on
+    `device` (None: CUDA when present); `precision` bfloat16: its forward passes under bf16 autocast (the vectors
+    come back float32)."""
     import torch
 
     from tasks.llm.local_models import load_encoder
@@ -231,7 +234,7 @@ def frozen_encode(encoder: str, texts: list[str], dim: int = 0, batch_size: int 
         raise ValueError(f"frozen_encode: precision {precision!r} (resolve 'auto' first: CoherenceSettings.precision)")
     if not len(texts):
         return np.zeros((0, dim), dtype=np.float32)
-    model = load_encoder(encoder)
+    model = load_encoder(encoder, device)
     with torch.autocast(model.device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16"):
         vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
     return vectors.astype(np.float32)

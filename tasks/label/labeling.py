@@ -49,14 +49,14 @@ from tasks.label.settings import (  # noqa: E402,F401
 from tasks.llm.teacher import teacher_labels
 
 
-def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64
-                   ) -> list[np.ndarray]:
+def disc_log_probs(trained: TrainedCoherence, units: list[Unit], reference: list[str], max_len: int = 64,
+                   device: str | None = None) -> list[np.ndarray]:
     """log p_disc for every (sentence, context) of every unit: one batched encoding of the distinct texts.
     With `reference` sentences, each context's mean over them is subtracted (its fit to a typical sentence)."""
     sent_texts = sorted({s for u in units for s in u.sentences} | set(reference))
     lefts = sorted({t for u in units for t in u.left})
     rights = sorted({t for u in units for t in u.right})
-    enc = {name: (dict(zip(texts, range(len(texts)))), trained.encode(texts, max_len))
+    enc = {name: (dict(zip(texts, range(len(texts)))), trained.encode(texts, max_len, device=device))
            for name, texts in (("s", sent_texts), ("l", lefts), ("r", rights)) if texts}
     out = []
     for u in units:
@@ -157,7 +157,9 @@ def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
     if w["disc"]:
         if trained is None:
             raise ConfigError("lambda_disc is non-zero but no coherence model was given.")
-        for t, d in zip(terms, disc_log_probs(trained, units, list(reference) if settings.context_baseline else [])):
+        device = str(resolve_device(settings.device))  # a frozen encoder's; the BiLSTM scores on the CPU
+        for t, d in zip(terms, disc_log_probs(trained, units, list(reference) if settings.context_baseline else [],
+                                              device=device)):
             t["disc"] = d
     if w["lm_sentence"] or w["lm_right"] or w["lm_left"]:
         if lm is None:

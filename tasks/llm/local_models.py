@@ -177,9 +177,9 @@ def encoder_device():
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-@functools.lru_cache(maxsize=2)
-def load_encoder(source: str):
-    """The SentenceTransformer of `source` on `encoder_device()`, loaded once per process."""
+@functools.lru_cache(maxsize=4)
+def load_encoder(source: str, device: str | None = None):
+    """The SentenceTransformer of `source` on `device` (None: `encoder_device()`), loaded once per process."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(encoder_folder(source)), device=str(encoder_device()))
+    return SentenceTransformer(str(encoder_folder(source)), device=device or str(encoder_device()))

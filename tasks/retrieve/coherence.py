@@ -30,7 +30,7 @@ from tasks.core.store import (
     write_json,
     write_manifest,
 )
-from tasks.llm.local_models import encoder_device, encoder_identity
+from tasks.llm.local_models import encoder_identity
 from tasks.retrieve.settings import CoherenceSettings
 
 CODE_VERSION = "bilstm-coherence-v1"
@@ -62,7 +62,7 @@ def training_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, n: int, s
 
 
 def model_key(corpus_key: str, settings: CoherenceSettings, window_k: int) -> str:
-    parts = {"corpus": corpus_key, "settings": key_fields(settings), "k": window_k, "code": CODE_VERSION}
+    parts = {"corpus": corpus_key, "settings": key_fields(settings.resolved()), "k": window_k, "code": CODE_VERSION}
     if settings.frozen_encoder:  # the encoder by its files' content, whatever its name or path
         parts["encoder_sha256"] = encoder_identity(settings.frozen_encoder)[1]
     return fingerprint(parts)
@@ -95,7 +95,7 @@ def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: Co
     rng = np.random.default_rng(settings.seed)
     heldout_docs = set(rng.permutation(docs)[: max(1, int(len(docs) * settings.heldout_fraction))])
     is_held = contexts["doc_id"].isin(heldout_docs)
-    n_train = settings.max_train_contexts
+    n_train = settings.train_contexts
     n_held = max(50, int(n_train * settings.heldout_fraction))
     train = training_examples(contexts[~is_held], sentences, n_train, settings.seed)
     held = training_examples(contexts[is_held], sentences, n_held, settings.seed + 1)
@@ -104,9 +104,10 @@ def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: Co
 
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
                   window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
+    settings = settings.resolved()  # the training size concrete in the key and the manifest
     if settings.frozen_encoder:  # 'auto' made concrete before the key: a float32 and a bf16 machine fit two heads
-        # for the device the encoder runs on (load_encoder's), not `settings.device` (the BiLSTM's)
-        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision, encoder_device())})
+        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision,
+                                                                             resolve_device(settings.device))})
     key = model_key(corpus_key, settings, window_k)
     folder = (root or stsgen_home() / "coherence") / key[:32]
     existing = load_trained(folder)
@@ -159,11 +160,11 @@ def encoder_source(encoder: str) -> str:
 WINDOW_PARTS = ("left", "centre", "right")
 
 
-def encoded_windows(encoder: str, frames: list[pd.DataFrame], precision: str = "float32"):
+def encoded_windows(encoder: str, frames: list[pd.DataFrame], precision: str = "float32", device: str | None = None):
     """Encode every distinct c<, s, c> text of the `training_examples` frames once with a frozen sentence encoder;
     returns parts(frame) → its (left, centre, right) unit vectors, and how many texts were encoded."""
     texts = pd.Index(pd.unique(pd.concat([f[c] for f in frames for c in WINDOW_PARTS])))
-    vectors = frozen_encode(encoder, texts.tolist(), precision=precision)
+    vectors = frozen_encode(encoder, texts.tolist(), precision=precision, device=device)
 
     def parts(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return tuple(vectors[texts.get_indexer(frame[c])] for c in WINDOW_PARTS)
@@ -191,7 +192,8 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     train, held, heldout_docs = split_examples(contexts, sentences, settings)
     sha256 = encoder_identity(settings.frozen_encoder)[1]
     started = time.perf_counter()
-    parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held], settings.precision)
+    device = resolve_device(settings.device)
+    parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held], settings.precision, str(device))
     encode_s = time.perf_counter() - started
     fit = LogisticRegression().fit(neighbour_cosines(parts, train), train["label"].to_numpy())
     dim = parts(held)[0].shape[1]
@@ -202,7 +204,7 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
         model.head.weight.copy_(weight)
         model.head.bias.fill_(float(fit.intercept_[0]))
     metrics = {"heldout": metrics_by_negative_kind(fit.predict_proba(neighbour_cosines(parts, held))[:, 1], held),
-               "train": {"encode_seconds": round(encode_s, 2), "texts_encoded": n_texts,
+               "train": {"encode_seconds": round(encode_s, 2), "texts_encoded": n_texts, "device": device_info(device),
                          "train_seconds": round(time.perf_counter() - started - encode_s, 2),
                          "weights": {"cos_left": round(float(fit.coef_[0, 0]), 6),
                                      "cos_right": round(float(fit.coef_[0, 1]), 6),

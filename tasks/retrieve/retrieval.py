@@ -127,7 +127,7 @@ class CandidateScorer:
         self.model = trained.model.to(device)  # rank_logits itself runs in numpy on the encodings
         self.needed = np.unique(cand_idx[cand_idx >= 0])
         batch = scaled_batch(256, torch.device(device))
-        encode = lambda texts: trained.encode(texts, max_len, batch)  # noqa: E731
+        encode = lambda texts: trained.encode(texts, max_len, batch, device)  # noqa: E731
         self.sentences = encode(sentences)
         sides = np.concatenate([contexts["left"].to_numpy()[self.needed], contexts["right"].to_numpy()[self.needed]])
         codes, texts = pd.factorize(sides)

@@ -4,9 +4,9 @@ screening and selection (driven by retrieval.py), the coherence model (coherence
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field
 
 from tasks.core.config import DEFAULT_SEED, CorpusSettings, Settings
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
@@ -68,14 +68,16 @@ class CoherenceSettings(Settings):
         "bf16; a CPU with AVX-512-BF16 or AMX: 2.55x the float32 encoding on an AMX CPU, the held-out ROC AUC "
         "unchanged, docs/benchmarks.md), float32 elsewhere; resolved before the model's key. The BiLSTM ignores it")
 
-    @model_validator(mode="before")
-    @classmethod
-    def _default_train_contexts(cls, data: Any) -> Any:
-        """An unset `max_train_contexts` becomes its ranker's default here, so keys and manifests hold the number."""
-        if isinstance(data, dict) and data.get("max_train_contexts") is None:
-            ranker = "bilstm" if data.get("encoder", cls.model_fields["encoder"].default) == "bilstm" else "encoder"
-            data = {**data, "max_train_contexts": cls.DEFAULT_TRAIN_CONTEXTS[ranker]}
-        return data
+    @property
+    def train_contexts(self) -> int:
+        """`max_train_contexts`, or its ranker's default when unset: resolved here and not stored, so a copy that
+        switches the ranker (`model_copy(update={"encoder": "bilstm"})`) gets the other ranker's default."""
+        return self.max_train_contexts or self.DEFAULT_TRAIN_CONTEXTS["encoder" if self.frozen_encoder else "bilstm"]
+
+    def resolved(self) -> CoherenceSettings:
+        """These settings with the training size made concrete: what keys, fits and manifests use (the BiLSTM's
+        default resolves to the 60,000 its keys held before the size depended on the ranker)."""
+        return self.model_copy(update={"max_train_contexts": self.train_contexts})
 
     @property
     def frozen_encoder(self) -> str | None:

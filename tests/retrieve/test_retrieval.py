@@ -252,38 +252,48 @@ def test_a_frozen_encoder_head_learns_coherence_and_is_reused(tmp_path):
 
 def test_the_default_ranker_is_the_frozen_encoder_with_its_own_training_size():
     """The encoder ranker by default (held-out ROC AUC 0.79 vs the BiLSTM's 0.69); an unset training size is its
-    ranker's (a 3-weight head needs far fewer windows than a BiLSTM), a set one is kept, and the number is in the key."""
+    ranker's (a 3-weight head needs far fewer windows than a BiLSTM) — also after a copy that switches the ranker —,
+    a set one is kept, and the key holds the number (the BiLSTM's default keys as its 60,000 always did)."""
     from tasks.core.config import key_fields
+    from tasks.retrieve.coherence import model_key
 
     default, bilstm = CoherenceSettings(), CoherenceSettings(encoder="bilstm")
     assert default.frozen_encoder == "all-minilm-l6-v2" and bilstm.frozen_encoder is None
-    assert (default.max_train_contexts, bilstm.max_train_contexts) == (10_000, 60_000)
-    assert CoherenceSettings(encoder="bilstm", max_train_contexts=123).max_train_contexts == 123
-    assert CoherenceSettings.model_validate({"max_train_contexts": None}).max_train_contexts == 10_000
-    assert key_fields(default)["max_train_contexts"] == 10_000
-    assert RetrieveSettings.model_validate({"coherence": {"encoder": "bilstm"}}).coherence.max_train_contexts == 60_000
+    assert (default.train_contexts, bilstm.train_contexts) == (10_000, 60_000)
+    assert default.model_copy(update={"encoder": "bilstm"}).train_contexts == 60_000
+    assert CoherenceSettings(encoder="bilstm", max_train_contexts=123).train_contexts == 123
+    assert key_fields(default.resolved())["max_train_contexts"] == 10_000
+    assert model_key("c", bilstm, 1) == model_key("c", CoherenceSettings(encoder="bilstm", max_train_contexts=60_000), 1)
+    assert model_key("c", bilstm, 1) != model_key("c", CoherenceSettings(encoder="bilstm", max_train_contexts=9_999), 1)
+    assert RetrieveSettings.model_validate({"coherence": {"encoder": "bilstm"}}).coherence.train_contexts == 60_000
 
 
-def test_candidates_sharing_a_neighbour_sentence_encode_it_once(tmp_path):
+@pytest.mark.parametrize("ranker", ["bilstm", "all-minilm-l6-v2"])
+def test_candidates_sharing_a_neighbour_sentence_encode_it_once(tmp_path, ranker):
     """Screening pulls both neighbours of a matching sentence (window j−1's c> and window j+1's c< are sentence j):
-    the scorer encodes each distinct text once, and its logits are the per-window ones."""
+    the scorer encodes each distinct text once, and its logits are the per-window ones (the frozen encoder in
+    float32, whose vectors do not depend on the batch beyond float noise); a sentence without candidates costs none."""
     from tasks.retrieve.retrieval import CandidateScorer
 
     sentences = topical_corpus(n_docs=20)
     contexts = context_windows(sentences, k=1)
-    trained = train_or_load(contexts, sentences, "synthetic", SMALL_MODEL, 1, root=tmp_path)
-    cand_idx = np.array([[0, 1, 2, 3, -1], [2, 3, 4, 5, 6]])
-    queries = ["the chef chopped onions", "the orchestra tuned its strings"]
+    settings = SMALL_MODEL if ranker == "bilstm" else CoherenceSettings(encoder=ranker, max_train_contexts=200,
+                                                                         precision="float32")
+    trained = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
+    cand_idx = np.array([[0, 1, 2, 3, -1], [2, 3, 4, 5, 6], [-1, -1, -1, -1, -1]])
+    queries = ["the chef chopped onions", "the orchestra tuned its strings", "nothing screened"]
     scorer = CandidateScorer(trained, contexts, queries, cand_idx)
     needed = np.arange(7)
-    assert scorer.distinct_texts < 2 * len(needed) and scorer.texts_encoded == 2 + scorer.distinct_texts
+    assert scorer.distinct_texts < 2 * len(needed) and scorer.texts_encoded == 3 + scorer.distinct_texts
     left = trained.encode(contexts["left"].iloc[needed].tolist())
     right = trained.encode(contexts["right"].iloc[needed].tolist())
     centre = trained.encode(queries)
     for i in range(2):
         idx = cand_idx[i][cand_idx[i] >= 0]
         assert np.allclose(scorer.logits(i, idx), trained.model.rank_logits(centre[i], left[idx], right[idx]),
-                           atol=1e-5)
+                           atol=1e-4)
+    nothing = CandidateScorer(trained, contexts, queries[2:], cand_idx[2:])
+    assert nothing.distinct_texts == 0 and nothing.texts_encoded == 1
 
 
 def test_an_unknown_frozen_encoder_is_refused_before_any_work(tmp_path):
