@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from tasks.core.device import native_bf16  # noqa: E402
+from tasks.core.device import native_bf16, resolve_device  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 
 
@@ -30,12 +30,11 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=128)
     args = ap.parse_args()
     from tasks.contracts import frozen_encode
-    from tasks.llm.local_models import encoder_device
 
     frame = read_stsb("dev")
     texts = (frame["s1"].tolist() + frame["s2"].tolist()) * args.repeat
     print(f"{len(texts)} texts, batch {args.batch}, torch threads {torch.get_num_threads()}, bf16 native on "
-          f"{encoder_device()}: {native_bf16(encoder_device())}")
+          f"{resolve_device('auto')}: {native_bf16(resolve_device('auto'))}")
 
     def run(precision: str) -> tuple[np.ndarray, float]:  # the product path: the ranker's own encoding
         started = time.perf_counter()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
 from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR
+from tasks.core.device import resolve_device
 from tasks.core.store import sha256_path
 
 
@@ -170,16 +171,10 @@ def encoder_identity(source: str) -> tuple[str, str]:
     return str(folder), sha256_path(folder)
 
 
-def encoder_device():
-    """Where `load_encoder` puts an encoder: CUDA when present, else the CPU."""
-    import torch
-
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-
 @functools.lru_cache(maxsize=4)
 def load_encoder(source: str, device: str | None = None):
-    """The SentenceTransformer of `source` on `device` (None: `encoder_device()`), loaded once per process."""
+    """The SentenceTransformer of `source` on `device` (None: the device setting 'auto' resolves to, CUDA when
+    present), loaded once per process."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(str(encoder_folder(source)), device=device or str(encoder_device()))
+    return SentenceTransformer(str(encoder_folder(source)), device=device or str(resolve_device("auto")))

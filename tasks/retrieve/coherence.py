@@ -105,17 +105,16 @@ def split_examples(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: Co
 def train_or_load(contexts: pd.DataFrame, sentences: pd.DataFrame, corpus_key: str, settings: CoherenceSettings,
                   window_k: int, root: Path | None = None, progress=None) -> TrainedCoherence:
     settings = settings.resolved()  # the training size concrete in the key and the manifest
+    device = resolve_device(settings.device)  # where the BiLSTM trains or the frozen encoder encodes
     if settings.frozen_encoder:  # 'auto' made concrete before the key: a float32 and a bf16 machine fit two heads
-        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision,
-                                                                             resolve_device(settings.device))})
+        settings = settings.model_copy(update={"precision": resolve_lm_dtype(settings.precision, device)})
     key = model_key(corpus_key, settings, window_k)
     folder = (root or stsgen_home() / "coherence") / key[:32]
     existing = load_trained(folder)
     if existing is not None:
         return existing
     if settings.frozen_encoder:
-        return _fit_encoder_head(contexts, sentences, settings, corpus_key, key, window_k, folder)
-    device = resolve_device(settings.device)
+        return _fit_encoder_head(contexts, sentences, settings, corpus_key, key, window_k, folder, device)
     torch.manual_seed(settings.seed)
     train, held, heldout_docs = split_examples(contexts, sentences, settings)
     vocab = Vocab.build(pd.concat([train["left"], train["centre"], train["right"]]), max_size=settings.vocab_size)
@@ -179,7 +178,7 @@ def neighbour_cosines(parts, frame: pd.DataFrame) -> np.ndarray:
 
 
 def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings: CoherenceSettings, corpus_key: str,
-                      key: str, window_k: int, folder: Path) -> TrainedCoherence:
+                      key: str, window_k: int, folder: Path, device) -> TrainedCoherence:
     """The head over a frozen sentence encoder (`settings.encoder`): logistic regression (scikit-learn; a convex fit,
     no training loop of ours) on the encoder's cosine of s to c< and of s to c>, written into the head's c<⊙s and
     s⊙c> weights, so ranking stays two matrix-vector products. Why two weights and not the head's 5·D: over the
@@ -192,7 +191,6 @@ def _fit_encoder_head(contexts: pd.DataFrame, sentences: pd.DataFrame, settings:
     train, held, heldout_docs = split_examples(contexts, sentences, settings)
     sha256 = encoder_identity(settings.frozen_encoder)[1]
     started = time.perf_counter()
-    device = resolve_device(settings.device)
     parts, n_texts = encoded_windows(settings.frozen_encoder, [train, held], settings.precision, str(device))
     encode_s = time.perf_counter() - started
     fit = LogisticRegression().fit(neighbour_cosines(parts, train), train["label"].to_numpy())
