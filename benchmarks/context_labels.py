@@ -7,7 +7,8 @@ coherence model); the matrices are stored (`<out>/<sample>/scores/<pass>.pkl`) a
 from them:
 
 - k (|C_s|) nested in the candidates; C_s chosen by the stage-2 rank or by S(s, c) (Eq. 3, `select_contexts`);
-- the similarity (centred cosine, contrast); λ1 on or off;
+- the similarity (centred cosine, contrast); λ1 (`--disc-weights`: 0 and 0.25 — the BiLSTM's λ1 and the recorded
+  variants — unless given; the encoder head's default is 2);
 - per variant: Spearman ×100 with a 95% bootstrap CI, the Δ to the first row with its paired CI, and the **partial
   Spearman against gold controlling for the TF-IDF cosine** (does the label carry what word overlap does not?);
 - the LLM rating (1.5B, plain prompt, probability-weighted, through the response cache) alone, mixed with the
@@ -238,6 +239,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="only the first N pairs (expensive passes)")
     ap.add_argument("--rows", default="", help="only these variants (';'-separated names as printed; B)")
     ap.add_argument("--weights", default="0.5,0.6,0.7,0.8,0.9", help="rating weights of the mixes")
+    ap.add_argument("--disc-weights", default="0.0,0.25", help="λ1 values of the context-label variants")
     ap.add_argument("--mix", default="", help="context variants to mix with the rating (';'-separated)")
     ap.add_argument("--rating-url", help="an endpoint serving the 1.5B model (default: a local server)")
     ap.add_argument("--no-rating", action="store_true")
@@ -266,7 +268,7 @@ def main() -> None:
                 if selection == "score" and k == args.candidates:
                     continue  # choosing all candidates is the rank row
                 for similarity in ("centered_cosine", "contrast"):
-                    for disc in (0.0, 0.25):
+                    for disc in [float(w) for w in args.disc_weights.split(",")]:
                         key = f"[{name}] k={k}, {selection}, {similarity}, λ1={disc}"
                         values[key] = context_labels(result["units"], result["terms"], k, selection, similarity,
                                                      disc, args.candidates)

@@ -17,6 +17,8 @@ from tasks.llm.teacher import DEFAULT_TEACHER
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
+# λ1 and the mix were chosen with the frozen-encoder ranker (stage 2's default); the BiLSTM's were λ1 0.25, mix 0.7/0.3/0
+DEFAULT_LAMBDA_DISC = 2.0
 
 
 LabelMethod = Literal["context", "llm_rating", "combined"]
@@ -61,17 +63,19 @@ class LabelSettings(Settings):
         "tfidf_weight·TF-IDF cosine + teacher_weight·teacher cosine + the rest·context label on 0–1 "
         "(docs/labeling.md); every part is kept in its column whatever its weight (the teacher's only when used)")
     rating: RatingSettings = RatingSettings()
-    rating_weight: float = Field(0.7, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.7 "
-                                 "with tfidf_weight 0.3: best on STS-B dev sample A over the issue-32 corpus, "
-                                 "confirmed on B; docs/labeling.md)")
-    tfidf_weight: float = Field(0.3, ge=0, le=1, description="Weight of the pair's TF-IDF cosine (uni+bigrams, fit "
+    rating_weight: float = Field(0.6, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.6 "
+                                 "with tfidf_weight 0.2 and the context label's 0.2: best on STS-B dev sample A with "
+                                 "the encoder ranker and λ1 2, confirmed on B; SICK trial and STS12 train agree "
+                                 "within wide intervals; docs/labeling.md, 'λ1 for the encoder head')")
+    tfidf_weight: float = Field(0.2, ge=0, le=1, description="Weight of the pair's TF-IDF cosine (uni+bigrams, fit "
                                 "on the labeled pairs' sentences) in method='combined'; the context label gets "
-                                "1 − rating_weight − tfidf_weight (0 by default: computed and kept, not mixed in)")
+                                "1 − rating_weight − tfidf_weight − teacher_weight (0.2 by default; with "
+                                "retrieve.coherence.encoder='bilstm' the measured mix is 0.7 / 0.3 / 0)")
 
     teacher_weight: float = Field(0.0, ge=0, le=1, description="Weight of the teacher's cosine (`teacher`, the "
                                   "pairs' teacher_cosine column, computed only when this is > 0) in method='combined'. "
                                   "0.5 with rating_weight 0.5 and tfidf_weight 0: best on STS-B dev sample A, "
-                                  "confirmed on B (+4.6 over the default), SICK trial and STS12 train, and it orders "
+                                  "confirmed on B (+4.6 over the 0.7/0.3 label), SICK trial and STS12 train, and it orders "
                                   "deletion intermediates as the rating does (docs/labeling.md); needs the teacher "
                                   "(`./stsgen teacher fetch`)")
     teacher: str = Field(DEFAULT_TEACHER, description="teacher_weight > 0: 'all-mpnet-base-v2' (after `./stsgen "
@@ -93,8 +97,10 @@ class LabelSettings(Settings):
     def uses_teacher(self) -> bool:
         return self.method == "combined" and self.teacher_weight > 0
 
-    lambda_disc: float = Field(0.25, description="λ1: discriminative coherence log-probability (a weak term: 0.25 "
-                               "was best on STS-B dev, docs/labeling.md)")
+    lambda_disc: float = Field(DEFAULT_LAMBDA_DISC, description="λ1: discriminative coherence log-probability (2 "
+                               "with the frozen-encoder ranker, best on STS-B dev sample A and confirmed on B; 0.25 "
+                               "with retrieve.coherence.encoder='bilstm', whose logits have another scale; "
+                               "docs/labeling.md)")
     lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
     lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
     lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
@@ -181,6 +187,20 @@ class LabelSettings(Settings):
 
     def weights(self) -> dict[str, float]:
         return dict(zip(TERMS, (self.lambda_disc, self.lambda_sentence, self.lambda_left, self.lambda_right)))
+
+
+def ranker_note(settings: LabelSettings, coherence_manifest: dict) -> str | None:
+    """A warning when the coherence model scoring λ1 is a BiLSTM (its manifest names no frozen encoder) and stage 3
+    keeps what was chosen with the encoder head: λ1 = 2 (the BiLSTM's logits have another scale) or the context label
+    in the mix (never measured with the BiLSTM as a partner that helps); None otherwise."""
+    off = [f"label.lambda_disc = {settings.lambda_disc}"] if settings.lambda_disc == DEFAULT_LAMBDA_DISC else []
+    if settings.method == "combined" and settings.context_weight > 0:
+        off.append(f"the context label's weight {settings.context_weight:g}")
+    if coherence_manifest.get("encoder") or not off:
+        return None
+    return (f"{' and '.join(off)} were chosen with the frozen-encoder ranker, but the coherence model scoring λ1 is "
+            "a BiLSTM; its measured settings are label.lambda_disc = 0.25, label.rating_weight = 0.7, "
+            "label.tfidf_weight = 0.3 (docs/labeling.md)")
 
 
 def is_endpoint(source: str) -> bool:

@@ -58,6 +58,7 @@ from tasks.label.labeling import (
 from tasks.label.llm_rating import rate_pairs_task
 from tasks.label.pair_units import SHARD_SCHEMA, Unit, context_sets, finish_rows, pair_units, read_pairs, triple_units
 from tasks.label.scorer import lm_public, load_scorer, resolve_lm
+from tasks.label.settings import ranker_note
 from tasks.llm.client import model_identity
 from tasks.llm.cost import llm_cost, prices_of
 from tasks.llm.endpoint import check_endpoint
@@ -160,6 +161,8 @@ def prepare_labeling(contexts: str | None, triples: str | None, pairs: str | Non
         units = pair_units(frame, sets)
     coherence = _coherence_dir(contexts_path, coherence_dir) if settings.lambda_disc and uses_contexts(settings) \
         else (None, None)
+    if coherence[0] is not None and (note := ranker_note(settings, read_manifest(Path(coherence[0])))):
+        run_logger().warning(note)
     llm = (llm or LLMSettings()) if uses_rating(settings) else None
     if llm is not None:
         check_endpoint(llm)  # fail before any scoring: unreachable endpoint, unknown model, bad key

@@ -310,10 +310,12 @@ def run_label(stage2, tmp_path, tiny_lm_dir, settings=None, **kw):
                        output_dir=str(tmp_path / "out"), **kw)
 
 
-def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir):
+def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir, caplog):
     from tasks.contracts import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA
 
     paths = run_label(stage2, tmp_path, tiny_lm_dir)
+    # the fixture's ranker is the BiLSTM and λ1 the encoder head's default: the run says what to set
+    assert any("coherence model scoring λ1 is a BiLSTM" in r.getMessage() for r in caplog.records)
     pairs = pq.read_table(paths["pairs"])
     assert pairs.schema.equals(PAIRS_SCHEMA)
     frame = pairs.to_pandas()
@@ -330,7 +332,7 @@ def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir)
     assert frame[["label_lm_left", "label_lm_right"]].isna().all().all()  # λ3 = λ4 = 0: not computed
     assert set(frame["relation"]) >= {"anchor-positive", "anchor-negative", "cross"}
     manifest = json.loads(Path(paths["manifest"]).read_text())
-    assert manifest["lambdas"] == {"disc": 0.25, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
+    assert manifest["lambdas"] == {"disc": 2.0, "lm_sentence": 1.0, "lm_left": 0.0, "lm_right": 0.0}
     assert len(manifest["lm"]["sha256"]) == 64 and len(manifest["coherence_model"]["sha256"]) == 64
     # dtype 'auto' is recorded as the dtype used (bf16 only on a CPU with native bf16), as the key holds it
     used = resolve_lm_dtype("auto", resolve_device("auto"))
@@ -657,8 +659,8 @@ def test_the_teacher_as_the_ratings_partner_fills_teacher_cosine_and_a_missing_o
     assert len(manifest["teacher"]["sha256"]) == 64 and str(tmp_path) not in manifest["teacher"]["teacher"]
     assert "teacher_cosine" in manifest["quality"]["columns"]
 
-    # Without the teacher (the default) the column is empty and the label is today's rating + TF-IDF; the shards
-    # are the same (the mix is applied after scoring) and nothing is rescored.
+    # Without the teacher (the default) the column is empty and the label is the earlier 0.7/0.3 rating + TF-IDF;
+    # the shards are the same (the mix is applied after scoring) and nothing is rescored.
     plain = run_label(stage2, tmp_path, tiny_lm_dir, llm=llm, settings=settings.model_copy(
         update={"rating_weight": 0.7, "tfidf_weight": 0.3, "teacher_weight": 0.0}))
     again = pq.read_table(plain["pairs"]).to_pandas()
@@ -753,9 +755,28 @@ def test_label_weights_are_checked_and_a_zero_weight_part_is_left_out():
     with_teacher = key_fields(LabelSettings(rating_weight=0.5, tfidf_weight=0.0, teacher_weight=0.5, teacher="/x/t"))
     assert with_teacher["teacher_weight"] == 0.5 and "teacher" not in with_teacher
     default = LabelSettings()
-    assert default.context_weight == 0  # computed and kept, not mixed in (docs/labeling.md, issue 32)
-    label = final_label(np.array([np.nan, 0.5]), np.array([5.0, 2.5]), default, np.array([1.0, 0.0]))
+    # the context label mixed in at 0.2 with λ1 2 (chosen on STS-B dev A with the encoder ranker; docs/labeling.md)
+    assert default.context_weight == pytest.approx(0.2) and default.lambda_disc == 2.0
+    label = final_label(np.array([0.5, 0.9]), np.array([2.5, 5.0]), default, np.array([0.0, 1.0]))
+    assert label.tolist() == pytest.approx([0.6 * 0.5 + 0.2 * 0.5, 0.6 + 0.2 + 0.2 * 0.9])
+    without = LabelSettings(rating_weight=0.7, tfidf_weight=0.3)
+    label = final_label(np.array([np.nan, 0.5]), np.array([5.0, 2.5]), without, np.array([1.0, 0.0]))
     assert label.tolist() == pytest.approx([0.7 + 0.3, 0.35])  # a missing context label does not make it NaN
     mixed = final_label(np.array([0.9]), np.array([0.0]), LabelSettings(rating_weight=0.5, tfidf_weight=0.2,
                                                                         similarity="contrast"), np.array([0.5]))
     assert mixed.tolist() == pytest.approx([0.1 + 0.3 * 0.9])
+
+
+def test_the_encoder_heads_defaults_over_a_bilstm_are_named_with_the_bilstms_settings():
+    from tasks.label.settings import LabelSettings, ranker_note
+
+    bilstm = {"settings": {"encoder": "bilstm"}}  # a BiLSTM's manifest names no frozen encoder
+    head = {"encoder": {"source": "all-minilm-l6-v2", "sha256": "x", "dim": 384}}
+    note = ranker_note(LabelSettings(), bilstm)
+    assert note is not None and "label.lambda_disc = 0.25" in note and "BiLSTM" in note
+    assert "lambda_disc = 2.0" in note and "weight 0.2" in note
+    assert ranker_note(LabelSettings(), head) is None
+    # λ1 set by hand with the mix still the head's: the mix is named; the BiLSTM's own settings: nothing to say
+    only_mix = ranker_note(LabelSettings(lambda_disc=0.25), bilstm)
+    assert only_mix is not None and "weight 0.2" in only_mix and "lambda_disc = 0.25 and" not in only_mix
+    assert ranker_note(LabelSettings(lambda_disc=0.25, rating_weight=0.7, tfidf_weight=0.3), bilstm) is None
