@@ -144,7 +144,12 @@ def score_pass(p: Pass, frame: pd.DataFrame, both: pd.DataFrame, out: Path, fold
     """Contexts for both samples' sentences (one retrieval), then this sample's pairs scored."""
     path = folder / f"{p.name}{'' if limit is None else f'-first{limit}'}.pkl"
     if path.is_file():
-        return pickle.loads(path.read_bytes())
+        result = pickle.loads(path.read_bytes())
+        if len(result["units"]) != (len(frame) if limit is None else min(limit, len(frame))):
+            # the stored scores are of another sample size (--pairs): never read them as this one's
+            raise SystemExit(f"{path} holds {len(result['units'])} pairs, this sample {len(frame)}: give another "
+                             "--out for another --pairs")
+        return result
     whole = folder / f"{p.name}.pkl"
     if limit is not None and whole.is_file():  # the first pairs of a pass over the whole sample (same scores)
         result = pickle.loads(whole.read_bytes())

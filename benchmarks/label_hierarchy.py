@@ -50,7 +50,7 @@ def main() -> None:
 
         pairs["teacher_cosine"] = teacher_labels(pairs)[0]
     columns = {c: hierarchy_holds(pairs, c) for c in LABEL_COLUMNS if c in pairs and pairs[c].notna().any()}
-    if "context_label" in pairs and "rating" in pairs:
+    if "context_label" in pairs and pairs["context_label"].notna().any() and "rating" in pairs:
         context01 = context_label_01(pairs["context_label"].to_numpy(), args.similarity)
         for name, (w_rating, w_tfidf, w_context) in MIXES.items():
             mixed = w_rating * pairs["rating"] / 5 + w_tfidf * pairs.get("tfidf_cosine", 0) + w_context * context01
