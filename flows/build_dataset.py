@@ -11,8 +11,10 @@ from __future__ import annotations
 from prefect import flow
 
 from tasks.core.runs import DATASETS_DIR, OUTPUTS_DIR
+from tasks.core.stage import run_logger
 from tasks.dataset.build import build_version, prepare_build, publish_build
 from tasks.dataset.settings import DatasetSettings
+from tasks.dataset.sources import labeler_note
 
 
 @flow(name="build-dataset")
@@ -25,5 +27,7 @@ def build_dataset(
     """Build (or find) the dataset version of the finished runs under `runs_dir`, or of the run folders in `runs`.
     Returns its folder and files."""
     job = prepare_build(runs_dir, runs, settings)  # bad input fails here, nothing written
+    if note := labeler_note(job.runs):
+        run_logger().warning(note)
     folder, manifest, reused = build_version(job, output_dir)
     return publish_build(folder, manifest, reused)

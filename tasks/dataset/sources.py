@@ -31,11 +31,13 @@ class RunInput:
     pairs_sha256: str | None
     generate_manifest_sha256: str
     corpus_sources: dict = field(default_factory=dict)  # stage 1's per-source table of its corpus (the card's)
+    labeler: dict | None = None  # how stage 3 computed the pairs' `label` (its manifest's `labeler`)
 
     def describe(self) -> dict:
         return {"run": self.name, "pattern": self.pattern, "triples": self.triples.num_rows,
                 "pairs": None if self.pairs is None else self.pairs.num_rows, "triples_sha256": self.triples_sha256,
-                "pairs_sha256": self.pairs_sha256, "generate_manifest_sha256": self.generate_manifest_sha256}
+                "pairs_sha256": self.pairs_sha256, "generate_manifest_sha256": self.generate_manifest_sha256,
+                "labeler": self.labeler}
 
 
 def pattern_of(manifest: dict) -> str:
@@ -107,7 +109,22 @@ def read_run(folder: Path) -> RunInput:
     stage3 = _committed_table(folder / LABEL, "pairs.parquet")
     sources = ((manifest.get("counts") or {}).get("corpus") or {}).get("sources") or {}
     return RunInput(folder.resolve().name, folder, pattern, triples, stage3[0] if stage3 else None, triples_sha,
-                    stage3[1] if stage3 else None, manifest_sha, sources)
+                    stage3[1] if stage3 else None, manifest_sha, sources, stage3[3].get("labeler") if stage3 else None)
+
+
+def labeler_note(runs: list) -> str | None:
+    """A warning when the runs' pairs were labeled with different settings (e.g. before and after a change of the
+    default mix): one `label` column would then hold targets of different scales and orders. None when they agree."""
+    kinds: dict[str, list[str]] = {}
+    for r in runs:
+        if r.pairs is not None:
+            kinds.setdefault(json.dumps(r.labeler, sort_keys=True), []).append(r.name)
+    if len(kinds) < 2:
+        return None
+    groups = "; ".join(f"{', '.join(names)}: {json.loads(k) or 'not recorded'}" for k, names in kinds.items())
+    return (f"the runs' pairs were labeled with {len(kinds)} different labelers, so the version's `label` mixes "
+            f"their targets ({groups}); re-label the older runs with `./stsgen label` at today's settings, or build "
+            "from runs of one labeler")
 
 
 def _started(folder: Path) -> float:

@@ -418,3 +418,25 @@ def test_near_duplicate_anchors_of_two_real_runs_are_removed_naming_the_one_kept
         assert (row["run"], run, row["table"], row["column"]) == ("r2", "r1", "triples", "anchor")
         assert re.sub(r"(\w+)\.", r"\1s.", r1[kept_id]) == r2[row["row_id"]] == row["text"]
     assert {r["source_id"] for r in triples_of(folder)} == set(r1) | (set(r2) - twins)
+
+
+def test_runs_labeled_with_different_labelers_are_named_and_recorded():
+    """A dataset over runs labeled before and after a change of stage 3's settings mixes two targets in `label`:
+    the build says so, naming the runs; runs without pairs and runs that agree say nothing."""
+    from types import SimpleNamespace
+
+    from tasks.dataset.sources import RunInput, labeler_note
+
+    old = {"method": "combined", "rating_weight": 0.7, "tfidf_weight": 0.3, "lambdas": {"disc": 0.25}}
+    new = {"method": "combined", "rating_weight": 0.6, "tfidf_weight": 0.2, "lambdas": {"disc": 2.0}}
+    table = object()  # only its presence matters here
+    r1, r2 = SimpleNamespace(name="r1", pairs=table, labeler=old), SimpleNamespace(name="r2", pairs=table, labeler=new)
+    unlabeled = SimpleNamespace(name="r3", pairs=None, labeler=None)
+    note = labeler_note([r1, r2, unlabeled])
+    assert note is not None and "2 different labelers" in note and "r1" in note and "r2" in note and "r3" not in note
+    assert labeler_note([r1, SimpleNamespace(name="r4", pairs=table, labeler=dict(old)), unlabeled]) is None
+    # the version's manifest lists each run's describe(): its labeler is in it
+    import pyarrow as pa
+
+    one = pa.table({"x": [1]})
+    assert RunInput("r1", Path("r1"), "sts", one, one, "t", "p", "g", {}, new).describe()["labeler"] == new

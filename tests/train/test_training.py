@@ -392,19 +392,29 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         assert row["backbone"] == pytest.approx(report["backbone_results"][row["set"]]["spearman"])
         assert row["spearman"] == pytest.approx(report["results"][row["set"]]["spearman"])
     assert manifest["selection"]["shipped_step"] == report["shipped_step"]
-    # WiSE-FT: what shipped is the midpoint of the backbone and the best checkpoint (best.pt), and the card says so.
-    # (On a CPU this tiny encoder's mix beats it; a GPU's numerics may not, and the guard then ships the backbone.)
-    assert report["shipped_step"] > 0 or torch.cuda.is_available()
-    if report["shipped_step"]:
-        from tasks.train.backbones import load_sentence_transformer
+    # WiSE-FT: the best checkpoint (best.pt) averaged with the backbone, judged on the full STS-B dev. This tiny
+    # random encoder's mix lands within ±0.05 of its backbone there (18.54 against 18.56 at two torch threads on
+    # an AMX Xeon, above it at one; CI's machine below it), so float summation order decides which branch runs:
+    # each branch is checked whole, the weights included.
+    from tasks.train.backbones import load_sentence_transformer
 
-        assert manifest["selection"]["wise_alpha"] == 0.5 and report["wise_alpha"] == 0.5
+    start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
+    best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
+    turned_down = report["checkpoint_turned_down"]
+    if report["shipped_step"]:  # the mix shipped, and the card says so
+        assert manifest["selection"]["wise_alpha"] == 0.5 and report["wise_alpha"] == 0.5 and turned_down is None
         assert "interpolated with the backbone at alpha 0.5 (WiSE-FT)" in card
-        best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
-        start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
-        for name, value in model.state_dict().items():
-            if value.is_floating_point():
-                assert torch.allclose(value, (start[name] + best[name]) / 2, atol=1e-6), name
+        expected = {name: (start[name] + best[name]) / 2 for name in start}
+    else:  # the guard turned the mix down: the backbone's own weights shipped, the mix's scores kept
+        assert report["best_step"] > 0 and turned_down["step"] == report["best_step"]
+        assert turned_down["wise_alpha"] == 0.5 and report["wise_alpha"] is None
+        assert turned_down["stsb-dev"] < report["backbone_results"]["stsb-dev"]["spearman"]
+        assert "interpolated with the backbone at alpha 0.5 scored" in artifacts["train-summary"].data
+        assert not all(torch.equal(start[n], best[n]) for n in start)  # a trained checkpoint was there to refuse
+        expected = start
+    for name, value in model.state_dict().items():
+        if value.is_floating_point():
+            assert torch.allclose(value, expected[name], atol=1e-6), name
     assert ("the shipped model is the backbone" in artifacts["train-summary"].data) == (report["shipped_step"] == 0)
     # The flow's log (the UI's Logs tab) holds the stage's summary, and nothing a library printed: datasets' table
     # fingerprinting makes dill disassemble a function into a captured stdout, which `log_prints` used to forward.
