@@ -9,6 +9,8 @@ on data built from the same anchors — the anchors of the generated runs' compl
 - `neighbours`: the anchor's next sentence in its corpus document as the positive (the previous one for a
   document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
+- `nli`: the NLI pattern's triples for the same anchors (`--nli-runs`: a run of `./stsgen generate --pattern nli` on
+  the corpus `--save-anchor-corpus` wrote), InfoNCE only (no intermediate); anchors it has no triple for are left out;
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
   (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
   teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
@@ -47,7 +49,7 @@ from tasks.core.device import autocast_precision, resolve_device, resolve_train_
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
-from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows  # noqa: E402
+from tasks.train.baselines import anchor_corpus, ensure_dropout, neighbour_rows, same_anchor_rows, simcse_rows  # noqa: E402
 from tasks.train.label_sources import regression_targets  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
@@ -56,7 +58,7 @@ from tasks.train.weight_interpolation import backbone_snapshot, interpolate_stat
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 SENTENCE_COLUMNS = TRIPLE_COLUMNS[3:]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
-          "triples": LossSettings()}
+          "triples": LossSettings(), "nli": LossSettings()}
 
 
 def read_triples(sources: list[str]) -> pd.DataFrame:
@@ -86,10 +88,13 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
     return base, losses.model_copy(update={"regression": 1.0, "regression_loss": regression_loss}), label_source
 
 
-def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None) -> pd.DataFrame:
+def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None,
+                   nli: pd.DataFrame | None = None) -> pd.DataFrame:
     """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py)."""
     if kind is None:  # the pairs alone
         return triples.iloc[:0][SENTENCE_COLUMNS]
+    if kind == "nli":
+        return same_anchor_rows(triples, nli)
     if kind == "neighbours":
         return neighbour_rows(triples, sentences, seed)
     if kind == "simcse":
@@ -148,6 +153,10 @@ def main() -> None:
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
+    ap.add_argument("--nli-runs", default=None, help="comma-separated run folders (or a saved triples Parquet) of the "
+                    "NLI pattern on the same anchors, for the `nli` variant")
+    ap.add_argument("--save-anchor-corpus", default=None, help="write the largest size's anchors here as a corpus "
+                    "Parquet (one document each) for `./stsgen generate --pattern nli --corpus …`, then stop")
     ap.add_argument("--backbone-anchor", type=float, default=0.0, help="every trained row (SimCSE aside) also "
                     "keeps its embeddings near the frozen backbone's with this weight (LossSettings.backbone_anchor); "
                     "the rows are named 'DATA anchorW'")
@@ -159,6 +168,16 @@ def main() -> None:
     triples = read_triples(args.runs.split(","))
     if args.save_triples:
         triples.to_parquet(args.save_triples, index=False)
+    if args.save_anchor_corpus:
+        largest = max(int(s) for s in args.sizes.split(","))
+        anchor_corpus(triples.iloc[:largest]).to_parquet(args.save_anchor_corpus, index=False)
+        print(f"{min(largest, len(triples))} anchors → {args.save_anchor_corpus}")
+        return
+    nli = None
+    if "nli" in args.data.split(","):
+        if not args.nli_runs:
+            raise SystemExit("--data nli needs --nli-runs (a run of the NLI pattern on the same anchors)")
+        nli = read_triples(args.nli_runs.split(","))
     dev, held = read_stsb("dev"), held_out_sets()
     if args.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(0).permutation(len(dev))[: args.dev_pairs])]
@@ -211,7 +230,7 @@ def main() -> None:
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
                 else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
             for seed in [int(s) for s in args.seeds.split(",")]:
-                frame = training_frame(triple_kind, anchors, seed, sentences)
+                frame = training_frame(triple_kind, anchors, seed, sentences, nli)
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
@@ -269,6 +288,16 @@ def main() -> None:
             lo, hi = t_interval(diff)
             print(f"  {size} anchors: {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
                   + ", ".join(f"{d:+.2f}" for d in diff) + ")")
+    if {"nli", "triples"} <= set(table["data"]):
+        print("\nNLI-pattern triples − STS-pattern triples on the same anchors, paired by seed (95 % t-interval):")
+        for size, g in table.groupby("anchors"):
+            cells = []
+            for s in ("STS-B dev", "SICK trial", "STS12 train", "mean3"):
+                a = g[g["data"] == "nli"].set_index("seed")[s]
+                diff = (a - g[g["data"] == "triples"].set_index("seed")[s]).dropna().tolist()
+                lo, hi = t_interval(diff)
+                cells.append(f"{s} {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+            print(f"  {size} anchors: " + "; ".join(cells))
     print(f"\ntotal train s: {table['train_s'].sum():.0f}")
 
 

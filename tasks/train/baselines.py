@@ -5,6 +5,8 @@ beat to be worth generating (benchmarks/data_value.py; seed 004, Table 1).
   (the trainer's `simcse` dataset, LossSettings.simcse).
 - `neighbour_rows` — what the corpus alone gives: the anchor's next sentence in its document as the positive (the
   previous one for a document's last sentence), a usable sentence of another document as the negative.
+- `same_anchor_rows` — another stage-1 run's triples for the same anchors (the NLI pattern's beside the STS one's);
+  `anchor_corpus` writes the anchors as a corpus so such a run samples exactly them.
 
 Inputs: stage-1 triples (anchor; doc_id and position for the neighbours) and the corpus's sentence table (doc_id,
 position, text, usable: tasks/core/corpus.Corpus.sentences). Outputs: anchor, positive[, negative] — the columns
@@ -52,6 +54,23 @@ def neighbour_rows(triples: pd.DataFrame, sentences: pd.DataFrame, seed: int) ->
         same = pool["doc_id"].to_numpy()[drawn] == docs
     return pd.DataFrame({"anchor": triples["anchor"].to_numpy()[keep], "positive": positive.to_numpy()[keep],
                          "negative": pool["text"].to_numpy()[drawn]})
+
+
+def anchor_corpus(triples: pd.DataFrame) -> pd.DataFrame:
+    """doc_id, text: each anchor as a one-sentence document (a corpus.parquet for `./stsgen generate --corpus`), so a
+    run of another pattern with n = len(triples) samples these anchors and no others."""
+    return pd.DataFrame({"doc_id": [f"anchor-{i:05d}" for i in range(len(triples))],
+                         "text": triples["anchor"].to_numpy()})
+
+
+def same_anchor_rows(triples: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """anchor, positive, intermediate, negative of `other` (another run's complete triples) for the anchors of
+    `triples`, in their order: a row's data differ from the triples' only in how they were generated. Anchors
+    `other` has no complete triple for are left out (the caller reports how many)."""
+    columns = ["anchor", "positive", "intermediate", "negative"]
+    complete = other.dropna(subset=["positive", "negative"]).drop_duplicates("anchor")
+    found = triples[["anchor"]].merge(complete.reindex(columns=columns), on="anchor", how="inner")
+    return found[columns].reset_index(drop=True)
 
 
 def ensure_dropout(model, p: float) -> int:

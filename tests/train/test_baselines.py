@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError
-from tasks.train.baselines import ensure_dropout, neighbour_rows, simcse_rows
+from tasks.train.baselines import anchor_corpus, ensure_dropout, neighbour_rows, same_anchor_rows, simcse_rows
 from tasks.train.trainer import training_datasets
 from tasks.train.training import LossSettings, TrainingData
 
@@ -47,6 +47,32 @@ def test_neighbour_rows_train_as_the_trainers_contrastive_dataset():
     sets = training_datasets(TrainingData(rows, pd.DataFrame(columns=["s1", "s2", "label"]), rows.iloc[:0]),
                              LossSettings(hierarchical_triplet=0.0))
     assert list(sets) == ["contrastive"] and sets["contrastive"]["anchor"] == rows["anchor"].tolist()
+
+
+def test_another_patterns_triples_are_taken_for_the_same_anchors_in_their_order(tmp_path):
+    """The NLI pattern's row of the data-value table trains on the same anchors as the STS triples: a run over
+    `anchor_corpus` (each anchor its own document) gives triples that `same_anchor_rows` puts back in the STS
+    triples' order; an anchor without a complete NLI triple, or one the STS triples lack, is not trained on."""
+    from tasks.core.config import CorpusSettings
+    from tasks.core.corpus import load_corpus
+
+    corpus = anchor_corpus(TRIPLES)
+    assert corpus["text"].tolist() == TRIPLES["anchor"].tolist() and corpus["doc_id"].is_unique
+    corpus.to_parquet(tmp_path / "anchors.parquet", index=False)  # readable as stage 1's corpus, one sentence each
+    sentences = load_corpus(CorpusSettings(source=str(tmp_path / "anchors.parquet"))).sentences
+    assert sorted(sentences["text"]) == sorted(TRIPLES["anchor"])
+    nli = pd.DataFrame({  # a run's order, a failed triple, a repeat and an anchor of no STS triple
+        "anchor": ["B one.", "Elsewhere.", "A zero.", "C alone.", "A zero.", "Not an STS anchor."],
+        "positive": ["B entailed", "E entailed", "A entailed", None, "A again", "x"],
+        "intermediate": [None] * 6,
+        "negative": ["B contradicted", "E contradicted", "A contradicted", "C contradicted", "A again", "y"]})
+    rows = same_anchor_rows(TRIPLES, nli)
+    assert rows["anchor"].tolist() == ["A zero.", "B one.", "Elsewhere."]  # the STS triples' order
+    assert rows["positive"].tolist() == ["A entailed", "B entailed", "E entailed"]  # the first complete triple
+    assert rows["intermediate"].isna().all()
+    sets = training_datasets(TrainingData(rows, pd.DataFrame(columns=["s1", "s2", "label"]), rows.iloc[:0]),
+                             LossSettings())
+    assert list(sets) == ["contrastive"]  # InfoNCE only: the hierarchical loss needs an intermediate
 
 
 def test_neighbours_need_the_anchors_corpus_positions():
