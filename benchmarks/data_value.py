@@ -11,6 +11,8 @@ on data built from the same anchors — the anchors of the generated runs' compl
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
 - `nli`: the NLI pattern's triples for the same anchors (`--nli-runs`: a run of `./stsgen generate --pattern nli` on
   the corpus `--save-anchor-corpus` wrote), InfoNCE only (no intermediate); anchors it has no triple for are left out;
+- `hardneg`: stsgen's triples with the `--nli-runs` negative of the same anchor as a second hard negative beside s⁻
+  (InfoNCE reads both: losses.negatives = "both") + hierarchical triplet;
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
   (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
   teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
@@ -48,8 +50,8 @@ from scipy import stats  # noqa: E402
 from tasks.core.device import autocast_precision, resolve_device, resolve_train_precision  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
+from tasks.train import baselines  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
-from tasks.train.baselines import anchor_corpus, ensure_dropout, neighbour_rows, same_anchor_rows, simcse_rows  # noqa: E402
 from tasks.train.label_sources import regression_targets  # noqa: E402
 from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
@@ -58,7 +60,7 @@ from tasks.train.weight_interpolation import backbone_snapshot, interpolate_stat
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 SENTENCE_COLUMNS = TRIPLE_COLUMNS[3:]
 LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
-          "triples": LossSettings(), "nli": LossSettings()}
+          "triples": LossSettings(), "nli": LossSettings(), "hardneg": LossSettings(negatives="both")}
 
 
 def read_triples(sources: list[str]) -> pd.DataFrame:
@@ -94,11 +96,13 @@ def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences
     if kind is None:  # the pairs alone
         return triples.iloc[:0][SENTENCE_COLUMNS]
     if kind == "nli":
-        return same_anchor_rows(triples, nli)
+        return baselines.same_anchor_rows(triples, nli)
+    if kind == "hardneg":
+        return baselines.with_extra_negative(triples[SENTENCE_COLUMNS], nli)
     if kind == "neighbours":
-        return neighbour_rows(triples, sentences, seed)
+        return baselines.neighbour_rows(triples, sentences, seed)
     if kind == "simcse":
-        return simcse_rows(triples)
+        return baselines.simcse_rows(triples)
     return triples[SENTENCE_COLUMNS]
 
 
@@ -170,13 +174,13 @@ def main() -> None:
         triples.to_parquet(args.save_triples, index=False)
     if args.save_anchor_corpus:
         largest = max(int(s) for s in args.sizes.split(","))
-        anchor_corpus(triples.iloc[:largest]).to_parquet(args.save_anchor_corpus, index=False)
+        baselines.anchor_corpus(triples.iloc[:largest]).to_parquet(args.save_anchor_corpus, index=False)
         print(f"{min(largest, len(triples))} anchors → {args.save_anchor_corpus}")
         return
     nli = None
-    if "nli" in args.data.split(","):
+    if {"nli", "hardneg"} & set(args.data.split(",")):
         if not args.nli_runs:
-            raise SystemExit("--data nli needs --nli-runs (a run of the NLI pattern on the same anchors)")
+            raise SystemExit("--data nli / hardneg need --nli-runs (a run of the NLI pattern on the same anchors)")
         nli = read_triples(args.nli_runs.split(","))
     dev, held = read_stsb("dev"), held_out_sets()
     if args.dev_pairs:
@@ -235,7 +239,7 @@ def main() -> None:
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
                 if triple_kind == "simcse":
-                    ensure_dropout(model, args.simcse_dropout)
+                    baselines.ensure_dropout(model, args.simcse_dropout)
                 t = time.perf_counter()
                 with tempfile.TemporaryDirectory() as work:
                     state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
@@ -288,12 +292,14 @@ def main() -> None:
             lo, hi = t_interval(diff)
             print(f"  {size} anchors: {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
                   + ", ".join(f"{d:+.2f}" for d in diff) + ")")
-    if {"nli", "triples"} <= set(table["data"]):
-        print("\nNLI-pattern triples − STS-pattern triples on the same anchors, paired by seed (95 % t-interval):")
+    for other, what in (("nli", "NLI-pattern triples"), ("hardneg", "triples + the NLI negative")):
+        if not {other, "triples"} <= set(table["data"]):
+            continue
+        print(f"\n{what} − STS-pattern triples on the same anchors, paired by seed (95 % t-interval):")
         for size, g in table.groupby("anchors"):
             cells = []
             for s in ("STS-B dev", "SICK trial", "STS12 train", "mean3"):
-                a = g[g["data"] == "nli"].set_index("seed")[s]
+                a = g[g["data"] == other].set_index("seed")[s]
                 diff = (a - g[g["data"] == "triples"].set_index("seed")[s]).dropna().tolist()
                 lo, hi = t_interval(diff)
                 cells.append(f"{s} {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")

@@ -6,7 +6,9 @@ beat to be worth generating (benchmarks/data_value.py; seed 004, Table 1).
 - `neighbour_rows` — what the corpus alone gives: the anchor's next sentence in its document as the positive (the
   previous one for a document's last sentence), a usable sentence of another document as the negative.
 - `same_anchor_rows` — another stage-1 run's triples for the same anchors (the NLI pattern's beside the STS one's);
-  `anchor_corpus` writes the anchors as a corpus so such a run samples exactly them.
+  `anchor_corpus` writes the anchors as a corpus so such a run samples exactly them. `with_extra_negative` adds that
+  run's negative to each triple as a second hard negative (the NLI pattern's is a contradiction: a minimal edit of a
+  paraphrase of the anchor), in the column the trainer reads mined negatives from.
 
 Inputs: stage-1 triples (anchor; doc_id and position for the neighbours) and the corpus's sentence table (doc_id,
 position, text, usable: tasks/core/corpus.Corpus.sentences). Outputs: anchor, positive[, negative] — the columns
@@ -71,6 +73,16 @@ def same_anchor_rows(triples: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame
     complete = other.dropna(subset=["positive", "negative"]).drop_duplicates("anchor")
     found = triples[["anchor"]].merge(complete.reindex(columns=columns), on="anchor", how="inner")
     return found[columns].reset_index(drop=True)
+
+
+def with_extra_negative(triples: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
+    """The triples (their order) with `other`'s negative for the same anchor as `mined_negative_1`, the column
+    InfoNCE reads beside s⁻ with losses.negatives = "both"; anchors `other` has no complete triple for are left
+    out."""
+    from tasks.train.hard_negatives import MINED_PREFIX
+
+    extra = same_anchor_rows(triples, other)[["anchor", "negative"]].rename(columns={"negative": f"{MINED_PREFIX}1"})
+    return triples.merge(extra, on="anchor", how="inner").reset_index(drop=True)
 
 
 def ensure_dropout(model, p: float) -> int:

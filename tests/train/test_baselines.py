@@ -8,7 +8,14 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError
-from tasks.train.baselines import anchor_corpus, ensure_dropout, neighbour_rows, same_anchor_rows, simcse_rows
+from tasks.train.baselines import (
+    anchor_corpus,
+    ensure_dropout,
+    neighbour_rows,
+    same_anchor_rows,
+    simcse_rows,
+    with_extra_negative,
+)
 from tasks.train.trainer import training_datasets
 from tasks.train.training import LossSettings, TrainingData
 
@@ -73,6 +80,19 @@ def test_another_patterns_triples_are_taken_for_the_same_anchors_in_their_order(
     sets = training_datasets(TrainingData(rows, pd.DataFrame(columns=["s1", "s2", "label"]), rows.iloc[:0]),
                              LossSettings())
     assert list(sets) == ["contrastive"]  # InfoNCE only: the hierarchical loss needs an intermediate
+
+
+def test_another_runs_negative_trains_as_a_second_hard_negative_beside_the_triples_own():
+    nli = pd.DataFrame({"anchor": ["B one.", "A zero.", "C alone."], "positive": ["b", "a", None],
+                        "intermediate": [None] * 3, "negative": ["B contradicted", "A contradicted", "C x"]})
+    rows = with_extra_negative(TRIPLES, nli)
+    assert rows["anchor"].tolist() == ["A zero.", "B one."]  # C's NLI triple is incomplete, the others have none
+    assert rows["negative"].tolist() == ["n", "n"] and rows["mined_negative_1"].tolist() == ["A contradicted",
+                                                                                            "B contradicted"]
+    data = TrainingData(rows, pd.DataFrame(columns=["s1", "s2", "label"]), rows.iloc[:0])
+    sets = training_datasets(data, LossSettings(negatives="both"))
+    assert sets["hierarchical"].column_names == ["anchor", "positive", "negative", "intermediate", "mined_negative_1"]
+    assert sets["hierarchical"]["mined_negative_1"] == ["A contradicted", "B contradicted"]
 
 
 def test_neighbours_need_the_anchors_corpus_positions():
