@@ -236,6 +236,8 @@ def main() -> None:
             for seed in [int(s) for s in args.seeds.split(",")]:
                 frame = training_frame(triple_kind, anchors, seed, sentences, nli)
                 data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
+                # model_copy skips TrainSettings' validators on purpose: `hardneg` reads negatives "both" from the
+                # NLI run's column, not from mining, which the _mined_negatives_need_mining rule would demand.
                 settings = base.model_copy(update={"losses": losses, "seed": seed})
                 model = copy.deepcopy(untrained)
                 if triple_kind == "simcse":

@@ -82,7 +82,9 @@ def with_extra_negative(triples: pd.DataFrame, other: pd.DataFrame) -> pd.DataFr
     from tasks.train.hard_negatives import MINED_PREFIX
 
     extra = same_anchor_rows(triples, other)[["anchor", "negative"]].rename(columns={"negative": f"{MINED_PREFIX}1"})
-    return triples.merge(extra, on="anchor", how="inner").reset_index(drop=True)
+    # One extra negative per anchor: an anchor the triples hold twice keeps two rows, not four.
+    extra = extra.drop_duplicates("anchor")
+    return triples.merge(extra, on="anchor", how="inner", validate="many_to_one").reset_index(drop=True)
 
 
 def ensure_dropout(model, p: float) -> int:

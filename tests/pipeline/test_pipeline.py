@@ -80,6 +80,7 @@ def test_pipeline_chains_stages_and_reuses_unchanged_ones(prefect_harness, scrip
     dataset = json.loads(Path(first["build-dataset"]["manifest"]).read_text())
     assert [(r["triples_sha256"], r["pairs_sha256"]) for r in dataset["runs"]] == [
         (sha256_path(Path(first["generate-sts-triples"]["triples"])), sha256_path(Path(first["label-pairs"]["pairs"])))]
+    assert dataset["runs"][0]["labeler"] == label["labeler"] and label["labeler"]  # how its pairs were labeled
     train = json.loads(Path(first["train-surrogate"]["manifest"]).read_text())
     assert {i["role"]: i["path"] for i in train["inputs"]} == {
         "triples": first["build-dataset"]["triples"], "pairs": first["build-dataset"]["pairs"]}

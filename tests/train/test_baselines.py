@@ -93,6 +93,9 @@ def test_another_runs_negative_trains_as_a_second_hard_negative_beside_the_tripl
     sets = training_datasets(data, LossSettings(negatives="both"))
     assert sets["hierarchical"].column_names == ["anchor", "positive", "negative", "intermediate", "mined_negative_1"]
     assert sets["hierarchical"]["mined_negative_1"] == ["A contradicted", "B contradicted"]
+    # An anchor held twice on both sides keeps its two triples, each with one extra negative (not four rows).
+    twice = with_extra_negative(pd.concat([TRIPLES, TRIPLES.iloc[:1]]), pd.concat([nli, nli.iloc[:1]]))
+    assert twice["anchor"].tolist() == ["A zero.", "B one.", "A zero."]  # the triples' order
 
 
 def test_neighbours_need_the_anchors_corpus_positions():

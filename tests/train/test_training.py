@@ -411,6 +411,14 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         assert turned_down["stsb-dev"] < report["backbone_results"]["stsb-dev"]["spearman"]
         assert "interpolated with the backbone at alpha 0.5 scored" in artifacts["train-summary"].data
         assert not all(torch.equal(start[n], best[n]) for n in start)  # a trained checkpoint was there to refuse
+        # The score refused is the mix's own (not the bare checkpoint's): a broken interpolation fails here.
+        from tasks.core.sts_evaluation import evaluate_sources
+
+        mix = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].to("cpu")
+        mix.load_state_dict({n: (start[n] + best[n]) / 2 if start[n].is_floating_point() else start[n]
+                             for n in start})
+        scored = evaluate_sources(lambda s: mix.encode(s, convert_to_numpy=True), ["stsb-dev"])["stsb-dev"]
+        assert turned_down["stsb-dev"] == pytest.approx(scored["spearman"], abs=0.05)
         expected = start
     for name, value in model.state_dict().items():
         if value.is_floating_point():
