@@ -1,7 +1,8 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
 backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone.
 
-Reads per-seed rows (`data_value.py --table-out`, one CSV per backbone) and an untrained score per backbone:
+Reads per-seed rows (`data_value.py --table-out`: one or more CSVs per backbone, joined with `+`, e.g. the rows of a
+GPU call and of a later CPU run) and an untrained score per backbone:
 
     .venv/bin/python -m benchmarks.data_value_plot --out docs/data_value_curves.png \
         benchmarks/results/data_value_minilm_cpu.csv=86.72 benchmarks/results/data_value_bellm_h200.csv=64.15
@@ -30,13 +31,13 @@ def curves(rows: pd.DataFrame, untrained: float) -> dict[str, pd.DataFrame]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("tables", nargs="+", help="CSV=untrained STS-B dev, one per backbone")
+    ap.add_argument("tables", nargs="+", help="CSV[+CSV…]=untrained STS-B dev, one per backbone")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     fig, axes = plt.subplots(1, len(args.tables), figsize=(5 * len(args.tables), 3.8), squeeze=False)
     for ax, spec in zip(axes[0], args.tables):
         path, untrained = spec.rsplit("=", 1)
-        rows = pd.read_csv(path)
+        rows = pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True)
         for data, c in curves(rows, float(untrained)).items():
             ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, label=data)
             for _, r in c[c["count"] > 0].iterrows():
