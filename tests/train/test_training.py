@@ -401,10 +401,11 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     start = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].state_dict()
     best = torch.load(next((tmp_path / "out").rglob("best.pt")), map_location="cpu", weights_only=False)["model"]
     turned_down = report["checkpoint_turned_down"]
+    midpoint = {n: (start[n] + best[n]) / 2 if start[n].is_floating_point() else start[n] for n in start}  # α 0.5
     if report["shipped_step"]:  # the mix shipped, and the card says so
         assert manifest["selection"]["wise_alpha"] == 0.5 and report["wise_alpha"] == 0.5 and turned_down is None
         assert "interpolated with the backbone at alpha 0.5 (WiSE-FT)" in card
-        expected = {name: (start[name] + best[name]) / 2 for name in start}
+        expected = midpoint
     else:  # the guard turned the mix down: the backbone's own weights shipped, the mix's scores kept
         assert report["best_step"] > 0 and turned_down["step"] == report["best_step"]
         assert turned_down["wise_alpha"] == 0.5 and report["wise_alpha"] is None
@@ -415,8 +416,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         from tasks.core.sts_evaluation import evaluate_sources
 
         mix = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].to("cpu")
-        mix.load_state_dict({n: (start[n] + best[n]) / 2 if start[n].is_floating_point() else start[n]
-                             for n in start})
+        mix.load_state_dict(midpoint)
         scored = evaluate_sources(lambda s: mix.encode(s, convert_to_numpy=True), ["stsb-dev"])["stsb-dev"]
         assert turned_down["stsb-dev"] == pytest.approx(scored["spearman"], abs=0.05)
         expected = start
