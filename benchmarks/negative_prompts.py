@@ -17,6 +17,10 @@ detail left out).
     ./stsgen llm-server --port 8080 &   # or any OpenAI-compatible endpoint
     .venv/bin/python -m benchmarks.negative_prompts data/outputs/issue34/r200 --base-url http://127.0.0.1:8080/v1 \\
         --kind negative --variants v2:band v3:band --n 40
+
+A triples parquet instead of a run folder takes stage 1's defaults (seed, rules, the pattern source's examples and
+cosine targets); `--runs DIR` writes each variant's chosen generations into the triples as a folder of its own, for
+benchmarks/blind_reading.py to read two of them blind.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.blind_reading import SLOTS
 from tasks.contracts import read_triples
 from tasks.core.sts_data import read_stsb
-from tasks.generate.candidates import rank
-from tasks.generate.patterns import load_pattern_source, sample_examples
-from tasks.generate.settings import PatternSettings, ValidationSettings
+from tasks.generate.candidates import pattern_targets, rank
+from tasks.generate.patterns import in_band, load_pattern_source, sample_examples
+from tasks.generate.settings import GenerateSettings, PatternSettings, ValidationSettings
 from tasks.generate.validation import added_words, validate
 from tasks.llm.local_models import load_encoder
 from tasks.llm.prompting import load_template
@@ -56,9 +61,29 @@ async def candidates_of(base_url: str, model: str, messages: list[list[dict]], n
     return await asyncio.gather(*(one(i, m) for i, m in enumerate(messages)))
 
 
+def run_inputs(run: Path, kind: str) -> tuple[int, pd.DataFrame, float, ValidationSettings, PatternSettings, list]:
+    """(seed, triples indexed by source_id, the pattern's cosine target of `kind`, the rules, the pattern settings,
+    the run's examples of `kind`): a run folder's own (its manifest), or stage 1's defaults for a triples file."""
+    if run.is_file():
+        cfg = GenerateSettings()
+        patterns = load_pattern_source(cfg.pattern)
+        bands = {kind: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", kind)]}
+        examples = [vars(p) for p in sample_examples(patterns, (kind,), cfg.pattern.examples_per_prompt, cfg.seed,
+                                                     cfg.pattern.intermediate_examples)[kind]]
+        return (cfg.seed, pd.read_parquet(run).set_index("source_id"), dict(pattern_targets(bands))[kind],
+                cfg.validation, cfg.pattern, examples)
+    manifest = json.loads((run / "generate-sts-triples" / "manifest.json").read_text())
+    seed = manifest["seed"] if isinstance(manifest["seed"], int) else 13
+    triples = read_triples(run / "generate-sts-triples" / "triples.parquet").set_index("source_id")
+    return (seed, triples, manifest["best_of_n"]["pattern_cosine_targets"][kind],
+            ValidationSettings(**manifest["parameters"]["validation"]), PatternSettings(**manifest["parameters"]["pattern"]),
+            manifest["examples"][kind])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run", type=Path, help="a run folder with generate-sts-triples/{triples.parquet,manifest.json}")
+    ap.add_argument("run", type=Path, help="a run folder with generate-sts-triples/{triples.parquet,manifest.json}, "
+                    "or a triples parquet (source_id, anchor, positive, intermediate, negative): stage 1's defaults")
     ap.add_argument("--base-url", required=True)
     ap.add_argument("--model", default="qwen2.5-coder-1.5b-instruct")
     ap.add_argument("--kind", choices=["negative", "intermediate"], default="negative")
@@ -70,14 +95,12 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=4)
     ap.add_argument("--deletion-allowance", type=int, nargs="*", default=[],
                     help="intermediates: also score each variant's candidates with not_deletion at these allowances")
+    ap.add_argument("--runs", type=Path, help="write each variant's chosen ones as a triples folder here")
     ap.add_argument("--show", type=int, default=0, help="print this many chosen generations per variant")
     args = ap.parse_args()
 
-    manifest = json.loads((args.run / "generate-sts-triples" / "manifest.json").read_text())
-    seed = manifest["seed"] if isinstance(manifest["seed"], int) else 13
-    triples = read_triples(args.run / "generate-sts-triples" / "triples.parquet").iloc[args.skip: args.skip + args.n]
-    target = manifest["best_of_n"]["pattern_cosine_targets"][args.kind]
-    validation = ValidationSettings(**manifest["parameters"]["validation"])
+    seed, triples, target, validation, pattern, run_examples = run_inputs(args.run, args.kind)
+    triples = triples.iloc[args.skip: args.skip + args.n]
     ceiling = validation.negative_max_cosine if args.kind == "negative" else None
     model = load_encoder("all-minilm-l6-v2")
     encode = lambda texts: model.encode(texts, batch_size=64, convert_to_numpy=True)  # noqa: E731
@@ -90,7 +113,7 @@ def main() -> None:
         return pattern_distances(pattern_measures(relation_pairs(frame, stsb), encode))[args.kind]
 
     reference = distance(triples["anchor"].tolist(), triples[args.kind].tolist())
-    patterns = load_pattern_source(PatternSettings(**manifest["parameters"]["pattern"]))
+    patterns = load_pattern_source(pattern)
 
     print(f"{args.kind}: {len(triples)} positives of {args.run} (from #{args.skip}); target cosine {target}; "
           f"ceiling {ceiling}; STS-B dev's band: {reference['stsb_pairs']} pairs, mean cosine "
@@ -102,9 +125,8 @@ def main() -> None:
         version, shape, base_kind = (variant.split(":") + ["positive"])[:3]
         bases = triples[base_kind].tolist()
         template = load_template("sts", args.kind, version)
-        examples = manifest["examples"][args.kind] if shape == "band" else [
-            vars(p) for p in sample_examples(patterns, (args.kind,), len(manifest["examples"][args.kind]), seed,
-                                             "deletion")[args.kind]]
+        examples = run_examples if shape == "band" else [
+            vars(p) for p in sample_examples(patterns, (args.kind,), len(run_examples), seed, "deletion")[args.kind]]
         system = template.system_message(examples)
         example_texts = tuple(t for e in examples for t in (e["sentence1"], e["sentence2"]))
         outs = asyncio.run(candidates_of(args.base_url, args.model,
@@ -114,7 +136,7 @@ def main() -> None:
             rules = validation.model_copy(update={"deletion_allowance": allowance})
             label = variant if allowance == validation.deletion_allowance else f"{variant} not_deletion≤{allowance}"
             total = passed_rules = passed_band = empty = deletion = of_anchor = 0
-            chosen_cos, chosen = [], []
+            chosen_cos, chosen, kept = [], [], {}
             for row, base, cands in zip(triples.itertuples(), bases, outs):
                 total += len(cands)
                 siblings = (row.positive,) if args.kind == "intermediate" else (row.positive, row.intermediate)
@@ -131,6 +153,7 @@ def main() -> None:
                     empty += 1
                     continue
                 text = ok[inside[0]]
+                kept[row.Index] = text
                 chosen_cos.append(cosines[inside[0]])
                 chosen.append((row.anchor, row.positive, text, cosines[inside[0]]))
                 deletion += min(len(added_words(text, base)), len(added_words(text, row.anchor))) == 0
@@ -140,6 +163,11 @@ def main() -> None:
                   f"{empty}/{len(triples)} | {np.mean(chosen_cos):.3f} | {w:.3f} | "
                   f"{deletion}/{len(chosen)} | {of_anchor}/{len(chosen)} |", flush=True)
             shown[label] = (examples, chosen[: args.show])
+            if args.runs:  # the variant's triples, the kind replaced: benchmarks.blind_reading reads two of them
+                folder = args.runs / label.replace(":", "-").replace(" ", "_").replace("≤", "le")
+                folder.mkdir(parents=True, exist_ok=True)
+                out = triples.loc[list(kept)].assign(**{args.kind: list(kept.values())})
+                out.reset_index()[["source_id", *SLOTS]].to_parquet(folder / "triples.parquet", index=False)
     for variant, (examples, rows) in shown.items():
         if not rows:
             continue
