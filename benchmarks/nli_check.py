@@ -12,7 +12,9 @@ or all-MiniLM-L6-v2, both sentence-tuned), then scores every labeled positive an
 Printed: ROC AUC for "bad" (1 − P(entailment)) with bootstrap intervals, beside the best sentence-level signal of
 reader_signals for comparison. Only SICK train is trained on; nothing is chosen on a test split.
 
-    .venv/bin/python -m benchmarks.nli_check --backbone all-mpnet-base-v2 --epochs 2 [--scored /tmp/reader_signals.csv]
+    .venv/bin/python -m benchmarks.nli_check --backbone all-mpnet-base-v2 --epochs 2 \
+        --scores benchmarks/results/nli_check_mpnet.csv [--scored benchmarks/results/reader_signals.csv]
+    .venv/bin/python -m benchmarks.nli_check --scores benchmarks/results/nli_check_mpnet.csv --from-scores …
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from benchmarks.reader_signals import auc_ci, labeled  # noqa: E402
+from benchmarks.reader_signals import OWN_READINGS, auc_ci, labeled  # noqa: E402
 from tasks.core.defaults import DEFAULT_ENCODER  # noqa: E402
 from tasks.llm.local_models import encoder_folder  # noqa: E402
 from tasks.llm.teacher import teacher_folder  # noqa: E402
@@ -63,15 +65,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backbone", choices=["all-mpnet-base-v2", "all-minilm-l6-v2"], default="all-mpnet-base-v2")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--scored", type=Path, help="reader_signals' scored rows, for a side-by-side signal")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/nli-check"))
+    parser.add_argument("--out", type=Path, default=Path("/tmp/nli-check"), help="the trainer's folder")
+    parser.add_argument("--scores", type=Path, required=True,
+                        help="each labeled row's entailment score (CSV), written here; read back with --from-scores")
+    parser.add_argument("--from-scores", action="store_true", help="score an earlier run's --scores: nothing trained")
     args = parser.parse_args(argv)
-    t0 = time.perf_counter()
-    model = train(args.backbone, args.epochs, args.out)
-    print(f"trained on SICK train in {time.perf_counter() - t0:.0f} s")
-    rows = labeled()
-    forward = entailment(model, rows["anchor"].tolist(), rows["text"].tolist())
-    backward = entailment(model, rows["text"].tolist(), rows["anchor"].tolist())
-    rows["nli"] = np.where(rows["kind"] == "positive", np.minimum(forward, backward), forward)
+    if args.from_scores:
+        rows = pd.read_csv(args.scores)
+    else:
+        t0 = time.perf_counter()
+        model = train(args.backbone, args.epochs, args.out)
+        print(f"trained on SICK train in {time.perf_counter() - t0:.0f} s")
+        rows = labeled()
+        forward = entailment(model, rows["anchor"].tolist(), rows["text"].tolist())
+        backward = entailment(model, rows["text"].tolist(), rows["anchor"].tolist())
+        rows["nli"] = np.where(rows["kind"] == "positive", np.minimum(forward, backward), forward)
+        rows.to_csv(args.scores, index=False)
+    rows = rows[~rows["file"].isin(OWN_READINGS)]  # as benchmarks.reader_signals: selected by its signals
     scored = pd.read_csv(args.scored) if args.scored else None
     rng = np.random.default_rng(0)
     for kind, other in (("positive", "mpnet_tok_recall_min"), ("intermediate", "added_words")):
@@ -79,15 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         for reader in ("developer", "blind"):
             sub = part[part["reader"] == reader]
             bad = (sub["verdict"] == "bad").to_numpy()
-            point, lo, hi = auc_ci(bad, -sub["nli"].to_numpy(), rng)
+            point, lo, hi = auc_ci(bad, -sub["nli"].to_numpy(), rng, groups=sub["anchor"].to_numpy())
             line = f"{kind:12s} {reader:9s} n={len(sub):3d}: NLI ({args.backbone}) AUC {point:.2f} [{lo:.2f}, {hi:.2f}]"
             if scored is not None:
                 ref = sub.merge(scored[["kind", "anchor", "text", other]], on=["kind", "anchor", "text"], how="left")
                 sign, known = (-1 if other.startswith("mpnet") else 1), ref[other].notna().to_numpy()
-                p2, lo2, hi2 = auc_ci(bad[known], sign * ref[other].to_numpy()[known], rng)
+                p2, lo2, hi2 = auc_ci(bad[known], sign * ref[other].to_numpy()[known], rng,
+                                      groups=ref["anchor"].to_numpy()[known])
                 line += f"; {other} {p2:.2f} [{lo2:.2f}, {hi2:.2f}]"
             print(line)
-    rows.to_csv(args.out / "nli_scores.csv", index=False)
     return 0
 
 

@@ -1,8 +1,8 @@
 """Which of a request's positives to keep: the chooser's rule today (fewest fact errors, then the highest
 all-MiniLM-L6-v2 cosine to the anchor) against a rule by token alignment (fewest fact errors, then the highest
 BERTScore-style minimum recall with all-mpnet-base-v2: the anchor token worst kept in the positive, best kept) —
-the signal benchmarks/reader_signals.py found to separate every-fact-bad positives best (AUC 0.76 developer
-readings, 0.71 blind readings; MiniLM cosine 0.62 / 0.67).
+the signal benchmarks/reader_signals.py found to separate every-fact-bad positives best on the developer readings
+(AUC 0.76; 0.71 on the blind readings; MiniLM cosine 0.62 / 0.67).
 
 The same requests stage 1 sends for a positive's first attempt (its template, its fixed examples, `n` choices,
 its sampling and seed per source), to anchors of benchmarks/data/data_value_triples_405.parquet that no reading set
@@ -13,7 +13,7 @@ which in a key apart).
     .venv/bin/python -m benchmarks.positive_choice --base-url http://127.0.0.1:8765/v1 --k 200 \
         --out benchmarks/results/positive_choice.csv --runs data/outputs/positive-choice
     .venv/bin/python -m benchmarks.blind_reading prepare --before data/outputs/positive-choice/cosine \
-        --after data/outputs/positive-choice/alignment --k 0 --out benchmarks/data/blind_reading_34f.csv \
+        --after data/outputs/positive-choice/alignment --k 0 --seed 7 --out benchmarks/data/blind_reading_34f.csv \
         --key benchmarks/data/blind_reading_34f.key.csv
 """
 
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pandas as pd  # noqa: E402
 
-from benchmarks.reader_signals import DATA, labeled, token_alignment  # noqa: E402
+from benchmarks.reader_signals import DATA, OWN_READINGS, labeled, token_alignment  # noqa: E402
 from tasks.core.config import LLMSettings  # noqa: E402
 from tasks.core.defaults import DEFAULT_ENCODER  # noqa: E402
 from tasks.generate.candidates import rank  # noqa: E402
@@ -43,13 +43,11 @@ from tasks.llm.prompting import load_template  # noqa: E402
 from tasks.llm.teacher import teacher_folder  # noqa: E402
 
 TRIPLES = DATA / "data_value_triples_405.parquet"
-# The readings made of this benchmark's own outputs (and the intermediate-prompt one after it): not "already read"
-# when the anchors are drawn, so a re-run draws the same anchors.
-OWN_READINGS = ("blind_reading_34f.csv", "blind_reading_34g.csv")
 
 
 def fresh_anchors(k: int, seed: int) -> pd.DataFrame:
-    """k anchors of the 405-triple file that no labeled reading holds."""
+    """k anchors of the 405-triple file that no labeled reading holds (this benchmark's own readings aside, so that a
+    re-run draws the same anchors)."""
     triples = pd.read_parquet(TRIPLES)
     read = set(labeled(exclude=OWN_READINGS)["anchor"])
     return triples[~triples["anchor"].isin(read)].sample(k, random_state=seed).reset_index(drop=True)
