@@ -36,9 +36,10 @@ import pandas as pd
 from benchmarks.blind_reading import SLOTS
 from tasks.contracts import read_triples
 from tasks.core.sts_data import read_stsb
-from tasks.generate.candidates import pattern_targets, rank
-from tasks.generate.patterns import in_band, load_pattern_source, sample_examples
+from tasks.generate.candidates import rank
+from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import GenerateSettings, PatternSettings, ValidationSettings
+from tasks.generate.stage import chooser_of
 from tasks.generate.validation import added_words, validate
 from tasks.llm.local_models import load_encoder
 from tasks.llm.prompting import load_template
@@ -67,10 +68,9 @@ def run_inputs(run: Path, kind: str) -> tuple[int, pd.DataFrame, float, Validati
     if run.is_file():
         cfg = GenerateSettings()
         patterns = load_pattern_source(cfg.pattern)
-        bands = {kind: [(p.sentence1, p.sentence2) for p in patterns.pairs if in_band(p, "sts", kind)]}
         examples = [vars(p) for p in sample_examples(patterns, (kind,), cfg.pattern.examples_per_prompt, cfg.seed,
                                                      cfg.pattern.intermediate_examples)[kind]]
-        return (cfg.seed, pd.read_parquet(run).set_index("source_id"), dict(pattern_targets(bands))[kind],
+        return (cfg.seed, pd.read_parquet(run).set_index("source_id"), dict(chooser_of(cfg, patterns).targets)[kind],
                 cfg.validation, cfg.pattern, examples)
     manifest = json.loads((run / "generate-sts-triples" / "manifest.json").read_text())
     seed = manifest["seed"] if isinstance(manifest["seed"], int) else 13

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from benchmarks.reader_signals import OWN_READINGS, auc_ci, labeled  # noqa: E402
+from benchmarks.reader_signals import OWN_READINGS, auc_ci, direction, labeled  # noqa: E402
 from tasks.core.defaults import DEFAULT_ENCODER  # noqa: E402
 from tasks.llm.local_models import encoder_folder  # noqa: E402
 from tasks.llm.teacher import teacher_folder  # noqa: E402
@@ -93,7 +93,9 @@ def main(argv: list[str] | None = None) -> int:
             line = f"{kind:12s} {reader:9s} n={len(sub):3d}: NLI ({args.backbone}) AUC {point:.2f} [{lo:.2f}, {hi:.2f}]"
             if scored is not None:
                 ref = sub.merge(scored[["kind", "anchor", "text", other]], on=["kind", "anchor", "text"], how="left")
-                sign, known = (-1 if other.startswith("mpnet") else 1), ref[other].notna().to_numpy()
+                dev = rows[(rows["kind"] == kind) & (rows["reader"] == "developer")]
+                dev = dev.merge(scored[["kind", "anchor", "text", other]], on=["kind", "anchor", "text"])
+                sign, known = direction(dev, other), ref[other].notna().to_numpy()
                 p2, lo2, hi2 = auc_ci(bad[known], sign * ref[other].to_numpy()[known], rng,
                                       groups=ref["anchor"].to_numpy()[known])
                 line += f"; {other} {p2:.2f} [{lo2:.2f}, {hi2:.2f}]"

@@ -36,7 +36,7 @@ from tasks.generate.facts import check_facts  # noqa: E402
 from tasks.generate.generation import attempt_params, request_seed  # noqa: E402
 from tasks.generate.patterns import load_pattern_source, sample_examples  # noqa: E402
 from tasks.generate.settings import GenerateSettings  # noqa: E402
-from tasks.generate.validation import validate  # noqa: E402
+from tasks.generate.validation import prompt_example_sentences, validate  # noqa: E402
 from tasks.llm.client import LLMClient  # noqa: E402
 from tasks.llm.local_models import load_encoder  # noqa: E402
 from tasks.llm.prompting import load_template  # noqa: E402
@@ -66,7 +66,7 @@ def generate(anchors: pd.DataFrame, base_url: str, model: str) -> pd.DataFrame:
     examples = sample_examples(load_pattern_source(cfg.pattern), ("positive",), cfg.pattern.examples_per_prompt,
                                cfg.seed, cfg.pattern.intermediate_examples)["positive"]
     system = template.system_message([vars(e) for e in examples])
-    shown = tuple(s for e in examples for s in (e.sentence1, e.sentence2) if s and s in system)
+    shown = prompt_example_sentences(template, examples)
     params = [attempt_params(cfg.sampling, request_seed(cfg.seed, sid, "positive", 0), 0) for sid in anchors["source_id"]]
     client = LLMClient(LLMSettings(base_url=base_url, model=model, max_concurrency=4))
     texts = asyncio.run(ask(client, [template.messages(system, a) for a in anchors["anchor"]], params))
@@ -85,15 +85,16 @@ def choose_both(frame: pd.DataFrame) -> pd.DataFrame:
     """Each slot's kept positive under today's rule (`cosine`) and the token-alignment rule (`alignment`)."""
     minilm, mpnet = load_encoder(DEFAULT_ENCODER), load_encoder(str(teacher_folder()))
     encode = lambda texts: minilm.encode(texts, batch_size=32, convert_to_numpy=True)  # noqa: E731
+    slots = frame[frame["valid"].map(len) > 0]
+    pairs = [(r["anchor"], c) for _, r in slots.iterrows() for c in r["valid"]]  # every slot's choices, one encode
+    recall = iter(s["mpnet_tok_recall_min"] for s in token_alignment(mpnet, *map(list, zip(*pairs))))
     out = []
-    for _, r in frame.iterrows():
+    for _, r in slots.iterrows():
         valid = list(r["valid"])
-        if not valid:
-            continue
         today = valid[rank("positive", r["anchor"], valid, encode)[0][0]]
         errors = [check_facts(r["anchor"], c).errors for c in valid]
-        recall = [s["mpnet_tok_recall_min"] for s in token_alignment(mpnet, [r["anchor"]] * len(valid), valid)]
-        aligned = valid[min(range(len(valid)), key=lambda i: (errors[i], -recall[i], i))]
+        scores = [next(recall) for _ in valid]
+        aligned = valid[min(range(len(valid)), key=lambda i: (errors[i], -scores[i], i))]
         out.append({"source_id": r["source_id"], "anchor": r["anchor"], "valid": len(valid), "cosine": today,
                     "alignment": aligned})
     return pd.DataFrame(out)

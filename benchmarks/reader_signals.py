@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from scipy.stats import binomtest  # noqa: E402
 from sklearn.metrics import roc_auc_score  # noqa: E402
 
 from tasks.core.defaults import DEFAULT_ENCODER  # noqa: E402
@@ -99,20 +100,29 @@ def lexical_signals(anchor: str, text: str) -> dict:
             "dropped_qualifiers": sum(w in QUALIFIERS and w not in words for w in anchor_words)}
 
 
+def _token_vectors(model, sentences: list[str]) -> list[np.ndarray]:
+    """Each sentence's unit-norm contextual token vectors, letters-only word pieces (special tokens aside); one
+    batched encode for all of them."""
+    tokenizer, special = model.tokenizer, set(model.tokenizer.all_special_tokens)
+    vectors = model.encode(sentences, batch_size=32, output_value="token_embeddings", convert_to_numpy=False)
+    out = []
+    for sentence, v in zip(sentences, vectors):
+        ids = tokenizer(sentence, truncation=True, max_length=v.shape[0])["input_ids"][: v.shape[0]]
+        mask = np.array([p.lstrip("▁Ġ#").isalpha() and p not in special for p in tokenizer.convert_ids_to_tokens(ids)],
+                        dtype=bool)
+        m = v.detach().cpu().numpy()[mask]
+        out.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
+    return out
+
+
 def token_alignment(model, anchors: list[str], texts: list[str], name: str = "mpnet") -> list[dict]:
-    """BERTScore-style greedy alignment with the model's contextual token vectors (letters-only word pieces)."""
-    tokenizer = model.tokenizer
+    """BERTScore-style greedy alignment with the model's contextual token vectors (letters-only word pieces); each
+    distinct sentence encoded once."""
+    unique = list(dict.fromkeys([*anchors, *texts]))
+    vectors = dict(zip(unique, _token_vectors(model, unique)))
     out = []
     for a, t in zip(anchors, texts):
-        vecs = model.encode([a, t], output_value="token_embeddings", convert_to_numpy=False)
-        keep = []
-        for sentence, v in zip((a, t), vecs):
-            ids = tokenizer(sentence, truncation=True, max_length=v.shape[0])["input_ids"][: v.shape[0]]
-            pieces = tokenizer.convert_ids_to_tokens(ids)
-            mask = [p.lstrip("▁Ġ#").isalpha() and p not in tokenizer.all_special_tokens for p in pieces]
-            m = v.detach().cpu().numpy()[np.array(mask, dtype=bool)]
-            keep.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
-        sim = keep[0] @ keep[1].T
+        sim = vectors[a] @ vectors[t].T
         recall, precision = sim.max(axis=1), sim.max(axis=0)
         out.append({f"{name}_tok_recall_min": float(recall.min()), f"{name}_tok_recall_mean": float(recall.mean()),
                     f"{name}_tok_precision_min": float(precision.min()),
@@ -167,14 +177,6 @@ def auc_ci(bad: np.ndarray, score: np.ndarray, rng: np.random.Generator, n: int 
     return point, float(np.percentile(draws, 2.5)), float(np.percentile(draws, 97.5))
 
 
-def wilson(k: int, n: int) -> tuple[float, float]:
-    if n == 0:
-        return float("nan"), float("nan")
-    z, p = 1.96, k / n
-    centre, half = (p + z * z / (2 * n)) / (1 + z * z / n), z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
-
-
 def threshold_table(choose: pd.DataFrame, confirm: pd.DataFrame, signal: str,
                     pass_shares: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.7)) -> list[dict]:
     """For each share of the choosing set a check would pass (its least risky part by the signal, the direction chosen
@@ -188,7 +190,7 @@ def threshold_table(choose: pd.DataFrame, confirm: pd.DataFrame, signal: str,
         cut = float(np.quantile(risk_c, share))
         passed_c, passed = risk_c <= cut, risk_f <= cut
         good = int(good_f[passed].sum())
-        lo, hi = wilson(good, int(passed.sum()))
+        lo, hi = binomtest(good, int(passed.sum())).proportion_ci(method="wilson") if passed.any() else (np.nan,) * 2
         rows.append({"signal": signal, "pass if": f"{'≥' if sign < 0 else '≤'} {sign * cut:.3f}",
                      "choose: passes · good among passed": f"{passed_c.mean():.2f} · "
                      f"{(choose['verdict'].to_numpy()[passed_c] == 'good').mean():.2f}",
