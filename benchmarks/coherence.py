@@ -1,5 +1,5 @@
-"""The coherence model (seed 003's discriminative ranker) against the corpus it is trained on, side by side in one
-run: held-out ROC AUC (all negatives, same-document, random replacements), training examples and wall time on the
+"""The coherence model (Sun et al. 2022's discriminative ranker) against the corpus it is trained on, side by side in
+one run: held-out ROC AUC (all negatives, same-document, random replacements), training examples and wall time on the
 2-core machine, for each (corpus, settings) variant given.
 
     .venv/bin/python -m benchmarks.coherence --variant gensim:quick --variant default:hidden=128,contexts=50000
@@ -85,8 +85,8 @@ def confirm(folder: Path, source: str, n: int, seed: int = 99) -> dict:
 
 def frozen_encoder_row(encoder: str, contexts, sentences, settings: CoherenceSettings, confirm=None,
                        precision: str = "float32") -> dict:
-    """Held-out metrics of seed 003's head over a frozen sentence encoder's unit vectors, on the split the BiLSTM of
-    `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
+    """Held-out metrics of Sun et al. 2022's head over a frozen sentence encoder's unit vectors, on the split the
+    BiLSTM of `settings` trains and is scored on (and on `confirm`, `training_examples` rows of a corpus nothing saw). The
     head's regularisation stays scikit-learn's default (C = 1): nothing is chosen on the rows the row reports.
     `precision` bfloat16: the encoding (only) under bf16 autocast (CoherenceSettings.precision)."""
     import numpy as np

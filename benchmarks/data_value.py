@@ -1,11 +1,11 @@
 """What the data is worth (issue 33): backbone × training data × anchors, 3 seeds each, one harness.
 
-The seeds' headline experiment (seed 004, Table 1: unsupervised SimCSE vs pattern-simulated triples on the same
+NGCSE's headline experiment (its Table 1: unsupervised SimCSE vs pattern-simulated triples on the same
 backbone) at this machine's scale. Every row trains the same backbone with the same budget (steps, batch, learning
 rate, evaluation every steps/4 on the full STS-B dev, best-on-dev weights with the untrained backbone as step 0)
 on data built from the same anchors — the anchors of the generated runs' complete triples, the first N of them:
 
-- `simcse`: unsupervised SimCSE, each anchor against itself under another dropout mask (seed 004's baseline);
+- `simcse`: unsupervised SimCSE, each anchor against itself under another dropout mask (NGCSE's baseline);
 - `neighbours`: the anchor's next sentence in its corpus document as the positive (the previous one for a
   document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
