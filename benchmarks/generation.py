@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 import openai
+from tasks.corpus.sentences import load_corpus
 
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import CorpusSettings, LLMSettings
-from tasks.core.corpus import load_corpus
 from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
@@ -147,7 +147,7 @@ def concurrency_sweep(n: int, out: Path, latency_s: float = 0.2) -> None:
     print("| server latency | max_concurrency | requests | seconds | requests/s | ideal (in flight / latency) |\n"
           "|---|---|---|---|---|---|")
     for latency, concurrency in ((latency_s, 16), (latency_s, 64), (latency_s, 256), (0.0, 256)):
-        server = subprocess.Popen([sys.executable, "-m", "tests.scripted_openai", "0", str(latency)],
+        server = subprocess.Popen([sys.executable, "-m", "tasks.llm.scripted_server", "0", str(latency)],
                                   stdout=subprocess.PIPE, text=True)
         try:
             base_url = server.stdout.readline().strip()
@@ -173,7 +173,7 @@ def main() -> None:
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="stsgen-bench-"))
     if args.part == "a":
-        from tests.scripted_openai import ScriptedOpenAI
+        from tasks.llm.scripted_server import ScriptedOpenAI
 
         n = args.n or 300
         with ScriptedOpenAI() as server:

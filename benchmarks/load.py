@@ -21,7 +21,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import LLMSettings
 from tasks.core.store import read_manifest
 from tasks.generate.settings import GenerateSettings
-from tests.scripted_openai import ScriptedOpenAI
+from tasks.llm.scripted_server import ScriptedOpenAI
 
 
 def max_in_window(times: list[float], window_s: float) -> int:

@@ -42,7 +42,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT.parent / "shared" / "data"
 sys.path.insert(0, str(PROJECT))
 
-from tests.scripted_openai import ScriptedOpenAI  # noqa: E402
+from tasks.llm.scripted_server import ScriptedOpenAI  # noqa: E402
 
 # Session fixtures that cost a minute each: with pytest-xdist (`./stsgen test` runs 2 workers, --dist loadgroup) the
 # tests that use one run on one worker, so it is built once.

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tasks.llm.scripted_server import ScriptedOpenAI
 from tests.conftest import PROJECT, generate_settings
 from tests.faults.conftest import spec
 from tests.faults.processes import pipeline_process
-from tests.scripted_openai import ScriptedOpenAI
 
 CANARY = "sk-canary-3b9e41d7c2f0a8"
 

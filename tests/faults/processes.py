@@ -110,7 +110,7 @@ def finish(proc: subprocess.Popen, timeout_s: float = 600) -> dict:
 def _serve(port: int, latency_s: float, log: str, answers: int | None = None) -> None:
     import threading
 
-    from tests.scripted_openai import ScriptedOpenAI, default_responder
+    from tasks.llm.scripted_server import ScriptedOpenAI, default_responder
 
     budget, never = threading.Semaphore(answers or 0), threading.Event()
 

@@ -67,8 +67,8 @@ def test_disk_full_during_a_stage_leaves_no_partial_output(prefect_harness, scri
                                                            small_disk):
     from flows.generate_sts_triples import generate_sts_triples
     from tasks.core.store import OutputWriteError
+    from tasks.llm.scripted_server import is_judge_request
     from tests.generate.test_generate_flow import llm
-    from tests.scripted_openai import is_judge_request
 
     fill(small_disk, leave_bytes=2048)  # room for the folder, not for the outputs
     with pytest.raises(OutputWriteError, match="No space left on device") as raised:

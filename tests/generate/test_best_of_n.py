@@ -19,8 +19,8 @@ from tasks.generate.verification import load_judge_template
 from tasks.label.llm_rating import RatingSettings, rate_pairs
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import load_template
+from tasks.llm.scripted_server import ScriptedOpenAI, is_judge_request
 from tests.conftest import generate_settings
-from tests.scripted_openai import ScriptedOpenAI, is_judge_request
 
 ANCHOR = "Malaysian police arrested 12 men in Kuala Lumpur on Monday."
 KEEPS_CLOSE = "On Monday, Malaysian police detained 12 men in Kuala Lumpur."

@@ -13,8 +13,8 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
+from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, prompt_kind
 from tests.conftest import generate_settings, latest_artifacts, shared
-from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.

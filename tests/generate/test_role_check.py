@@ -16,7 +16,7 @@ from tasks.generate.roles import RoleCheck, parse_roles, role_template, role_ver
 from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import load_template
-from tests.scripted_openai import ScriptedOpenAI
+from tasks.llm.scripted_server import ScriptedOpenAI
 
 ANCHOR = "Anne told Bob the news before the meeting."
 KEPT = "Before the meeting, Anne informed Bob of the news."

@@ -17,7 +17,7 @@ from tasks.generate.settings import GenerateSettings, SamplingSettings, Validati
 from tasks.generate.validation import added_words, prompt_example_sentences, validate
 from tasks.llm.client import LLMClient
 from tasks.llm.prompting import PromptTemplate, load_template
-from tests.scripted_openai import ScriptedOpenAI
+from tasks.llm.scripted_server import ScriptedOpenAI
 
 ANCHOR = "The broader market index fell sharply on Tuesday as oil prices climbed."
 EXAMPLE = "The broader Standard & Poor's 500 Index gave up 11.91 points, or 1.2 percent, to 986.60."

@@ -16,8 +16,8 @@ from tasks.core.config import ConfigError, LLMSettings
 from tasks.generate.settings import GenerateSettings, SamplingSettings, VerifierSettings
 from tasks.generate.verification import load_judge_template, ordering_gaps, p_yes, verdict_of
 from tasks.llm.client import CallResult
+from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, is_judge_request
 from tests.conftest import generate_settings
-from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 
 
 # One choice per request: these tests count the judge's verdicts per generation (best of N: test_best_of_n.py).

@@ -499,7 +499,7 @@ def _overlap_rating(messages, body):
 
 @pytest.fixture
 def rater():
-    from tests.scripted_openai import ScriptedOpenAI
+    from tasks.llm.scripted_server import ScriptedOpenAI
 
     with ScriptedOpenAI(models=("rater",), responder=lambda m, b: "3", logprobs=_overlap_rating) as server:
         yield server
@@ -558,7 +558,7 @@ def test_rating_reports_progress_while_it_runs_and_keeps_the_input_order(tmp_pat
 
     from tasks.core.config import LLMSettings
     from tasks.label.llm_rating import RatingSettings, rate_pairs
-    from tests.scripted_openai import ScriptedOpenAI
+    from tasks.llm.scripted_server import ScriptedOpenAI
 
     def responder(messages, body):  # the digit is the pair's number mod 6: order is checkable
         return str(int(messages[-1]["content"].split("pair")[1].split()[0]) % 6)
@@ -583,7 +583,7 @@ def test_a_slow_progress_listener_still_hears_every_pair(tmp_path):
 
     from tasks.core.config import LLMSettings
     from tasks.label.llm_rating import RatingSettings, rate_pairs
-    from tests.scripted_openai import ScriptedOpenAI
+    from tasks.llm.scripted_server import ScriptedOpenAI
 
     reports = []
     on_rated = lambda n: (reports.append(n), time.sleep(0.25))  # noqa: E731  slower than one request

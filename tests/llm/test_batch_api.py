@@ -18,9 +18,9 @@ from tasks.generate.settings import GenerateSettings, SamplingSettings, Verifier
 from tasks.llm.batch import ENDPOINT, BatchPending, BatchRunner, find_batch
 from tasks.llm.cache import request_key
 from tasks.llm.client import LLMClient
+from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, prompt_kind
 from tests.conftest import PROJECT, generate_settings
 from tests.faults.processes import kill_group
-from tests.scripted_openai import ScriptedOpenAI, default_responder, prompt_kind
 
 
 # These tests count generation requests and batches; the verifier's own requests are tested in test_verification.py.

@@ -11,7 +11,7 @@ from tasks.core.config import ConfigError, LLMSettings
 from tasks.llm.client import LLMClient, retry_after_seconds
 from tasks.llm.endpoint import check_endpoint
 from tasks.llm.ratelimit import RateLimiter
-from tests.scripted_openai import ScriptedOpenAI
+from tasks.llm.scripted_server import ScriptedOpenAI
 
 MESSAGES = [{"role": "system", "content": "Your task is to generate a new sentence that is semantically similar."},
             {"role": "user", "content": "The bridge was closed after the storm."}]

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import PROJECT
 
 STAGES = ("generate", "retrieve", "label", "train", "report", "dataset")
-SHARED = ("core", "llm")
+SHARED = ("core", "corpus", "llm")
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -125,7 +125,7 @@ def test_no_flow_forwards_prints_into_its_log():
 
 
 # Layers, lowest first: a module imports its own layer or lower ones only (lazy imports included).
-LAYERS = (("models", "prompts"), ("tasks.core",), ("tasks.llm",), ("tasks.contracts",),
+LAYERS = (("models", "prompts"), ("tasks.core", "tasks.corpus"), ("tasks.llm",), ("tasks.contracts",),
           tuple(f"tasks.{s}" for s in STAGES), ("tasks.pipeline",), ("flows",))
 
 
@@ -210,3 +210,24 @@ def test_every_column_a_stage_reads_is_one_its_producer_declares_it_writes():
             if written is None or set(columns) - set(written):
                 missing.append(f"{stage} reads {table} {sorted(set(columns) - set(written or ()))}")
     assert not missing, "\n".join(missing)
+
+
+def test_nothing_outside_tests_imports_tests():
+    """The product, the benchmarks and the CLI stand without the test suite: a helper two of them need (the scripted
+    OpenAI-compatible server) lives in the product (tasks/llm/scripted_server.py), and no module outside tests/ imports
+    `tests` (lazy imports included) or starts it as a module (`-m tests.…`)."""
+    offenders = []
+    code = [p for top in ("tasks", "flows", "models", "prompts", "benchmarks") for p in (PROJECT / top).rglob("*.py")]
+    for path in sorted(code + list(PROJECT.glob("*.py"))):
+        relative = path.relative_to(PROJECT)
+        text = path.read_text(encoding="utf-8")
+        imports = [m for m in imported_modules(path) if m == "tests" or m.startswith("tests.")]
+        if imports or '"tests.' in text:
+            offenders.append(f"{relative}: {', '.join(sorted(imports)) or 'starts a tests module'}")
+    assert offenders == [], "\n".join(offenders)
+
+
+def test_the_tests_import_check_sees_a_lazy_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text("def f():\n    from tests.conftest import PROJECT\n")
+    assert "tests.conftest" in imported_modules(module)

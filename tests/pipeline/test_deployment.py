@@ -8,8 +8,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
+from tasks.llm.scripted_server import is_judge_request
 from tests.conftest import prefect_cli
-from tests.scripted_openai import is_judge_request
 
 pytestmark = pytest.mark.slow
 

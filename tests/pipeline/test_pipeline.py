@@ -169,8 +169,8 @@ def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(pref
     carries the rater's expected digit (`rating`), its context-vector label (`context_label`) and their mix (`label`)
     with the weight the manifest names; the quality has each column's hierarchy rate."""
     from flows.sts_pipeline import sts_pipeline
+    from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, is_judge_request
     from tests.label.test_labeling import _overlap_rating
-    from tests.scripted_openai import ScriptedOpenAI, default_responder, is_judge_request
 
     def responder(messages, body):  # rating requests: a digit; generation and judge requests: the defaults
         return "3" if body.get("logprobs") and not is_judge_request(messages) else default_responder(messages, body)

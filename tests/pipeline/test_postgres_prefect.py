@@ -20,9 +20,9 @@ import pytest
 
 from flows import stack
 from tasks.core.config import ConfigError
+from tasks.llm.scripted_server import ScriptedOpenAI, prompt_kind
 from tasks.llm.server import free_port
 from tests.conftest import PROJECT
-from tests.scripted_openai import ScriptedOpenAI, prompt_kind
 
 pytestmark = pytest.mark.slow
 

@@ -61,7 +61,7 @@ def writer(messages, body):
 
 def test_generated_contexts_flow_quarantines_and_reuses(prefect_harness, tiny_corpus, tmp_path):
     from flows.retrieve_contexts import retrieve_contexts
-    from tests.scripted_openai import ScriptedOpenAI
+    from tasks.llm.scripted_server import ScriptedOpenAI
 
     queries = tmp_path / "queries.txt"
     queries.write_text("The bridge over the river was inspected by engineers.\nThe symphony was praised by critics.\n"

@@ -1,4 +1,5 @@
-"""A small OpenAI-compatible HTTP server with scripted faults, for tests and benchmarks (real HTTP on 127.0.0.1).
+"""A small OpenAI-compatible HTTP server with scripted faults (real HTTP on 127.0.0.1): the tests' and benchmarks' LLM,
+and a dry run of a stage or a fault-injection run without a model (`python -m tasks.llm.scripted_server [port]`).
 
 - GET  /v1/models              → the configured model ids
 - GET  /props                  → llama-server's properties when `props` is set (then stage 1 sends grammars), else 404
@@ -19,8 +20,7 @@
 Actions (consumed one per chat request, in order): "ok"; ("status", code, headers); ("sleep", seconds) then ok;
 "malformed" (200 with a body that is not JSON); "no_choices" (200, JSON without choices); "drop" (close the
 connection without answering). `logprobs(messages, body)` (optional) gives the first answer token's top alternatives
-[(token, logprob), …], returned when a request asks for `logprobs`. The default responder returns pseudo-sentences that pass validation and depend only
-on (kind of prompt, user text, seed), so runs are reproducible.
+[(token, logprob), …], returned when a request asks for `logprobs`. The default responder: tasks/llm/scripted_answers.py.
 """
 
 from __future__ import annotations
@@ -38,60 +38,7 @@ from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-VOCAB = (
-    "river market council winter engine garden signal harbor teacher museum valley station report league "
-    "forest bridge captain orchard village theory painter doctor ocean mountain library festival farmer "
-    "company program season island railway senate concert planet soldier"
-).split()
-
-
-# The server's own notion of a sentence's facts, deliberately not the production rule (tasks/generate/facts.py): a
-# superset — every token with a digit or a capital, every number and calendar word — so the positives it writes keep
-# whatever the production rule counts, and a flow test sees that rule's verdicts instead of its own echo.
-_FACT_WORDS = frozenset("one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
-                        "hundred thousand million billion january february march april may june july august "
-                        "september october november december monday tuesday wednesday thursday friday saturday "
-                        "sunday".split())
-
-
-def fact_tokens(text: str) -> list[str]:
-    """The tokens of `text` a positive copies so that it keeps the anchor's numbers, names and dates."""
-    tokens = [t.strip(".,;:!?()\"'") for t in text.split()]
-    return sorted({t for t in tokens if t and (any(c.isdigit() or c.isupper() for c in t) or t.lower() in _FACT_WORDS)})
-
-
-def is_judge_request(messages: list[dict]) -> bool:
-    return messages[-1]["content"].rstrip().endswith("Answer yes or no.")
-
-
-def prompt_kind(system: str) -> str:
-    s = system.lower()
-    if "omitting" in s:
-        return "intermediate"
-    if "distinct or even contradictory" in s or "contradiction" in s or "something different" in s \
-            or "nothing to do with" in s:
-        return "negative"
-    return "positive"
-
-
-def pseudo_sentence(*parts: object, words: int) -> str:
-    digest = hashlib.sha256("|".join(map(str, parts)).encode()).digest()
-    picked = [VOCAB[b % len(VOCAB)] for b in digest[:words]]
-    return " ".join(picked).capitalize() + "."
-
-
-def default_responder(messages: list[dict], body: dict) -> str:
-    system = next((m["content"] for m in messages if m["role"] == "system"), "")
-    user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-    if is_judge_request(messages):  # the stage-1 verifier's question: every generation passes
-        return "no" if "mean the same thing?" in user else "yes"
-    kind = prompt_kind(system)
-    n_words = {"positive": 10, "intermediate": 5, "negative": 8}[kind]
-    choice = [body["choice"]] if body.get("choice") else []  # the 2nd, 3rd … of `n` choices differ
-    text = pseudo_sentence(kind, user, body.get("seed"), body.get("temperature"), *choice, words=n_words)
-    if kind == "positive":  # a positive keeps the anchor's numbers, names and dates (stage 1's fact rules)
-        text = " ".join([text[:-1], *fact_tokens(user)]) + "."
-    return text
+from tasks.llm.scripted_answers import default_responder, is_judge_request, prompt_kind  # noqa: F401 (re-exported)
 
 
 class _Server(ThreadingHTTPServer):
@@ -432,7 +379,7 @@ class ScriptedOpenAI:
 
 
 def main() -> None:
-    """`python -m tests.scripted_openai [port]`: serve until Ctrl-C (used by subprocess tests/benchmarks)."""
+    """`python -m tasks.llm.scripted_server [port]`: serve until Ctrl-C (used by subprocess tests/benchmarks)."""
     import sys
 
     server = ScriptedOpenAI(latency_s=float(sys.argv[2]) if len(sys.argv) > 2 else 0.0,
