@@ -5,13 +5,13 @@ writes each source's triple of either run as
 rows to read — one row per distinct triple (where both runs wrote the same triple, one row stands for both) — in a
 shuffled order, and keeps which run wrote which row in a separate key file the reader does not open. `score` joins the
 reader's verdicts with the key: per run, the share of positives at STS ≥ 4 and keeping every fact, of good
-intermediates and of good negatives (benchmarks/data/README.md's criteria), with Wilson 95 % intervals; `fresh` rows
+intermediates and of good negatives (data/annotations/README.md's criteria), with Wilson 95 % intervals; `fresh` rows
 (`--fresh N`) are a sample of the whole after run, for targets stated on a run.
 
     .venv/bin/python -m benchmarks.blind_reading prepare --before RUN_A --after RUN_B --k 30 \\
-        --out benchmarks/data/blind_reading_34.csv --key benchmarks/data/blind_reading_34.key.csv
-    .venv/bin/python -m benchmarks.blind_reading score benchmarks/data/blind_reading_34.csv \\
-        benchmarks/data/blind_reading_34.key.csv
+        --out data/annotations/blind_reading_34.csv --key data/annotations/blind_reading_34.key.csv
+    .venv/bin/python -m benchmarks.blind_reading score data/annotations/blind_reading_34.csv \\
+        data/annotations/blind_reading_34.key.csv
 """
 
 from __future__ import annotations

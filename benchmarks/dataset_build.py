@@ -1,12 +1,12 @@
 """build-dataset measured (issue 25); results in docs/benchmarks.md, reading verdicts in dataset_build.verdicts.md.
 
     # the default corpus against STS-B dev + test: how many of its sentences the decontamination would flag
-    .venv/bin/python -m benchmarks.dataset_build contamination [--out benchmarks/data/corpus_eval_matches.csv]
+    .venv/bin/python -m benchmarks.dataset_build contamination [--out data/annotations/corpus_eval_matches.csv]
     # build time: 10 runs × 1,000 triples made from the default corpus (the runs overlap like nightly runs without
     # avoid_used_sources), cold (empty encoder cache) and warm; MinHash LSH vs exact all-pairs Jaccard side by side
     .venv/bin/python -m benchmarks.dataset_build timing [--runs 10 --triples 1000]
     # the pairs a built version flagged (not the exact duplicates), for reading
-    .venv/bin/python -m benchmarks.dataset_build flagged data/datasets/latest --out benchmarks/data/dataset_flagged.csv
+    .venv/bin/python -m benchmarks.dataset_build flagged data/datasets/latest --out data/annotations/dataset_flagged.csv
 """
 
 from __future__ import annotations

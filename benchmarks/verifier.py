@@ -3,13 +3,13 @@ check, and acceptance / requests per accepted triple of a run.
 
     # 1. draw the set to label: first-attempt, rule-passing generations of a run (accepted or judged), 30 per kind
     .venv/bin/python -m benchmarks.verifier sample data/outputs/run-100/generate-sts-triples \
-        --out benchmarks/data/verifier_generations.csv
-    # 2. label it by reading (column `human`: good / bad), see benchmarks/data/README.md
+        --out data/annotations/verifier_generations.csv
+    # 2. label it by reading (column `human`: good / bad), see data/annotations/README.md
     # 3. score the judge's recorded verdicts (P(pass) at the run's threshold) and the ordering check
-    .venv/bin/python -m benchmarks.verifier score benchmarks/data/verifier_generations.csv
+    .venv/bin/python -m benchmarks.verifier score data/annotations/verifier_generations.csv
     # the reading check of accepted triples (sources not in the labeled set), then its score after labeling
     .venv/bin/python -m benchmarks.verifier triples data/outputs/run-100/generate-sts-triples
-    .venv/bin/python -m benchmarks.verifier triples-score benchmarks/data/triples_reading_check.csv
+    .venv/bin/python -m benchmarks.verifier triples-score data/annotations/triples_reading_check.csv
 
 "Bad" is the class a verifier should catch: precision = share of truly bad among the rejected, recall = share of the
 bad that are rejected. The threshold was fixed (0.5) before labeling; the sweep printed below is for reading only,
@@ -155,7 +155,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sample")
     p.add_argument("folder", type=Path)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/data/verifier_generations.csv"))
+    p.add_argument("--out", type=Path, default=Path("data/annotations/verifier_generations.csv"))
     p.add_argument("--k", type=int, default=30)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=sample)
@@ -166,8 +166,8 @@ def main() -> None:
     p.set_defaults(func=score)
     p = sub.add_parser("triples", help="draw accepted triples for the reading check")
     p.add_argument("folder", type=Path)
-    p.add_argument("--out", type=Path, default=Path("benchmarks/data/triples_reading_check.csv"))
-    p.add_argument("--exclude", type=Path, default=Path("benchmarks/data/verifier_generations.csv"))
+    p.add_argument("--out", type=Path, default=Path("data/annotations/triples_reading_check.csv"))
+    p.add_argument("--exclude", type=Path, default=Path("data/annotations/verifier_generations.csv"))
     p.add_argument("--k", type=int, default=30)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=reading_sample)

