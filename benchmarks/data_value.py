@@ -188,7 +188,7 @@ def main() -> None:
     sentences = None
     if "neighbours" in args.data:  # the corpus the anchors came from (stage 1's default)
         from tasks.core.config import CorpusSettings
-        from tasks.core.corpus import load_corpus
+        from tasks.corpus.sentences import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
     recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training

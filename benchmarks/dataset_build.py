@@ -29,7 +29,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 def corpus_sentences() -> list[str]:
     from tasks.core.config import CorpusSettings
-    from tasks.core.corpus import load_corpus
+    from tasks.corpus.sentences import load_corpus
 
     return load_corpus(CorpusSettings()).usable["text"].drop_duplicates().tolist()
 

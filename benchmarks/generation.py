@@ -28,11 +28,11 @@ import time
 from pathlib import Path
 
 import openai
-from tasks.corpus.sentences import load_corpus
 
 import benchmarks.prefect_env  # noqa: F401  (sets Prefect's env before Prefect is imported)
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.core.config import CorpusSettings, LLMSettings
+from tasks.corpus.sentences import load_corpus
 from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings

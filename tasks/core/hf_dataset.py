@@ -74,9 +74,9 @@ def public_path(path: str) -> str:
 
 
 def input_licence(item: dict) -> str:
-    """A manifest input's licence: a named corpus source's (tasks/core/corpus_sources.py), a known default's, or the
+    """A manifest input's licence: a named corpus source's (tasks/corpus/registry.py), a known default's, or the
     user's to state."""
-    from tasks.core.corpus_sources import SOURCES
+    from tasks.corpus.registry import SOURCES
 
     if item.get("source") in SOURCES:
         return SOURCES[item["source"]].licence

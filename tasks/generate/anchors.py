@@ -1,6 +1,6 @@
 """Which corpus sentences may be anchors: the ones that read as one complete sentence.
 
-The corpus's usable filter (tasks.core.corpus.usable_mask: length, letters, a sentence end, no wiki markup) keeps
+The corpus's usable filter (tasks.corpus.sentences.usable_mask: length, letters, a sentence end, no wiki markup) keeps
 sentences that are fine as *context*; an anchor is what a reader sees beside its positive, intermediate and negative,
 so stage 1 asks more of it. Each candidate gets the first reason that applies (checked in `REASONS` order), or ""
 when it passes; the counts per reason go into stage 1's manifest (`counts.anchor_filter`). Every check is one
@@ -44,9 +44,9 @@ import pyarrow.parquet as pq
 from pydantic import Field, field_validator
 
 from tasks.core.config import ConfigError, Settings, key_fields
-from tasks.core.corpus import Corpus
-from tasks.core.corpus_sources import CONTEXT_ONLY_SOURCES
 from tasks.core.store import sentence_id
+from tasks.corpus.registry import CONTEXT_ONLY_SOURCES
+from tasks.corpus.sentences import Corpus
 
 _ENCODING = r"(?:[\ufffd\x00-\x08\x0b-\x1f\x7f]|â€|Ã[\x80-\xbf]|Â[\x80-\xbf ])"  # replacement, control, mojibake
 _MARKUP = r"""(?:[|{}<>\[\]=_*#@^~\\]|https?:|www\.|\.com\b|\.org\b|''|&[a-z]+;|^[^\w"'“‘(])"""
@@ -137,10 +137,10 @@ def anchor_rejections(texts: pd.Series, min_words: int = 6, max_words: int = 40)
 class AnchorSettings(Settings):
     """Which corpus sentences stage 1 samples as anchors, and from which sources in what shares."""
 
-    filter: bool = Field(True, description="Sample only sentences that read as one sentence (the reasons above); "
-                         "False samples any usable corpus sentence, as before")
-    min_words: int = Field(6, ge=1, description="Fewer words: too_short")
-    max_words: int = Field(40, ge=1, description="More words: too_long")
+    filter: bool = Field(True, description="Sample only sentences that read as one complete sentence (the rules of "
+                         "tasks/generate/anchors.py); False: any usable corpus sentence.")
+    min_words: int = Field(6, ge=1, description="Fewer words: too_short.")
+    max_words: int = Field(40, ge=1, description="More words: too_long (a long anchor gives long, loose rewrites).")
     mix: dict[str, float] | None = Field(
         None, description="Share of anchors per corpus source (source name → weight, normalised; a source left out "
         "gets none), e.g. {\"news2017\": 2, \"chitchat\": 1}. None: every source of the corpus the same share (a "
@@ -231,7 +231,7 @@ def sample_anchors(corpus: Corpus, n: int, seed: int, settings: AnchorSettings,
     usable = corpus.usable.drop_duplicates("text").reset_index(drop=True)
     counts: dict = {"usable_distinct": len(usable), "duplicate_texts": int(len(corpus.usable) - len(usable))}
     reasons, ids = candidate_verdicts(usable["text"], settings)
-    # A source registered as contexts only (tasks/core/corpus_sources.py: shipped lower-cased, so a reader cannot
+    # A source registered as contexts only (tasks/corpus/registry.py: shipped lower-cased, so a reader cannot
     # tell a name from a word; the text rules catch all but its number-first lines) gives no anchor.
     reasons = reasons.mask((reasons == "") & usable["source"].isin(CONTEXT_ONLY_SOURCES), "contexts_only_source")
     if exclude:

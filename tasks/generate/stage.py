@@ -21,11 +21,11 @@ from prefect.cache_policies import NO_CACHE
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, StageIO, rejected_table, triples_table, used_source_ids
 from tasks.core.artifacts import Progress, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings, LLMSettings
-from tasks.core.corpus import Corpus, load_corpus
 from tasks.core.defaults import DEFAULT_ENCODER
 from tasks.core.runs import run_version
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
+from tasks.corpus.sentences import Corpus, load_corpus
 from tasks.generate.anchors import sample_anchors
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
 from tasks.generate.combined_verifier import load_verifier_model

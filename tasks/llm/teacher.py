@@ -32,8 +32,8 @@ import pandas as pd
 
 from models.embedding_metrics import cosine_scores
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.corpus_packages import PackageArchive, fetch
 from tasks.core.store import atomic_write_bytes, fingerprint, sha256_path
+from tasks.corpus.packages import PackageArchive, fetch
 from tasks.llm.local_models import encoder_identity
 
 DEFAULT_TEACHER = "all-mpnet-base-v2"

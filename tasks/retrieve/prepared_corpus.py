@@ -18,10 +18,10 @@ import pandas as pd
 
 from tasks.contracts import TrainedCoherence
 from tasks.core.config import CorpusSettings
-from tasks.core.corpus import load_corpus
-from tasks.core.corpus_sources import named_sources
 from tasks.core.home import stsgen_home
 from tasks.core.store import fingerprint, read_manifest
+from tasks.corpus.registry import named_sources
+from tasks.corpus.sentences import load_corpus
 from tasks.retrieve.coherence import train_or_load
 from tasks.retrieve.contexts import context_windows
 from tasks.retrieve.retrieval import INDEX_FORMAT, build_or_load_index

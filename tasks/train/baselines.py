@@ -11,7 +11,7 @@ beat to be worth generating (benchmarks/data_value.py; seed 004, Table 1).
   paraphrase of the anchor), in the column the trainer reads mined negatives from.
 
 Inputs: stage-1 triples (anchor; doc_id and position for the neighbours) and the corpus's sentence table (doc_id,
-position, text, usable: tasks/core/corpus.Corpus.sentences). Outputs: anchor, positive[, negative] — the columns
+position, text, usable: tasks/corpus/sentences.Corpus.sentences). Outputs: anchor, positive[, negative] — the columns
 tasks/train/trainer.training_datasets reads.
 
 citation: Gao, Yao, Chen. SimCSE: Simple Contrastive Learning of Sentence Embeddings. EMNLP 2021.

@@ -29,13 +29,13 @@ from models.lora import merge_lora
 from tasks.contracts import TRIPLE_SLOTS, StageIO, dataset_tables, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import load_corpus
 from tasks.core.device import device_info, resolve_device, scaled_batch
 from tasks.core.hf_dataset import public_path
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_input_table, sha256_path, write_json, write_parquet
 from tasks.core.sts_data import read_stsb, stsb_version
 from tasks.core.sts_evaluation import evaluate_sources
+from tasks.corpus.sentences import load_corpus
 from tasks.llm.teacher import teacher_identity
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine

@@ -15,7 +15,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from tasks.core import corpus_sources
+from tasks.corpus import registry
 
 
 def _zip_bytes(members: dict[str, bytes]) -> bytes:
@@ -111,7 +111,7 @@ def _ground_truth(rows: list[list[str]]) -> bytes:
 
 
 def build_archives(folder: Path) -> dict[str, Path]:
-    """Every pinned archive of corpus_sources, small, with the real layout; returns filename → path."""
+    """Every pinned archive of the corpus registry, small, with the real layout; returns filename → path."""
     folder.mkdir(parents=True, exist_ok=True)
     news_zip = _zip_bytes({"NewsArticles.csv": _csv_bytes(
         ["article_id", "publish_date", "article_source_link", "title", "subtitle", "text"], NEWS)})
@@ -161,14 +161,14 @@ def build_archives(folder: Path) -> dict[str, Path]:
 def use_fixture_archives(monkeypatch, home: Path) -> dict[str, Path]:
     """STSGEN_HOME = `home`, the corpus packages read from its corpus-packages/ holding the fixture archives, and every
     named source pinned to its fixture's sha256 (the readers, cleaning and verification stay the real ones)."""
-    from tasks.core import corpus_packages
+    from tasks.corpus import packages
 
     monkeypatch.setenv("STSGEN_HOME", str(home))
-    monkeypatch.setattr(corpus_packages, "archives_dir", lambda: home / "corpus-packages")
+    monkeypatch.setattr(packages, "archives_dir", lambda: home / "corpus-packages")
     paths = build_archives(home / "corpus-packages")
-    for name, source in corpus_sources.SOURCES.items():
+    for name, source in registry.SOURCES.items():
         if source.archive is not None:
             digest = hashlib.sha256(paths[source.archive.filename].read_bytes()).hexdigest()
             pinned = dataclasses.replace(source, archive=dataclasses.replace(source.archive, sha256=digest))
-            monkeypatch.setitem(corpus_sources.SOURCES, name, pinned)
+            monkeypatch.setitem(registry.SOURCES, name, pinned)
     return paths

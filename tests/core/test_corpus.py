@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import document_sentences, load_corpus
+from tasks.corpus.sentences import document_sentences, load_corpus
 from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tests.conftest import shared
 

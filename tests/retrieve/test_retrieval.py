@@ -14,8 +14,9 @@ import torch
 from models.coherence import CoherenceModel, Vocab, encode_texts, tokenize
 from tasks.contracts import load_query_sentences
 from tasks.core.config import ConfigError, CorpusSettings
-from tasks.core.corpus import detokenize_tagged_line, load_corpus
 from tasks.core.runners import ExecutionSettings
+from tasks.corpus.files import detokenize_tagged_line
+from tasks.corpus.sentences import load_corpus
 from tasks.retrieve.coherence import CoherenceSettings, train_or_load, training_examples
 from tasks.retrieve.contexts import context_windows, select_diverse
 from tasks.retrieve.retrieval import CONTEXTS_SCHEMA, SelectionSettings

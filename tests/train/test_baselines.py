@@ -61,7 +61,7 @@ def test_another_patterns_triples_are_taken_for_the_same_anchors_in_their_order(
     `anchor_corpus` (each anchor its own document) gives triples that `same_anchor_rows` puts back in the STS
     triples' order; an anchor without a complete NLI triple, or one the STS triples lack, is not trained on."""
     from tasks.core.config import CorpusSettings
-    from tasks.core.corpus import load_corpus
+    from tasks.corpus.sentences import load_corpus
 
     corpus = anchor_corpus(TRIPLES)
     assert corpus["text"].tolist() == TRIPLES["anchor"].tolist() and corpus["doc_id"].is_unique

