@@ -8,47 +8,88 @@ import threading
 from pathlib import Path
 
 
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
+
+
+def progress_line(stage: str, done: int, total: int, elapsed_s: float) -> str:
+    """One plain progress line: items done / total, the rate since the stage started and the time left at it."""
+    line = f"{stage}: {done}/{total} ({100 * done // max(total, 1)} %) · {_duration(elapsed_s)} elapsed"
+    if 0 < done < total and elapsed_s > 0:
+        per_min = 60.0 * done / elapsed_s
+        rate = f"{per_min:.1f}/min" if per_min < 60 else f"{per_min / 60:.1f}/s"
+        line += f" · {rate} · ETA {_duration((total - done) * elapsed_s / done)}"
+    return line
+
+
 class PlainProgress:
     """Progress as plain lines, for a console that is no terminal (cron, CI, `| tee`): rich draws no bar there, and a
-    run would print nothing for the minutes of stage 1. One line per stage at its start, then at most one every
-    `every_s` seconds, and one at its end."""
+    run would print nothing for the minutes of stage 1. A line per stage when it starts and when it ends, and, while
+    it works, one every `every_s` seconds from a heartbeat thread whether or not it advanced (a stage that works on
+    one long shard still says it is alive): items done / total, rate, ETA."""
 
-    def __init__(self, console, every_s: float = 30.0):
+    def __init__(self, console, every_s: float):
         self.console, self.every_s = console, every_s
-        self._last: dict[str, float] = {}
+        self._stages: dict[str, list] = {}  # stage → [done, total, started (monotonic)]
         self._ended: set[str] = set()
         self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._heartbeat = threading.Thread(target=self._beat, name="plain-progress", daemon=True)
 
     def listener(self, stage: str, done: int, total: int) -> None:
         import time
 
         now = time.monotonic()
         with self._lock:
-            if stage in self._ended or (done < total and stage in self._last
-                                        and now - self._last[stage] < self.every_s):
+            if stage in self._ended:
                 return
-            self._last[stage] = now
+            first = stage not in self._stages
+            state = self._stages.setdefault(stage, [done, total, now])
+            state[0], state[1] = done, total
             if done >= total:
                 self._ended.add(stage)
-        self.console.print(f"{stage}: {done}/{total} ({100 * done // max(total, 1)} %)", highlight=False)
+            if not (first or done >= total):
+                return
+        self._print(stage, done, total, now - state[2])
+
+    def _beat(self) -> None:
+        import time
+
+        while not self._stop.wait(self.every_s):
+            with self._lock:
+                now = time.monotonic()
+                working = [(stage, d, t, now - t0) for stage, (d, t, t0) in self._stages.items()
+                           if stage not in self._ended]
+            for line in working:
+                self._print(*line)
+
+    def _print(self, stage: str, done: int, total: int, elapsed_s: float) -> None:
+        self.console.print(progress_line(stage, done, total, elapsed_s), highlight=False)
 
     def __enter__(self) -> "PlainProgress":
         from tasks.core.artifacts import add_progress_listener
 
         add_progress_listener(self.listener)
+        self._heartbeat.start()
         return self
 
     def __exit__(self, *exc) -> None:
         from tasks.core.artifacts import remove_progress_listener
 
+        self._stop.set()
+        self._heartbeat.join()
         remove_progress_listener(self.listener)
 
 
-def progress_bar(console, every_s: float = 30.0):
+def progress_bar(console, every_s: float | None = None):
     """A rich progress bar fed by the stages' progress listeners (one row per stage); plain lines every `every_s`
-    seconds when the console is no terminal."""
+    seconds (default: STSGEN_PROGRESS_EVERY_S, 30) when the console is no terminal."""
     if not console.is_terminal:
-        return PlainProgress(console, every_s)
+        from tasks.core.env_settings import env
+
+        return PlainProgress(console, env().progress_every_s if every_s is None else every_s)
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

@@ -17,6 +17,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output-dir", default=OUTPUTS_DIR)
     p.add_argument("--keep", type=int, default=5, help="prune: finished runs to keep besides latest")
     p.set_defaults(func=_runs)
+    add_estimate_parser(sub)
 
     p = sub.add_parser("export", help="write stage tables as Hugging Face datasets with dataset cards")
     p.add_argument("--output-dir", default=f"{OUTPUTS_DIR}/{LATEST}", help="the run folder the stages wrote to")
@@ -43,6 +44,45 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "paraphrase or embedding-match check, nothing encoded")
     p.add_argument("--allow-mixed", action="store_true", help="allow runs of different patterns (STS and NLI)")
     p.set_defaults(func=_build_dataset)
+
+
+def add_estimate_parser(sub: argparse._SubParsersAction) -> None:
+    from tasks.core.defaults import DEFAULT_GENERATOR
+
+    p = sub.add_parser("estimate", help="what a run of --n sources will cost (requests, tokens, money, time), from "
+                       "earlier runs' manifests: no LLM call")
+    p.add_argument("--n", type=int, required=True, help="source sentences of the run to estimate")
+    p.add_argument("--base-url", help="the endpoint the run will use (only named in the estimate: nothing is sent)")
+    p.add_argument("--model", default=None, help="the generator whose measured rates to use (default: STSGEN_LLM_MODEL "
+                   f"or {DEFAULT_GENERATOR}, the embedded one)")
+    p.add_argument("--price-prompt", type=float, default=None, metavar="PER_MILLION",
+                   help="price per million prompt tokens (default: STSGEN_LLM_PRICE_PROMPT_PER_MILLION)")
+    p.add_argument("--price-completion", type=float, default=None, metavar="PER_MILLION",
+                   help="… per million completion tokens")
+    p.add_argument("--runs-dir", action="append", default=None, metavar="DIR",
+                   help=f"output directories of earlier runs (repeatable; default: {OUTPUTS_DIR})")
+    p.set_defaults(func=_estimate)
+
+
+def _estimate(args: argparse.Namespace) -> int:
+    from tasks.core.config import ConfigError
+    from tasks.core.env_settings import env
+    from tasks.report.estimate import estimate_markdown, measured_rates, run_manifests
+
+    if args.n < 1:
+        raise ConfigError(f"--n {args.n}: give the number of source sentences of the run to estimate (≥ 1).")
+    model = args.model or env().llm.model
+    prices = (env().llm.price_prompt_per_million if args.price_prompt is None else args.price_prompt,
+              env().llm.price_completion_per_million if args.price_completion is None else args.price_completion)
+    dirs = [Path(d) for d in args.runs_dir or [OUTPUTS_DIR]]
+    rates = measured_rates(run_manifests(dirs), model)
+    if not rates:
+        print(f"No earlier run of {model} under {', '.join(map(str, dirs))} to measure its rates: run a small one "
+              f"first (`./stsgen generate --n 20{' --base-url ' + args.base_url if args.base_url else ''} --model "
+              f"{model}`), then ask again.")
+        return 1
+    print(estimate_markdown(rates, args.n, model, prices))
+    return 0
 
 
 def _runs(args: argparse.Namespace) -> int:

@@ -21,8 +21,10 @@ from flows.cli.options import (
     label_fields,
     merged,
 )
+from flows.cli.preflight import check_label_inputs, check_retrieve_inputs, check_train_inputs
 from flows.presets import PRESETS
 from tasks.core.config import CorpusSettings
+from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.home import latest_output
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.settings import TrainSettings
@@ -114,7 +116,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label-source", choices=choices_of(TrainSettings, "label_source"), default=None,
                    help="the regression's target: stage 3's label, its rating or context_label alone, or an encoder "
                    "teacher's cosine (with --regression)")
-    p.add_argument("--teacher", default=None, help="--label-source teacher: all-mpnet-base-v2 (after `./stsgen "
+    p.add_argument("--teacher", default=None, help=f"--label-source teacher: {DEFAULT_TEACHER} (after `./stsgen "
                    "teacher fetch`) or a sentence-transformers folder")
     p.add_argument("--negatives", choices=choices_of(TrainSettings, "losses", "negatives"), default=None,
                    help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both (default: "
@@ -192,6 +194,8 @@ def _retrieve(args: argparse.Namespace) -> int:
         "source": given(source=args.contexts_source), "coherence": device_fields(args),
         "execution": execution_fields(args)} | given(window_k=args.k))
 
+    check_retrieve_inputs(args.sentences)  # before any server starts
+
     def job(llm=None) -> dict:
         return retrieve_contexts(sentences=args.sentences, settings=settings, llm=llm, output_dir=args.output_dir,
                                  run=args.run)
@@ -211,6 +215,9 @@ def _label(args: argparse.Namespace) -> int:
 
     settings = LabelSettings.model_validate(merged(label_fields(args), device_fields(args),
                                                    {"execution": execution_fields(args)}))
+
+    check_label_inputs(None if args.pairs else args.triples, args.pairs,
+                       args.contexts if uses_contexts(settings) else None, settings.calibration)  # before any server
 
     def job(llm=None) -> dict:
         return label_pairs(contexts=args.contexts if uses_contexts(settings) else None,
@@ -247,6 +254,7 @@ def _train(args: argparse.Namespace) -> int:
     from tasks.train.settings import TrainSettings
 
     settings = TrainSettings.model_validate(train_fields(args))
+    check_train_inputs(None if args.dataset else args.triples, args.pairs, args.dataset)  # before Prefect starts
     with progress_bar(Console(stderr=True)):
         paths = train_surrogate(triples=None if args.dataset else args.triples, pairs=args.pairs,
                                 dataset=args.dataset, settings=settings, output_dir=args.output_dir, run=args.run)

@@ -45,7 +45,8 @@ class Progress:
         with self._advance_lock:
             self.done = done = min(self.total, self.done + units)
         if self._id is not None:
-            update_progress_artifact(self._id, progress=100.0 * done / self.total)
+            # _sync: advanced from inside the event loop of an async batch too, where Prefect would hand back a coroutine
+            update_progress_artifact(self._id, progress=100.0 * done / self.total, _sync=True)
         self._notify(done)
 
     def _notify(self, done: int) -> None:

@@ -80,6 +80,8 @@ class StsgenEnv(BaseSettings):
                                  "pattern and STS files; corpus files: corpus.max_file_bytes).")
     llama_cmake_args: str = Field("", description="Extra CMake flags for setup's llama.cpp build (read by "
                                   "tasks/llm/llama_build.py itself).")
+    progress_every_s: float = Field(30.0, gt=0, description="Seconds between plain progress lines when the "
+                                    "output is no terminal (a log file, cron, CI).")
     llm: LLMEnv = Field(default_factory=LLMEnv)
     prefect_api_url: str | None = Field(None, validation_alias=AliasChoices("PREFECT_API_URL"),
                                         description="A Prefect server to run against (else an ephemeral one).")

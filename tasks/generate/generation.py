@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
@@ -230,13 +231,26 @@ async def _calls(client: LLMClient, judge_client: LLMClient | None):
                 yield call, judge_call
 
 
-async def generate_slots(slots: list[Slot], plan: Plan, client: LLMClient, judge_client: LLMClient | None = None
-                         ) -> tuple[list[Generation], list[dict]]:
+Ticker = Callable[[int], None]  # told how many slots just finished (the stage's progress)
+
+
+def _no_tick(_: int) -> None:
+    pass
+
+
+async def generate_slots(slots: list[Slot], plan: Plan, client: LLMClient, judge_client: LLMClient | None = None,
+                         on_done: Ticker = _no_tick) -> tuple[list[Generation], list[dict]]:
     """Generate a batch of slots (one kind: one few-shot prefix). Returns (accepted generations, quarantine rows).
     Where the plan judges a kind, each rule-passing generation is verified (through `judge_client`, default:
-    `client`) before it counts."""
+    `client`) before it counts. `on_done(1)` as each slot ends, so progress moves within a batch."""
+
+    async def one(call, judge_call, slot: Slot):
+        outcome = await generate_slot(call, judge_call, slot, plan)
+        on_done(1)
+        return outcome
+
     async with _calls(client, judge_client) as (call, judge_call):
-        outcomes = await asyncio.gather(*(generate_slot(call, judge_call, s, plan) for s in slots))
+        outcomes = await asyncio.gather(*(one(call, judge_call, s) for s in slots))
     accepted = [g for g, _ in outcomes if g is not None]
     rejected = [row for _, rows in outcomes for row in rows]
     return accepted, rejected
@@ -282,12 +296,13 @@ def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str
 
 
 async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: Plan, client: LLMClient,
-                          judge_client: LLMClient | None = None) -> tuple[list[Generation], list[dict]]:
+                          judge_client: LLMClient | None = None, on_done: Ticker = _no_tick
+                          ) -> tuple[list[Generation], list[dict]]:
     """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
     accepted, so the endpoint always has `max_concurrency` requests to serve (kind by kind, each kind's last requests
     leave it part idle). Servers that cache prompt prefixes per slot (llama-server, vLLM) keep each kind's few-shot
     prefix; a single-slot server would re-read it on every switch (use order 'by_kind' there). Same slots, seeds,
-    requests and rows as kind by kind."""
+    requests and rows as kind by kind. `on_done(1)` as each (source, kind) slot ends, skipped ones included."""
 
     async def chain(call, judge_call, source: Source) -> tuple[list[Generation], list[dict]]:
         accepted: dict[str, Generation] = {}
@@ -296,8 +311,10 @@ async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: P
             slot, row = next_slot(source, kind, kinds, {k: g.text for k, g in accepted.items()}, plan.bases)
             if slot is None:
                 rows.append(row)
+                on_done(1)
                 continue
             generation, rejected = await generate_slot(call, judge_call, slot, plan)
+            on_done(1)
             rows.extend(rejected)
             if generation is not None:
                 accepted[kind] = generation
@@ -359,7 +376,8 @@ def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) ->
 
 
 @task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -> tuple[list[dict], list[dict], dict]:
+def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings, on_done: Ticker = _no_tick
+                   ) -> tuple[list[dict], list[dict], dict]:
     """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `batch_api`,
     its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
     verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
@@ -373,21 +391,22 @@ def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings) -
         runner = BatchRunner(client, poll_s=poll_s)
         judge_runner = BatchRunner(judge_client, poll_s=poll_s) if judge_client is not client else runner
         accepted, rejected = generate_slots_batched(slots, kind, plan, runner, judge_runner)
+        on_done(len(slots))  # a Batch API round ends all its slots at once
         stats = {**asdict(client.stats), **asdict(runner.stats)}
     else:
-        accepted, rejected = asyncio.run(generate_slots(slots, plan, client, judge_client))
+        accepted, rejected = asyncio.run(generate_slots(slots, plan, client, judge_client, on_done))
         stats = asdict(client.stats)
     return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
 
 
 @task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_source_batch(sources: list[Source], kinds: tuple[str, ...], plan: Plan, llm: LLMSettings
-                          ) -> tuple[list[dict], list[dict], dict]:
+def generate_source_batch(sources: list[Source], kinds: tuple[str, ...], plan: Plan, llm: LLMSettings,
+                          on_done: Ticker = _no_tick) -> tuple[list[dict], list[dict], dict]:
     """Every kind of a batch of sources, each source's kinds chained (`generate_chains`: a thin task around the
     async function, with the endpoint's clients). Like `generate_batch`: no Prefect result cache (the LLM response cache
     makes a retried batch free); the judge's calls count in the stats."""
     judge_llm = plan.settings.verifier.llm if any(plan.verified_by_judge_endpoint(k) for k in kinds) else None
     client = LLMClient(llm)
     judge_client = LLMClient(judge_llm) if judge_llm else client
-    accepted, rejected = asyncio.run(generate_chains(sources, kinds, plan, client, judge_client))
+    accepted, rejected = asyncio.run(generate_chains(sources, kinds, plan, client, judge_client, on_done))
     return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

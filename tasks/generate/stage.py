@@ -1,4 +1,4 @@
-"""Stage 1, `generate-sts-triples`: LLM pattern simulation (seed 004), in the stage outline (tasks.core.stage).
+"""Stage 1, `generate-sts-triples`: LLM pattern simulation (NGCSE), in the stage outline (tasks.core.stage).
 
 For n source sentences sampled from the corpus: s+ from the anchor, then (STS) s^m and s- from s+, each prompt kind
 run in batches with the run's fixed in-context examples. `prepare_generation` reads and checks every input before
@@ -117,12 +117,11 @@ def generate_by_source(sources: list[Source], kinds, plan: Plan, llm: LLMSetting
     step = batch_step(plan.settings.batch_size, llm.max_concurrency)
     for start in range(0, len(sources), step):
         batch = sources[start : start + step]
-        gens, rejected, stats = generate_source_batch(batch, kinds, plan, llm)
+        gens, rejected, stats = generate_source_batch(batch, kinds, plan, llm, progress.advance)
         for g in gens:
             accepted[g["kind"]][g["source_id"]] = g
         quarantine.extend(rejected)
         stats_total = merge_stats(stats_total, stats)
-        progress.advance(len(batch) * len(kinds))
     return stats_total
 
 
@@ -144,11 +143,10 @@ def generate_by_kind(sources: list[Source], kinds, plan: Plan, llm: LLMSettings,
         progress.advance(len(sources) - len(slots))
         for start in range(0, len(slots), step):
             batch = slots[start : start + step]
-            gens, rejected, stats = generate_batch(batch, kind, plan, llm)
+            gens, rejected, stats = generate_batch(batch, kind, plan, llm, progress.advance)
             accepted[kind].update({g["source_id"]: g for g in gens})
             quarantine.extend(rejected)
             stats_total = merge_stats(stats_total, stats)
-            progress.advance(len(batch))
     return stats_total
 
 

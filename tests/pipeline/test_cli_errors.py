@@ -11,14 +11,36 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[2]
 
 
-def test_a_bad_input_inside_a_flow_run_is_one_line_without_a_traceback(child_env):
-    done = subprocess.run([sys.executable, "-m", "flows.cli", "train", "--triples", "README.md"], cwd=PROJECT,
+def test_a_bad_input_file_is_refused_before_any_server_starts(child_env):
+    """`label` rates with the local LLM server and runs on Prefect: a file that is no triples table must stop it
+    before either starts (they take half a minute), with one line naming the file and the fix."""
+    env = {k: v for k, v in child_env.items() if k != "PREFECT_API_URL"}  # a run would start an ephemeral server
+    for command in (["label", "--triples", "README.md"], ["train", "--triples", "README.md"],
+                    ["label", "--pairs", "README.md"]):
+        done = subprocess.run([sys.executable, "-m", "flows.cli", *command], cwd=PROJECT,
+                              env={**env, "PREFECT_LOGGING_LEVEL": "INFO"}, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 2, command
+        errors = [line for line in done.stderr.splitlines() if line.startswith("stsgen: error:")]
+        assert len(errors) == 1 and "README.md is not readable Parquet" in errors[0], (command, done.stderr[-2000:])
+        assert "Starting the local LLM server" not in done.stderr and "Starting temporary server" not in done.stderr
+        assert "Beginning flow run" not in done.stderr and "Traceback" not in done.stderr + done.stdout
+
+
+def test_a_bad_input_inside_a_flow_run_is_one_line_without_a_traceback(child_env, tmp_path):
+    """An input only the flow can judge: triples with no intermediate, which stage 4's default losses need (the
+    preflight reads the file; what the losses need is the stage's to decide, inside its run)."""
+    import pandas as pd
+
+    triples = tmp_path / "triples.parquet"
+    pd.DataFrame({"source_id": ["d:0"], "anchor": ["A man plays a guitar."], "positive": ["A man is playing guitar."],
+                  "negative": ["A woman slices an onion."]}).to_parquet(triples)
+    done = subprocess.run([sys.executable, "-m", "flows.cli", "train", "--triples", str(triples)], cwd=PROJECT,
                           env={**child_env, "PREFECT_LOGGING_LEVEL": "INFO"},  # as a user sees it
                           capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2
+    assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("stsgen: error:")]
-    assert errors == ["stsgen: error: Triples file README.md is not readable Parquet (ArrowInvalid); pass a "
-                      "triples.parquet written by generate-sts-triples."]
+    assert len(errors) == 1 and f"{triples}: the triples lack column(s) intermediate" in errors[0], done.stderr[-3000:]
     assert "Traceback" not in done.stderr and "Traceback" not in done.stdout
     assert "Finished in state Failed" in done.stderr  # the flow run did start: the error came from inside it
 
@@ -39,14 +61,65 @@ def test_progress_is_printed_as_plain_lines_when_the_output_is_no_terminal():
             notify_progress("generate", done, 90)
         notify_progress("generate", 90, 90)  # the end is said once
     notify_progress("generate", 5, 90)  # after the run: the listener is gone
-    assert out.getvalue().splitlines() == ["generate: 0/90 (0 %)", "generate: 90/90 (100 %)"]
+    lines = out.getvalue().splitlines()
+    assert [line.split(" · ")[0] for line in lines] == ["generate: 0/90 (0 %)", "generate: 90/90 (100 %)"]
+    assert not isinstance(progress_bar(Console(file=io.StringIO(), force_terminal=True)), PlainProgress)
+
+
+def test_a_plain_line_says_done_total_rate_and_eta():
+    from flows.cli.console import progress_line
+
+    # 30 of 90 in 10 minutes: 3 a minute, 60 left → 20 minutes.
+    assert progress_line("generate", 30, 90, 600) == \
+        "generate: 30/90 (33 %) · 10 min 00 s elapsed · 3.0/min · ETA 20 min 00 s"
+    # 120 of 480 in 1 minute: 2 a second; 360 left → 3 minutes. Done or not started: no rate, no ETA.
+    assert progress_line("label", 120, 480, 60) == "label: 120/480 (25 %) · 1 min 00 s elapsed · 2.0/s · ETA 3 min 00 s"
+    assert progress_line("train", 0, 200, 5400) == "train: 0/200 (0 %) · 1 h 30 min elapsed"
+    assert progress_line("train", 200, 200, 42) == "train: 200/200 (100 %) · 42 s elapsed"
+
+
+def test_a_stage_that_does_not_advance_still_speaks_every_interval():
+    """One long shard (retrieve on a small run) must not look like a hang: the heartbeat repeats its state."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from flows.cli.console import progress_bar
+    from tasks.core.artifacts import notify_progress
 
     out = io.StringIO()
-    with progress_bar(Console(file=out, force_terminal=False), every_s=0):
-        for done in (1, 2):
-            notify_progress("label", done, 2)
-    assert out.getvalue().splitlines() == ["label: 1/2 (50 %)", "label: 2/2 (100 %)"]
-    assert not isinstance(progress_bar(Console(file=io.StringIO(), force_terminal=True)), PlainProgress)
+    with progress_bar(Console(file=out, force_terminal=False), every_s=0.05):
+        notify_progress("retrieve", 3, 10)
+        deadline = time.monotonic() + 10
+        while out.getvalue().count("retrieve: 3/10") < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        notify_progress("retrieve", 10, 10)
+        silent_from = len(out.getvalue())
+        time.sleep(0.3)  # an ended stage is not repeated
+    lines = out.getvalue().splitlines()
+    assert sum(line.startswith("retrieve: 3/10 (30 %)") and "ETA" in line for line in lines) >= 4
+    assert out.getvalue()[silent_from:] == ""
+
+
+def test_generate_off_a_terminal_prints_its_progress_within_a_batch(tmp_path, child_env):
+    """The main job's stage 1 sends every source in one batch: its lines must move before the batch ends (a slow
+    endpoint: each answer takes 0.4 s)."""
+    import re
+
+    from tasks.llm.scripted_server import ScriptedOpenAI
+
+    with ScriptedOpenAI(latency_s=0.4) as server:
+        done = subprocess.run(
+            [sys.executable, "-m", "flows.cli", "generate", "--n", "4", "--base-url", server.base_url, "--model",
+             "scripted-model", "--concurrency", "2", "--output-dir", str(tmp_path), "--corpus", "data/examples/docs"],
+            cwd=PROJECT, env={**child_env, "STSGEN_PROGRESS_EVERY_S": "0.5"}, capture_output=True, text=True,
+            timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = [tuple(map(int, m.groups())) for m in re.finditer(r"^generate: (\d+)/(\d+) ", done.stderr, re.M)]
+    assert shown[0] == (0, 12) and shown[-1] == (12, 12)
+    assert any(0 < d < 12 for d, _ in shown), shown  # progress moved inside the one batch
+    assert [d for d, _ in shown] == sorted(d for d, _ in shown)
 
 
 def test_the_outputs_end_with_where_to_see_them_in_the_ui(monkeypatch, capsys, tmp_path):
