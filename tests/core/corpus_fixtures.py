@@ -54,7 +54,8 @@ NEWS = [[1, "2017/2/7", "http://example.org/a", "Senate confirms nominee", "",
          'the votes in the end.']]
 COMMONS = [["2015-10-12", "Questions", 1, "A Member", "Con", 1, "FALSE", 1,
             "I am very grateful for the Minister's answer today. Will she assure the House that nothing will change? "
-            "The people of my constituency deserve a clear reply.", "UK-HouseOfCommons", "GBR", "100"]]
+            "The people of my constituency deserve a clear reply. I thank my hon. Friend for the details of the "
+            "scheme.", "UK-HouseOfCommons", "GBR", "100"]]
 TWEETS = [["goodhealth-1", "Busted! 15 myths and facts you really need to know about cellulite: http://ow.ly/KiIY0"],
           ["goodhealth-2", "RT @someone: Walking every day lowers the risk of heart disease in older adults. #health"]]
 BBC = {"business/2.txt": "Markets rally on trade news\n\nShares rose sharply in London on Monday after the talks. "
@@ -68,6 +69,7 @@ LEADS = {"Anarchism": {"title": "Anarchism", "extract": "Anarchism is a politica
                        "claims maintain unnecessary coercion."}}
 SECTIONS = [[0, "'''Anarchism''' is a political philosophy that advocates self-governed societies. These are often "
              "described as ''stateless'' societies by many authors. Anarchism holds the state to be undesirable.\n"
+             "\n400px\n\nAn anarchist banner carried through the streets of the old town.\n"
              "=== Origins ===\nThe earliest anarchist themes can be found in the 6th century BC."]]
 SPEECHES = [{"name": "democrat", "speeches": ["BARACK OBAMA: Thank you so much for coming out tonight. (Cheers, "
                                               "applause.)\nWe have made real progress over the last four years. "
@@ -158,17 +160,24 @@ def build_archives(folder: Path) -> dict[str, Path]:
     return paths
 
 
+def repin(monkeypatch, name: str, path: Path) -> None:
+    """Named source `name` pinned to the sha256 of the archive at `path` (for the test's lifetime)."""
+    source = registry.SOURCES[name]
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.setitem(registry.SOURCES, name, dataclasses.replace(
+        source, archive=dataclasses.replace(source.archive, sha256=digest)))
+
+
 def use_fixture_archives(monkeypatch, home: Path) -> dict[str, Path]:
     """STSGEN_HOME = `home`, the corpus packages read from its corpus-packages/ holding the fixture archives, and every
-    named source pinned to its fixture's sha256 (the readers, cleaning and verification stay the real ones)."""
+    named source pinned to its fixture's sha256 (the readers, cleaning and verification stay the real ones; the real
+    pins are checked against the downloaded packages by tests/core/test_corpus_sources.py)."""
     from tasks.corpus import packages
 
     monkeypatch.setenv("STSGEN_HOME", str(home))
     monkeypatch.setattr(packages, "archives_dir", lambda: home / "corpus-packages")
     paths = build_archives(home / "corpus-packages")
-    for name, source in registry.SOURCES.items():
+    for name, source in list(registry.SOURCES.items()):
         if source.archive is not None:
-            digest = hashlib.sha256(paths[source.archive.filename].read_bytes()).hexdigest()
-            pinned = dataclasses.replace(source, archive=dataclasses.replace(source.archive, sha256=digest))
-            monkeypatch.setitem(registry.SOURCES, name, pinned)
+            repin(monkeypatch, name, paths[source.archive.filename])
     return paths
