@@ -1,4 +1,4 @@
-"""Flow `generate-sts-triples`: stage 1, LLM pattern simulation (seed 004; tasks/generate/stage.py).
+"""Flow `generate-sts-triples`: stage 1, LLM pattern simulation (NGCSE; tasks/generate/stage.py).
 
 n source sentences sampled from the corpus → s+, s^m, s- per sentence with the run's fixed in-context examples →
 `<output_dir>/<run>/generate-sts-triples/`: triples.parquet, rejected.parquet, manifest.json (committed last).

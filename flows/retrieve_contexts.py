@@ -1,4 +1,5 @@
-"""Flow `retrieve-contexts`: stage 2, context sets C_s for every sentence (seed 003, §3.3; tasks/retrieve/stage.py).
+"""Flow `retrieve-contexts`: stage 2, context sets C_s for every sentence (Sun et al. 2022, §3.3;
+tasks/retrieve/stage.py).
 
 corpus → context windows → screening index + coherence model (both reused when unchanged) → query sentences in
 shards → screen top-K → rank by coherence → greedy diverse selection (and/or contexts the LLM writes around each

@@ -6,7 +6,7 @@ generate-sts-triples → triples.parquet → retrieve-contexts → contexts.parq
 quality table of the run (tasks/report/run_quality.py) as the `pipeline-quality` artifact.
 
 The default labeler (label.method = combined) is the design card's: every pair gets the LLM's rating and its
-context-vector label (seed 003) from the retrieved contexts, and their mix; with label.method = llm_rating the
+context-vector label (Sun et al. 2022) from the retrieved contexts, and their mix; with label.method = llm_rating the
 pipeline skips retrieve-contexts (the rating reads no contexts).
 
 Every stage is a subflow that computes its cache key from its inputs' content hashes and its parameters and returns

@@ -1,5 +1,5 @@
-"""Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004,
-000; tasks/train/stage.py).
+"""Flow `train-surrogate`: stage 4, a Siamese sentence encoder trained on the pipeline's own data (Sun et al. 2022,
+NGCSE, BeLLM; tasks/train/stage.py).
 
 triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
 mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical

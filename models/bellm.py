@@ -1,4 +1,4 @@
-"""BeLLM-style sentence encoder from a decoder LM (seed 000): the sentence is placed in the prompt
+"""BeLLM-style sentence encoder from a decoder LM (Li & Li 2024, BeLLM): the sentence is placed in the prompt
 `The representative word for sentence {sentence} is:"`, the last n decoder layers attend bidirectionally (their causal
 mask removed; n = 0 is the plain causal model), and the final hidden state of the last token is the embedding.
 

@@ -1,4 +1,5 @@
-"""Causal-LM log-probabilities of text segments read after a shared prefix (the generative terms of seed 003 Eq. 3).
+"""Causal-LM log-probabilities of text segments read after a shared prefix (the generative terms of Sun et
+al. 2022, Eq. 3).
 
 A *group* is one prefix (token ids) and the continuations scored after it; a continuation is a list of segments
 (token-id lists) read one after another. For every continuation the scorer returns, per segment, the summed

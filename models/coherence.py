@@ -1,4 +1,4 @@
-"""Discriminative coherence model p(y=1 | c<, s, c>) (seed 003, §3.2.1).
+"""Discriminative coherence model p(y=1 | c<, s, c>) (Sun et al. 2022, §3.2.1).
 
 A single-layer BiLSTM (hidden 300) encodes each text (the concatenated last states of both directions); the
 encodings of [c<, s, c>] are concatenated and a sigmoid layer scores coherence.

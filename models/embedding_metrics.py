@@ -1,4 +1,4 @@
-"""Embedding-space diagnostics (seed 004, eq. 2–5; Wang & Isola 2020) and the STS score.
+"""Embedding-space diagnostics (NGCSE, eq. 2–5; Wang & Isola 2020) and the STS score.
 
 - alignment = E_(x,y)~pos ‖f(x) − f(y)‖₂^α   (α = 2), on L2-normalized embeddings of positive pairs
 - uniformity = log E_x,y~data exp(−t‖f(x) − f(y)‖₂²)   (t = 2), over all distinct pairs of a sentence sample

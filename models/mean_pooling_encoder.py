@@ -1,4 +1,4 @@
-"""Transformer encoder with mean pooling (seed 003's Siamese surrogate; sentence-transformers' default pooling):
+"""Transformer encoder with mean pooling (Sun et al. 2022's Siamese surrogate; sentence-transformers' default pooling):
 the embedding is the mean of the last hidden states over the real (non-padding) tokens.
 
 Input: a transformers encoder (`AutoModel`, e.g. all-MiniLM-L6-v2) and its tokenizer. No Prefect in here.

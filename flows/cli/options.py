@@ -75,7 +75,7 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pattern-source", default=None, help="SemEval TSV / SICK file of the pattern's examples")
     p.add_argument("--intermediate-base", choices=choices_of(GenerateSettings, "pattern", "intermediate_base"),
                    default=None, help="what STS intermediates are derived from (default: "
-                   "PatternSettings.intermediate_base; 'positive' as in seed 004)")
+                   "PatternSettings.intermediate_base; 'positive' as in NGCSE)")
     p.add_argument("--seed", type=int, default=None,
                    help="the run's seed, set in every seeded setting (sampling, judge, coherence model, written contexts, rating, training; default: tasks/core/config.DEFAULT_SEED): another seed "
                    "recomputes every stage and re-asks the LLM")

@@ -1,7 +1,7 @@
 """Custom sentence-transformers evaluators, one per module (inputs documented in each):
 
 - `AlignmentUniformityEvaluator` — alignment and uniformity on held-out training pairs and on dev positives, the
-  measurements behind RFD (seed 004, eq. 2–5)
+  measurements behind RFD (NGCSE, eq. 2–5)
 """
 
 from models.evaluators.alignment_uniformity import AlignmentUniformityEvaluator

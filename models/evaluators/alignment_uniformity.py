@@ -1,5 +1,5 @@
 """Alignment and uniformity (Wang & Isola 2020) of a model's embeddings on two pair sets at every evaluation, so that
-RFD (seed 004: the mean over checkpoints of held-out-training minus evaluation alignment / uniformity) can be read
+RFD (NGCSE: the mean over checkpoints of held-out-training minus evaluation alignment / uniformity) can be read
 from the training log.
 
 Inputs: `heldout` — (anchors, positives) of held-out training triples; `dev` — (sentence1, sentence2) of the dev

@@ -2,8 +2,8 @@
 regression onto stage-3 labels are sentence-transformers' own (`MultipleNegativesRankingLoss` and its Cached variant,
 `CosineSimilarityLoss`, `CoSENTLoss`); these are what it lacks:
 
-- `HierarchicalTripletLoss` — s⁺ > sᵐ > s⁻ with margins m1, m2 (seed 004, eq. 6), logging its two parts
-- `WeightedSumLoss` — several losses on one batch's columns, embedded once, each with its weight (seed 004, eq. 7)
+- `HierarchicalTripletLoss` — s⁺ > sᵐ > s⁻ with margins m1, m2 (NGCSE, eq. 6), logging its two parts
+- `WeightedSumLoss` — several losses on one batch's columns, embedded once, each with its weight (NGCSE, eq. 7)
 - `BackboneAnchorLoss` — every sentence's embedding kept near the frozen backbone's (learning without forgetting)
 """
 

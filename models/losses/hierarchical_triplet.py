@@ -1,4 +1,4 @@
-"""Hierarchical Triplet loss (seed 004, eq. 6) as a sentence-transformers loss: the anchor must be closer to s⁺ than
+"""Hierarchical Triplet loss (NGCSE, eq. 6) as a sentence-transformers loss: the anchor must be closer to s⁺ than
 to sᵐ by m1, and closer to sᵐ than to s⁻ by m2, so the embedding keeps the graded similarity of STS patterns:
 
 L_HT = ½ [ max(cos(s, sᵐ) − cos(s, s⁺) + m1, 0) + max(cos(s, s⁻) − cos(s, sᵐ) + m2, 0) ].

@@ -2,7 +2,7 @@
 
 Why not one dataset per loss (sentence-transformers' multi-dataset training): InfoNCE and the hierarchical triplet
 loss read the same triples, so one batch should be embedded once and both losses computed from those embeddings
-(what the project's objective, seed 004 eq. 7, sums). Parts that can reuse embeddings (`compute_loss_from_embeddings`)
+(what the project's objective, NGCSE, eq. 7, sums). Parts that can reuse embeddings (`compute_loss_from_embeddings`)
 share one forward pass; a part that needs its columns' features beside the shared embeddings (the backbone anchor runs
 a frozen model on them: `compute_loss_from_features_and_embeddings`) gets both; a part that must embed itself
 (`CachedMultipleNegativesRankingLoss`, whose gradient cache needs its own forward) is called on its columns' features.

@@ -98,21 +98,23 @@ class LLMSettings(Settings):
         description="Model name as the endpoint knows it. Env: STSGEN_LLM_MODEL (or STSGEN_LLM__MODEL).",
     )
     api_key_env: str = Field("OPENAI_API_KEY", description="Name of the env var holding the API key.")
-    max_concurrency: int = Field(4, ge=1, le=1024)
-    requests_per_minute: float | None = Field(None, gt=0)
-    tokens_per_minute: float | None = Field(None, gt=0)
+    max_concurrency: int = Field(4, ge=1, le=1024, description="Requests in flight: 4 fills the embedded "
+                                 "llama-server's default slots.")
+    requests_per_minute: float | None = Field(None, gt=0, description="Client-side request pace for a rate-limited "
+                                              "endpoint; None: unpaced.")
+    tokens_per_minute: float | None = Field(None, gt=0, description="Client-side token pace (prompt + completion) "
+                                            "for a rate-limited endpoint; None: unpaced.")
     prefect_limit: str | None = Field(
         default_factory=lambda: _llm_env().prefect_limit, min_length=1,
-        description="Name of a Prefect global concurrency limit that paces requests across every process and "
-        "worker (each HTTP attempt takes a slot with rate_limit()); create it with `prefect gcl create NAME --limit "
-        "N --slot-decay-per-second R` (burst N, R requests/s). Requires a Postgres-backed Prefect server "
-        "(PREFECT_API_URL). requests_per_minute/tokens_per_minute still apply in-process on top. "
-        "Env: STSGEN_LLM_PREFECT_LIMIT (or STSGEN_LLM__PREFECT_LIMIT).",
+        description="A Prefect global concurrency limit (`prefect gcl create`) pacing requests across processes and "
+        "workers; needs a Postgres-backed server. Env: STSGEN_LLM_PREFECT_LIMIT.",
     )
-    timeout_s: float = Field(120.0, gt=0)
+    timeout_s: float = Field(120.0, gt=0, description="Seconds one request may take: a busy CPU server answers a "
+                             "queued request within it.")
     max_retries: int = Field(5, ge=0, le=50, description="Retries per request on 429/5xx/timeouts/bad JSON.")
-    backoff_base_s: float = Field(1.0, ge=0)
-    backoff_max_s: float = Field(60.0, ge=0)
+    backoff_base_s: float = Field(1.0, ge=0, description="First retry's wait in seconds, doubled per retry (with "
+                                  "jitter).")
+    backoff_max_s: float = Field(60.0, ge=0, description="Longest wait between retries, in seconds.")
     verify_model: bool = Field(True, description="Check at start that the endpoint lists the model.")
     cache_path: str | None = Field(
         None, description="SQLite response cache; default $STSGEN_HOME/llm-cache.sqlite. 'off' disables it."
@@ -120,20 +122,20 @@ class LLMSettings(Settings):
     # Who serves the model, when stsgen started the server (the CLI, the stack): carried here, not in os.environ.
     model_sha256: str | None = Field(
         default_factory=lambda: _llm_env().model_sha256, pattern=r"^[0-9a-f]{64}$",
-        description="sha256 of the served GGUF when stsgen started the server (recorded in manifests, part of the "
-        "stage-3 rating's key). Env: STSGEN_LLM_MODEL_SHA256 (set by the stack for its worker).",
+        description="sha256 of the GGUF stsgen's own server serves (in manifests and the rating's key). Env: "
+        "STSGEN_LLM_MODEL_SHA256 (set by the stack).",
     )
     server_engine: Literal["llama-server", "llama-cpp-python"] | None = Field(
         default_factory=lambda: _llm_env().server_engine,
-        description="Engine of the server stsgen started (stage 1's request_order 'auto' sends kind by kind to "
-        "llama-cpp-python's single slot). Env: STSGEN_LLM_SERVER_ENGINE.",
+        description="Engine of the server stsgen started (request_order 'auto' reads it). Env: "
+        "STSGEN_LLM_SERVER_ENGINE.",
     )
 
     # Prices are the user's (no price list is built in): manifests turn the tokens a stage used into money with them.
     price_prompt_per_million: float | None = Field(
         default_factory=lambda: _llm_env().price_prompt_per_million, ge=0,
-        description="Price per million prompt tokens at this endpoint (any currency; a Batch API user gives its "
-        "batch price). Env: STSGEN_LLM_PRICE_PROMPT_PER_MILLION.",
+        description="Price per million prompt tokens (any currency): manifests price the tokens used. Env: "
+        "STSGEN_LLM_PRICE_PROMPT_PER_MILLION.",
     )
     price_completion_per_million: float | None = Field(
         default_factory=lambda: _llm_env().price_completion_per_million, ge=0,
@@ -142,9 +144,8 @@ class LLMSettings(Settings):
 
     constrained_answers: Literal["auto", "grammar", "off"] = Field(
         "auto",
-        description="How the judge's yes/no and the rater's digit are enforced: 'grammar' sends a GBNF grammar "
-        "(llama.cpp servers), 'off' parses the free answer, 'auto' sends the grammar where GET /props shows a "
-        "llama-server. Log-probs are read either way.",
+        description="The judge's yes/no and the rater's digit: 'grammar' (a GBNF grammar, llama.cpp servers), 'off' "
+        "(the free answer parsed), 'auto' (grammar where /props shows a llama-server).",
     )
 
     def resolved_cache_path(self) -> Path | None:
@@ -156,14 +157,14 @@ class LLMSettings(Settings):
 class CorpusSettings(Settings):
     """Which sentences to use as source sentences."""
 
-    source: str = Field("default", description="'default' (every packaged source: chat, news, Wikipedia, speeches … "
-                        "docs/corpus.md), a source name ('gensim', 'bbc', …), names joined by '+', or a path.")
+    source: str = Field("default", description="'default' (every packaged source, docs/corpus.md), a source name, "
+                        "names joined by '+', or a path (file, folder, zip).")
     text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
     document_split: Literal["file", "blank_lines"] = Field(
         "file", description="Text files: one document per file, or one per blank-line-separated block (e.g. ABC).")
     sentence_per_line: bool = Field(False, description="Text is one sentence per line already (no splitting).")
-    min_words: int = Field(6, ge=1)
-    max_words: int = Field(60, ge=1)
+    min_words: int = Field(6, ge=1, description="Shorter corpus sentences are unusable (headings, fragments).")
+    max_words: int = Field(60, ge=1, description="Longer corpus sentences are unusable (run-ons, missed splits).")
     min_alpha_ratio: float = Field(0.6, ge=0, le=1, description="Share of letters among non-space chars.")
     max_file_bytes: int = Field(512 * 1024 * 1024, gt=0, description="Refuse single input files above this.")
 

@@ -20,17 +20,19 @@ IntermediateChoice = Literal["fewest_added", "pattern_cosine"]  # best of N for 
 class SamplingSettings(Settings):
     """Sampling for generations; attempt k of a rejected generation adds k*temperature_step."""
 
-    temperature: float = Field(0.7, ge=0, le=2)
-    temperature_step: float = Field(0.2, ge=0, le=1)
-    top_p: float = Field(0.95, gt=0, le=1)
-    max_tokens: int = Field(64, ge=8, le=4096, description="A sentence fits; longer outputs are explanations.")
-    candidates: int = Field(4, ge=1, le=16, description="Best of N: choices asked for in one request (`n`); the rule-"
-                            "passing one that drifted least is kept (tasks/generate/candidates.py). llama-server "
-                            "allows n up to its --parallel slots (4 by default); an endpoint that ignores n gives one.")
+    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature of a first attempt: varied "
+                               "rewrites that still keep to the instruction.")
+    temperature_step: float = Field(0.2, ge=0, le=1, description="Added to the temperature per retry of a rejected "
+                                    "generation, so a retry does not repeat the rejected answer.")
+    top_p: float = Field(0.95, gt=0, le=1, description="Nucleus sampling: the unlikely tail (5 % of the probability) is "
+                         "never drawn.")
+    max_tokens: int = Field(64, ge=8, le=4096, description="Completion tokens per generation: a sentence fits; longer "
+                            "outputs are explanations.")
+    candidates: int = Field(4, ge=1, le=16, description="Best of N: choices per request (`n`), the rule-passing one "
+                            "that drifted least kept; 4 = llama-server's default slots (an endpoint ignoring n gives 1).")
     intermediate_choice: IntermediateChoice = Field(
-        "fewest_added", description="Best of N for intermediates, after fewest facts added: 'fewest_added' prefers the "
-        "candidate with the fewest content words its anchor lacks (one that only leaves details out), then the "
-        "pattern's cosine; 'pattern_cosine' (before issue 34) the pattern's cosine alone, which prefers rewrites.")
+        "fewest_added", description="Best of N for intermediates: 'fewest_added' (fewest content words the anchor "
+        "lacks, then the pattern's cosine: deletions win) or 'pattern_cosine' alone (prefers rewrites).")
 
     def key_exclusions(self) -> frozenset[str]:
         """`intermediate_choice` enters the key only when it differs from the rule before it ('pattern_cosine'): a run
@@ -42,24 +44,26 @@ class SamplingSettings(Settings):
 class ValidationSettings(Settings):
     """Rules a generation must pass (see tasks/generate/validation.py for each rule)."""
 
-    min_words: int = Field(3, ge=1)
-    max_words: int = Field(80, ge=1)
-    max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base.")
-    near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Similarity ratio at or above = near-copy.")
-    intermediate_must_be_shorter: bool = True
-    facts: bool = Field(True, description="Positives keep every number, name and date of the anchor (fact_dropped), "
-                        "positives and intermediates add none (fact_added); tasks/generate/facts.py.")
-    copied_example: bool = Field(True, description="Quarantine a generation equal or near-equal to a sentence of its "
-                                 "prompt's examples (copied_example).")
+    min_words: int = Field(3, ge=1, description="Fewer words: too_short (a fragment, not a sentence).")
+    max_words: int = Field(80, ge=1, description="More words: too_long (a run-on answer or an explanation).")
+    max_length_ratio: float = Field(3.0, gt=0, description="Max words of output / words of its base: a longer one "
+                                    "added content.")
+    near_copy_threshold: float = Field(0.9, gt=0, le=1, description="Character similarity ratio to the base at or "
+                                       "above which a generation is a near-copy (it changed nothing).")
+    intermediate_must_be_shorter: bool = Field(True, description="An intermediate must have fewer words than its "
+                                               "base: it leaves details out.")
+    facts: bool = Field(True, description="Positives keep the anchor's numbers, names and dates (fact_dropped); "
+                        "positives and intermediates add none (fact_added).")
+    copied_example: bool = Field(True, description="Quarantine a generation (near-)equal to a sentence of its "
+                                 "prompt's examples (copied_example): a small LLM copies them.")
     copy_jaccard: float = Field(0.7, gt=0, le=1, description="copied_example: character 5-gram Jaccard at or above "
-                                "= a copy (build-dataset's near-duplicate rule).")
-    deletion_allowance: int | None = Field(None, ge=0, description="Intermediates must only delete words from "
-                                           "their base or the anchor, adding at most this many other words beside "
-                                           "function words (not_deletion); None = off.")
-    negative_max_cosine: float | None = Field(0.8, gt=0, le=1, description="STS pattern: quarantine a negative "
-                                              "whose all-MiniLM-L6-v2 cosine to the anchor is at or above this "
-                                              "(negative_too_close: a paraphrase, or s⁺ with a word changed — the "
-                                              "pattern's negatives say something else); None = off.")
+                                "which it is a copy (build-dataset's near-duplicate rule).")
+    deletion_allowance: int | None = Field(None, ge=0, description="Intermediates may add at most this many words "
+                                           "(beside function words) to what they delete from (not_deletion); None: "
+                                           "off.")
+    negative_max_cosine: float | None = Field(0.8, gt=0, le=1, description="STS pattern: a negative whose encoder "
+                                              "cosine to the anchor is at or above this is a paraphrase "
+                                              "(negative_too_close); None: off.")
 
     @model_validator(mode="after")
     def _bounds(self) -> "ValidationSettings":
@@ -69,23 +73,21 @@ class ValidationSettings(Settings):
 
 
 class PatternSettings(Settings):
-    kind: PatternKind = "sts"
+    """The pattern the LLM simulates and where its few-shot examples come from."""
+
+    kind: PatternKind = Field("sts", description="'sts' (positive, intermediate, negative from STS pairs) or 'nli' "
+                              "(entailment, neutral, contradiction from SICK); sts needs no file.")
     source: str = Field(
-        "default",
-        description="'default' (STS12 train rows of STS-B for sts; required path for nli) or a path to "
-        "a SemEval TSV file/folder (sts) or a SICK file (nli).",
-    )
-    examples_per_prompt: int = Field(3, ge=1, le=16)
+        "default", description="The examples: 'default' (STS-B's STS12 train rows; sts only) or a SemEval TSV "
+        "file/folder (sts) or a SICK file (nli).")
+    examples_per_prompt: int = Field(3, ge=1, le=16, description="Example pairs per prompt: enough to show the "
+                                     "relation, few enough for a short shared prefix.")
     intermediate_examples: Literal["band", "deletion"] = Field(
-        "deletion", description="STS intermediates' examples: any pair of the 1–4 band, or only its pairs whose shorter "
-        "sentence deletes words from the longer (shown longer → shorter, as the prompt asks: omit details). "
-        "'deletion' raised the chosen intermediates that only delete from 53 % to 75 % (59 positives; "
-        "benchmarks/negative_prompts.py).")
+        "deletion", description="STS intermediates' examples: any pair of the 1–4 band, or 'deletion' (only pairs "
+        "whose shorter sentence deletes words: more generations that only leave details out).")
     intermediate_base: Literal["positive", "anchor"] = Field(
-        "anchor", description="What intermediates are derived from: 'positive' (seed 004: s⁺ with details left out) "
-        "or 'anchor' (the anchor with details left out: sᵐ does not inherit s⁺'s changes). 'anchor' raised the chosen "
-        "intermediates that only delete words from the anchor from 5/39 to 24/40 (benchmarks/negative_prompts.py, "
-        "docs/benchmarks.md issue 34).")
+        "anchor", description="What intermediates leave details out of: 'positive' (NGCSE) or 'anchor' (sᵐ does not "
+        "inherit s⁺'s changes: more pure deletions).")
 
     def key_exclusions(self) -> frozenset[str]:
         """`intermediate_examples` ('band') and `intermediate_base` ('positive') enter the key only when they differ
@@ -111,18 +113,16 @@ class VerifierSettings(Settings):
         ("positive", "intermediate", "negative"), min_length=1,
         description="The kinds the judge is asked about (one request per judged generation).")
     llm: LLMSettings | None = Field(None, description="The judge's endpoint and model; None = the generator's.")
-    template_dir: str | None = Field(None, description="Folder with judge-positive.j2, judge-intermediate.j2 and "
-                                     "judge-negative.j2 (placeholders {{ anchor }}, {{ candidate }}; a {# passes: no #} "
-                                     "comment when 'no' is the passing answer); None = the built-in "
-                                     "prompts/templates/judge-<kind>.v1.j2.")
+    template_dir: str | None = Field(None, description="Folder with judge-<kind>.j2 templates ({{ anchor }}, "
+                                     "{{ candidate }}); None: the built-in prompts/templates/judge-<kind>.v1.j2.")
     threshold: float | None = Field(None, ge=0, le=1, description="P(pass) at or above which the judge accepts, "
                                     "every kind; None: the per-kind `thresholds`.")
+    # Positive 0.63: where a logistic regression on hand-labeled generations puts P(bad) = 0.5; the intermediates'
+    # fit (0.67) cost slots without better readings, so they keep 0.5 (docs/benchmarks.md).
     thresholds: dict[Literal["positive", "intermediate", "negative"], Annotated[float, Field(ge=0, le=1)]] = Field(
         {"positive": 0.63, "intermediate": 0.5, "negative": 0.5},
-        description="P(pass) per kind at or above which the judge accepts. Positive 0.63: fit on 210 hand-labeled "
-        "generations (where a one-signal logistic regression with balanced classes puts P(bad) = 0.5). The fit for "
-        "intermediates (0.67) cost 28 of 90 slots on the 100-sentence run without a better reading, so they keep 0.5 "
-        "(docs/benchmarks.md, issue 24).")
+        description="P(pass) per kind at or above which the judge accepts (positive 0.63: fit on hand-labeled "
+        "generations; the others 0.5).")
 
     def key_exclusions(self) -> frozenset[str]:
         """The role check's fields enter the key only when it is on: a run without it keeps its earlier key."""
@@ -138,15 +138,12 @@ class VerifierSettings(Settings):
         "None = off. A triple that fails is quarantined as ordering.")
     ordering_model: str = Field(DEFAULT_ENCODER, description="Encoder of the ordering check (a name or a "
                                 "sentence-transformers folder).")
-    roles: bool = Field(False, description="Role check (role_changed): the judge's endpoint lists who does what in "
-                        "the anchor and in each positive, and the lists are compared with the run's encoder "
-                        "(tasks/generate/roles.py); one request per positive that passed the judge. Off: measured on "
-                        "70 labeled positives first (docs/benchmarks.md, issue 34).")
+    roles: bool = Field(False, description="Role check (role_changed): compare who does what in the anchor and each "
+                        "positive (one more request per positive); off: not better than the judge on labeled data.")
     role_min_match: float = Field(0.6, ge=0, le=1, description="Role check: each anchor action's best match in the "
                                   "positive (mean cosine of subject, verb, object) must reach this.")
-    model: str | None = Field(None, description="A combined-verifier model file (JSON, benchmarks/verifier_combined.py):"
-                              " after the judge accepts, P(bad) from the judge's P(pass), the encoder cosine, the fact "
-                              "counts and the length; at or above the model's threshold → verifier_rejected. None: off.")
+    model: str | None = Field(None, description="A combined-verifier JSON (benchmarks/verifier_combined.py) whose "
+                              "P(bad) from judge, cosine, facts and length rejects accepted generations; None: off.")
 
 
 class GenerateSettings(Settings):
@@ -158,9 +155,11 @@ class GenerateSettings(Settings):
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"batch_size", "avoid_used_sources", "batch_api", "batch_poll_s",
                                                        "request_order"})
 
-    n: int = Field(30, ge=1, description="Number of source sentences.")
-    seed: int = DEFAULT_SEED
-    corpus: CorpusSettings = CorpusSettings()
+    n: int = Field(30, ge=1, description="Source sentences (anchors) of a run: 30 is a main job of minutes on 2 CPU "
+                   "cores.")
+    seed: int = Field(DEFAULT_SEED, description="Seed of the anchor sample and of every request (the judge's too): "
+                      "the same seed repeats a run.")
+    corpus: CorpusSettings = Field(CorpusSettings(), description="The corpus anchors are sampled from.")
     anchors: AnchorSettings = AnchorSettings()
     pattern: PatternSettings = PatternSettings()
     sampling: SamplingSettings = SamplingSettings()
@@ -169,23 +168,15 @@ class GenerateSettings(Settings):
     max_attempts: int = Field(3, ge=1, le=10, description="Generations tried per slot before quarantine.")
     batch_size: int = Field(32, ge=1, le=10_000, description="Requests per batch (one prompt kind).")
     avoid_used_sources: bool = Field(
-        False, description="Sample no source sentence an earlier run under the same output directory already used "
-        "(its triples or its quarantine): scheduled runs grow one dataset instead of repeating sources.")
+        False, description="Skip source sentences earlier runs in the same output directory used: scheduled runs grow "
+        "one dataset instead of repeating sources.")
     batch_api: bool = Field(
-        False,
-        description="Send the requests through the OpenAI Batch API (/files + /batches: half the price, results "
-        "within 24 h) instead of one chat call each: one batch per prompt kind and attempt round, results put into "
-        "the response cache, resumable by the batch id stored beside the cache (<cache dir>/llm-batches/).",
-    )
+        False, description="Send requests through the OpenAI Batch API (half the price, results within 24 h; "
+        "resumable), one batch per prompt kind and attempt round; off: one chat call each.")
     batch_poll_s: float = Field(5.0, gt=0, description="Seconds between status polls of a submitted batch.")
     request_order: Literal["auto", "by_source", "by_kind"] = Field(
-        "auto",
-        description="The request order (the same requests and results either way). 'by_source': each sentence's "
-        "next kind as soon as its base is accepted — keeps a multi-slot server (llama-server, vLLM) busy; "
-        "'by_kind': all positives, then all intermediates, … — one few-shot prefix at a time, for a single-slot "
-        "server (llama-cpp-python's). 'auto': by_kind with the Batch API or llama-cpp-python's embedded server, "
-        "by_source otherwise.",
-    )
+        "auto", description="Same requests either way: 'by_source' keeps a multi-slot server busy, 'by_kind' reuses "
+        "one prefix on a single slot; 'auto': by_kind with the Batch API or llama-cpp-python, else by_source.")
 
     @model_validator(mode="after")
     def _batch_api_goes_kind_by_kind(self) -> "GenerateSettings":

@@ -1,4 +1,5 @@
-"""Stage 3: how alike two sentences' context-score rows are — the label of a pair (seed 003, Eq. 4 and variants).
+"""Stage 3: how alike two sentences' context-score rows are — the label of a pair (Sun et al. 2022,
+Eq. 4 and variants).
 
 Input: a score matrix S (n_sentences, n_contexts), S[i, c] = how well sentence i fits context c, and `own`
 (n_sentences, n_contexts, bool): which contexts were retrieved for sentence i itself (its own top-k). Output: an

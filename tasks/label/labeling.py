@@ -1,4 +1,4 @@
-"""Stage 3 work: context scores S(s, c) and context-vector similarity labels (seed 003, Eq. 3–4).
+"""Stage 3 work: context scores S(s, c) and context-vector similarity labels (Sun et al. 2022, Eq. 3–4).
 
 S(s, c) = λ1·log p_disc(y=1 | c<, s, c>) + λ2·(1/|s|)·log p(s | c<) + λ3·(1/|c<|)·log p(c< | s, c>)
           + λ4·(1/|c>|)·log p(c> | c<, s)
@@ -172,7 +172,7 @@ def score_terms(units: list[Unit], settings: LabelSettings, trained: TrainedCohe
 def select_contexts(scores: np.ndarray, own: np.ndarray, settings: LabelSettings) -> tuple[np.ndarray, np.ndarray]:
     """Each sentence's C_s and the unit's label columns: (own mask over the kept columns, kept column indices).
 
-    'score' (seed 003 Eq. 3): among a sentence's own candidates (its top `candidates_per_sentence` stage-2
+    'score' (Sun et al. 2022, Eq. 3): among a sentence's own candidates (its top `candidates_per_sentence` stage-2
     contexts, already diverse), the `contexts_per_sentence` with the highest S(s, c) — the contexts it fits best;
     the label reads the union of the chosen sets. 'rank': the candidates are the stage-2 top-k already, all kept."""
     if settings.context_selection == "rank":

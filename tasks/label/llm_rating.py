@@ -29,13 +29,14 @@ _DIGIT = re.compile(r"^\s*([0-5])(?:\.\d+)?\b")
 
 
 class RatingSettings(Settings):
+    """The LLM's 0–5 rating of a pair: its prompt and how the answer becomes a score."""
 
     prompt: Literal["plain", "guidelines"] = Field(
-        "plain", description="prompts/templates/rating-<prompt>.v1.j2: 'plain' asks for one number from 0 (unrelated) "
-        "to 5 (same meaning); 'guidelines' gives the STS annotation scale (lower on STS-B dev: docs/labeling.md)")
+        "plain", description="'plain' asks for a number from 0 (unrelated) to 5 (same meaning); 'guidelines' gives "
+        "the STS annotation scale (lower on STS-B dev).")
     top_logprobs: int = Field(20, ge=0, le=20, description="Alternatives of the answer token used for the expected "
-                              "rating (0: the answered digit only)")
-    seed: int = DEFAULT_SEED
+                              "rating (0: the answered digit only); 20: every digit's probability.")
+    seed: int = Field(DEFAULT_SEED, description="Seed of every rating request.")
 
 
 @dataclass

@@ -9,11 +9,11 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from tasks.core.config import DEFAULT_SEED, LLMSettings, Settings, key_fields
+from tasks.core.defaults import DEFAULT_LM, DEFAULT_TEACHER
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.core.runners import ExecutionSettings
 from tasks.label.label_similarity import Similarity
 from tasks.label.llm_rating import RatingSettings
-from tasks.llm.teacher import DEFAULT_TEACHER
 
 TERMS = ("disc", "lm_sentence", "lm_left", "lm_right")
 DEFAULT_CANDIDATES = 32  # stage-2 contexts per sentence scored for the Eq. 3 choice (stage 2 retrieves 50)
@@ -58,28 +58,20 @@ class LabelSettings(Settings):
         return {k: v for k, v in key_fields(self).items() if k not in self.LABEL_ONLY}
 
     method: LabelMethod = Field(
-        "combined", description="'context': context-vector labels (seed 003); 'llm_rating': the LLM's 0–5 rating of "
-        "the pair (CLAIF-style, through the generator's endpoint); 'combined': rating_weight·rating/5 + "
-        "tfidf_weight·TF-IDF cosine + teacher_weight·teacher cosine + the rest·context label on 0–1 "
-        "(docs/labeling.md); every part is kept in its column whatever its weight (the teacher's only when used)")
-    rating: RatingSettings = RatingSettings()
+        "combined", description="'context' (context-vector labels, Sun et al. 2022), 'llm_rating' (the LLM's 0–5 "
+        "rating) or 'combined': the weighted mix of rating, TF-IDF, teacher and context label (docs/labeling.md).")
+    rating: RatingSettings = Field(RatingSettings(), description="The LLM rating's prompt and sampling.")
+    # The mix 0.6 / 0.2 / 0.2 was best on STS-B dev with the encoder ranker and λ1 2, confirmed on a second sample
+    # (docs/labeling.md, "λ1 for the encoder head"); with the BiLSTM ranker 0.7 / 0.3 / 0.
     rating_weight: float = Field(0.6, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.6 "
-                                 "with tfidf_weight 0.2 and the context label's 0.2: best on STS-B dev sample A with "
-                                 "the encoder ranker and λ1 2, confirmed on B; SICK trial and STS12 train agree "
-                                 "within wide intervals; docs/labeling.md, 'λ1 for the encoder head')")
-    tfidf_weight: float = Field(0.2, ge=0, le=1, description="Weight of the pair's TF-IDF cosine (uni+bigrams, fit "
-                                "on the labeled pairs' sentences) in method='combined'; the context label gets "
-                                "1 − rating_weight − tfidf_weight − teacher_weight (0.2 by default; with "
-                                "retrieve.coherence.encoder='bilstm' the measured mix is 0.7 / 0.3 / 0)")
-
-    teacher_weight: float = Field(0.0, ge=0, le=1, description="Weight of the teacher's cosine (`teacher`, the "
-                                  "pairs' teacher_cosine column, computed only when this is > 0) in method='combined'. "
-                                  "0.5 with rating_weight 0.5 and tfidf_weight 0: best on STS-B dev sample A, "
-                                  "confirmed on B (+4.6 over the 0.7/0.3 label), SICK trial and STS12 train, and it orders "
-                                  "deletion intermediates as the rating does (docs/labeling.md); needs the teacher "
-                                  "(`./stsgen teacher fetch`)")
-    teacher: str = Field(DEFAULT_TEACHER, description="teacher_weight > 0: 'all-mpnet-base-v2' (after `./stsgen "
-                         "teacher fetch`) or a local sentence-transformers folder")
+                                 "with tfidf_weight 0.2: best on STS-B dev, docs/labeling.md).")
+    tfidf_weight: float = Field(0.2, ge=0, le=1, description="Weight of the pair's TF-IDF cosine in "
+                                "method='combined'; the context label gets what the three weights leave.")
+    teacher_weight: float = Field(0.0, ge=0, le=1, description="Weight of the encoder teacher's cosine in "
+                                  "method='combined' (needs `./stsgen teacher fetch`); 0: the default mix needs no "
+                                  "teacher.")
+    teacher: str = Field(DEFAULT_TEACHER, description="The teacher of teacher_weight: the registered one (after "
+                         "`./stsgen teacher fetch`) or a sentence-transformers folder.")
 
     @model_validator(mode="after")
     def _weights_sum_to_at_most_one(self):
@@ -97,65 +89,57 @@ class LabelSettings(Settings):
     def uses_teacher(self) -> bool:
         return self.method == "combined" and self.teacher_weight > 0
 
-    lambda_disc: float = Field(DEFAULT_LAMBDA_DISC, description="λ1: discriminative coherence log-probability (2 "
-                               "with the frozen-encoder ranker, best on STS-B dev sample A and confirmed on B; 0.25 "
-                               "with retrieve.coherence.encoder='bilstm', whose logits have another scale; "
-                               "docs/labeling.md)")
-    lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM")
-    lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation")
-    lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM (off by default: "
-                                "it lowered STS-B dev Spearman, docs/labeling.md)")
-    lm: str = Field("smollm2-135m-instruct", description="Registered local model, a .gguf file or a transformers "
-                    "folder of a causal LM: scored in-process, or with lm_endpoint the served model's tokenizer "
-                    "(segments are counted in its tokens)")
+    lambda_disc: float = Field(DEFAULT_LAMBDA_DISC, description="λ1: weight of the discriminative coherence "
+                               "log-probability (2 with the encoder ranker; 0.25 suits the BiLSTM's logits).")
+    lambda_sentence: float = Field(1.0, description="λ2: (1/|s|) log p(s | c<) from the causal LM.")
+    lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation; off: "
+                               "a causal LM reads c< before s.")
+    lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM; off: it lowered "
+                                "STS-B dev Spearman (docs/labeling.md).")
+    lm: str = Field(DEFAULT_LM, description="The scoring causal LM (registered name, .gguf file or transformers "
+                    "folder), or with lm_endpoint its tokenizer; a small one scores fast on a CPU.")
     lm_endpoint: ScoringEndpoint | None = Field(None, description="Score (s, c) at this endpoint instead of "
-                                                "in-process (a served LM is identified in keys by its model name and "
-                                                "the tokenizer's checksum, never by its URL)")
+                                                "in-process; None: in-process.")
     dtype: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto", description="The in-process transformers scorer's dtype: 'auto' = bfloat16 where bf16 is native (a "
-        "GPU with bf16, a CPU with AVX-512-BF16 or AMX: 1.8× faster on 2 such cores, labels' Spearman 0.99 with "
-        "float32), float32 elsewhere (emulated bf16 is slower). Resolved before the cache key is taken: the key and "
-        "the manifest hold the dtype used")
+        "auto", description="In-process scorer's dtype: 'auto' = bfloat16 where native (GPU, AVX-512-BF16 or AMX "
+        "CPU: faster, the same labels), float32 elsewhere.")
     scorer: Literal["transformers", "llama_cpp"] = Field(
-        "transformers", description="In-process LM scorer: 'transformers' (float32/bfloat16 torch, CPU or GPU, a "
-        ".gguf file dequantized or a transformers folder) or 'llama_cpp' (the GGUF as quantized, through "
-        "llama-cpp-python; CPU). Side by side in benchmarks/scorer.py: same labels (Spearman 0.98), transformers "
-        "faster on 2 CPU cores (docs/labeling.md)")
+        "transformers", description="In-process LM scorer: 'transformers' (torch, CPU or GPU) or 'llama_cpp' (the "
+        "GGUF quantized, CPU); the same labels, transformers faster on 2 cores.")
     contexts_per_sentence: int = Field(24, ge=1, description="|C_s|: contexts per sentence in the label's union "
-                                       "(the label stage's k; stage 2's selection.contexts_per_sentence is how many "
-                                       "it retrieves)")
+                                       "(stage 2 retrieves more to choose from).")
     context_selection: Literal["score", "rank"] = Field(
-        "score", description="How C_s is chosen among a sentence's top candidates_per_sentence stage-2 contexts: "
-        "'score' = the k it fits best by S(s, c) (seed 003 Eq. 3); 'rank' = the stage-2 ranking's top k")
-    candidates_per_sentence: int | None = Field(None, ge=1, description="With context_selection='score': stage-2 "
-                                                "contexts per sentence scored to choose its C_s from (≥ "
-                                                "contexts_per_sentence; default max(32, contexts_per_sentence))")
-    max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end)")
-    max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass")
+        "score", description="How C_s is chosen among the candidates: 'score' = the k the sentence fits best by "
+        "S(s, c) (Sun et al. 2022, Eq. 3); 'rank' = stage 2's top k.")
+    candidates_per_sentence: int | None = Field(None, ge=1, description="context_selection='score': stage-2 contexts "
+                                                "scored per sentence; None: max(32, contexts_per_sentence).")
+    max_segment_tokens: int = Field(48, ge=4, description="LM tokens kept per text (c< keeps its end).")
+    max_batch_tokens: int = Field(2048, ge=64, description="Padded tokens per forward pass (memory, not results).")
     similarity: Similarity = Field("contrast", description="How two sentences' score rows become a label: "
-                                   "centered_cosine, cosine (the paper's), rank, contrast (tasks/label/label_similarity.py)")
+                                   "centered_cosine, cosine (the paper's), rank or contrast "
+                                   "(tasks/label/label_similarity.py).")
     lm_prompt: Literal["left", "right_first"] = Field(
-        "left", description="What the LM reads before s: 'left' = c< (λ2 = log p(s | c<)); 'right_first' = c> ⏎ c< "
-        "(λ2 = log p(s | c>, c<): the text after the gap made visible; λ4 must then be 0)")
+        "left", description="What the LM reads before s: 'left' = c<; 'right_first' = c> then c< (the text after the "
+        "gap made visible; λ3 and λ4 must be 0).")
     start_token: str = Field("bos", description="Token before every LM prefix: 'bos', 'eos' (the tokenizer's), or a "
-                             "literal token of the vocabulary, e.g. '<|endoftext|>' (a pretraining separator)")
-    lm_reference_sentences: int = Field(0, ge=0, description="λ2's per-context correction: the mean log p(r | c<) "
-                                        "of this many reference sentences is subtracted on each context")
+                             "literal token such as '<|endoftext|>'.")
+    lm_reference_sentences: int = Field(0, ge=0, description="λ2's per-context correction: subtract the mean "
+                                        "log p(r | c<) of this many reference sentences; 0: off.")
     min_contexts: int = Field(3, ge=1, description="Pairs whose union has fewer contexts are quarantined (with "
-                              "centring, 2 contexts would give labels of exactly ±1)")
-    cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs (low-similarity calibration)")
-    context_baseline: bool = Field(True, description="Subtract each context's score without the sentence (LM: "
-                                   "log p(c> | c<), log p(c< | c>)) or averaged over reference sentences (disc)")
-    reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline")
-    seed: int = DEFAULT_SEED
-    threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice)")
-    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION + " On a GPU, dtype='bfloat16' halves the "
-                                  "memory and time of the LM passes.")
+                              "centring, 2 contexts give labels of ±1).")
+    cross_pairs_per_triple: int = Field(1, ge=0, description="Random cross-triple pairs per triple: low-similarity "
+                                        "examples for calibration.")
+    context_baseline: bool = Field(True, description="Subtract each context's score without the sentence, so a label "
+                                   "reads how s changes the context's fit, not how likely the context is.")
+    reference_sentences: int = Field(32, ge=0, description="Sentences sampled once per run for the disc baseline.")
+    seed: int = Field(DEFAULT_SEED, description="Seed of the reference and cross-pair samples.")
+    threads: int | None = Field(None, ge=1, description="torch threads (default: torch's choice).")
+    device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
     calibration: str | None = Field(None, description="A labeled pairs.parquet (label and gold columns) to fit a "
                                     "monotone map of labels onto 0–5; None: labels as computed.")
     shard_size: int = Field(8, ge=1, description="Pairs' sentences per scoring shard (a shard is the unit of "
                             "resumption).")
-    execution: ExecutionSettings = ExecutionSettings()
+    execution: ExecutionSettings = Field(ExecutionSettings(), description="Where the shards run.")
 
     @model_validator(mode="after")
     def _usable(self) -> "LabelSettings":

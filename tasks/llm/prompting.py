@@ -19,7 +19,7 @@ KINDS_BY_PATTERN: dict[str, tuple[str, ...]] = {
     "sts": ("positive", "intermediate", "negative"),
     "nli": ("positive", "negative"),
 }
-# What each generation is derived from, as in seed 004: s+ from the anchor, s- (and s^m) from s+.
+# What each generation is derived from, as in NGCSE: s+ from the anchor, s- (and s^m) from s+.
 SEED_BASES: dict[str, str] = {"positive": "anchor", "intermediate": "positive", "negative": "positive"}
 
 

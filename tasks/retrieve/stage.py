@@ -1,4 +1,4 @@
-"""Stage 2, `retrieve-contexts`: context sets C_s for every sentence (seed 003, §3.3), in the stage outline
+"""Stage 2, `retrieve-contexts`: context sets C_s for every sentence (Sun et al. 2022, §3.3), in the stage outline
 (tasks.core.stage).
 
 corpus documents → sentences → context windows (c<, c>) → screening index (TF-IDF bigrams or BM25)

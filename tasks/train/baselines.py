@@ -1,5 +1,5 @@
 """Training data that needs no LLM, built from the same anchors as stsgen's triples: the baselines the triples must
-beat to be worth generating (benchmarks/data_value.py; seed 004, Table 1).
+beat to be worth generating (benchmarks/data_value.py; NGCSE, Table 1).
 
 - `simcse_rows` — unsupervised SimCSE: each anchor is its own positive; the two dropout masks make the views differ
   (the trainer's `simcse` dataset, LossSettings.simcse).
@@ -92,7 +92,7 @@ def ensure_dropout(model, p: float) -> int:
     dropout p, so that SimCSE's two views of a sentence differ at all; without it the SimCSE row of a decoder would
     train on identical views. Sets every `nn.Dropout` at 0 and every attention module's float `attention_dropout`
     at 0 (Llama-style attention applies it functionally); dropout a backbone has already is left as it is (BERT-style
-    encoders keep their 0.1, so their SimCSE rows are seed 004's). Returns how many were set."""
+    encoders keep their 0.1, so their SimCSE rows are NGCSE's). Returns how many were set."""
     import torch
 
     changed = 0

@@ -1,6 +1,6 @@
 """Which label the pairs' regression trains on (TrainSettings.label_source): stage 3's `label` (its default mix),
-the LLM `rating` alone (0–5, read as rating / 5), the `context_label` alone (seed 003's context-vector label), or an
-encoder teacher's cosine (`teacher`: tasks/llm/teacher.py, the AugSBERT recipe). The chosen values replace the
+the LLM `rating` alone (0–5, read as rating / 5), `context_label` alone (Sun et al. 2022's context-vector label), or
+an encoder teacher's cosine (`teacher`: tasks/llm/teacher.py, the AugSBERT recipe). The chosen values replace the
 `label` column the regression losses read (tasks/train/trainer.py); everything else about training stays the same,
 so the label sources compare row for row (benchmarks/data_value.py --data pairs:SOURCE).
 

@@ -9,24 +9,28 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tasks.core.config import DEFAULT_SEED, ConfigError, Settings
+from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
-from tasks.llm.teacher import DEFAULT_TEACHER
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
 from tasks.train.learning_rate import LR_DESCRIPTION, LearningRate
 
 
 class BackboneSettings(Settings):
+    """The model trained: a sentence encoder with mean pooling or a BeLLM-style decoder, and which weights train."""
 
-    kind: Literal["encoder", "bellm"] = "encoder"
-    source: str | None = Field(None, description="Registered name or local path; None = the kind's default")
-    bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal)")
-    train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights)")
-    lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA)")
-    lora_alpha: float = Field(16.0, gt=0)
+    kind: Literal["encoder", "bellm"] = Field("encoder", description="'encoder' (mean pooling; small and fast on a "
+                                              "CPU) or 'bellm' (a decoder LM, last-token pooling).")
+    source: str | None = Field(None, description="Registered name or local path; None: the kind's default model.")
+    bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal).")
+    train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights).")
+    lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA).")
+    lora_alpha: float = Field(16.0, gt=0, description="LoRA scale: the adapters' update is multiplied by "
+                              "alpha / rank.")
     lora_targets: tuple[str, ...] = Field(("query", "value", "q_proj", "v_proj"),
-                                          description="Names of the linear layers that get adapters")
-    max_length: int = Field(96, ge=8)
+                                          description="Names of the linear layers that get adapters (an encoder's "
+                                          "and a decoder's attention projections).")
+    max_length: int = Field(96, ge=8, description="Tokens kept per sentence: longer than nearly every STS sentence.")
 
     @model_validator(mode="after")
     def _one_way_to_freeze(self) -> "BackboneSettings":
@@ -36,26 +40,29 @@ class BackboneSettings(Settings):
 
 
 class LossSettings(Settings):
+    """The training objective: a weighted sum of InfoNCE, the hierarchical triplet loss, a regression onto stage-3
+    labels and the backbone anchor."""
 
-    infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard negative")
-    hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (seed 004 eq. 7)")
-    regression: float = Field(0.0, ge=0, description="Weight of the regression onto stage-3 labels (seed 003)")
+    infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard "
+                           "negative.")
+    hierarchical_triplet: float = Field(1.0, ge=0, description="β: weight of the HT loss (NGCSE, eq. 7).")
+    regression: float = Field(0.0, ge=0, description="Weight of the regression onto stage-3 labels (Sun et al. "
+                              "2022); 0: the triples alone.")
     regression_loss: Literal["cosine", "cosent"] = Field(
-        "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (seed 003); cosent: "
-        "CoSENTLoss, only the labels' order counts")
-    backbone_anchor: float = Field(0.0, ge=0, description="Weight of 1 − cos(student, frozen backbone) on every "
-                                   "training sentence (models/losses/backbone_anchor.py): keeps the space near the "
-                                   "backbone's, so other domains lose less")
+        "cosine", description="cosine: CosineSimilarityLoss, L2 between cosine and label (Sun et al. 2022); cosent: "
+        "CoSENTLoss, only the labels' order counts.")
+    backbone_anchor: float = Field(0.0, ge=0, description="Weight of 1 − cos(student, frozen backbone) per training "
+                                   "sentence: keeps the backbone's space, so other domains lose less.")
     infonce_mini_batch: int | None = Field(None, ge=1, description="Use CachedMultipleNegativesRankingLoss with "
-                                           "this mini-batch: large InfoNCE batches in bounded memory")
-    temperature: float = Field(0.05, gt=0)
-    m1: float = Field(5e-3, ge=0)
-    m2: float = Field(1e-2, ge=0)
+                                           "this mini-batch: large InfoNCE batches in bounded memory.")
+    temperature: float = Field(0.05, gt=0, description="InfoNCE's temperature (SimCSE's 0.05).")
+    m1: float = Field(5e-3, ge=0, description="HT margin between s⁺ and sᵐ (NGCSE's).")
+    m2: float = Field(1e-2, ge=0, description="HT margin between sᵐ and s⁻ (NGCSE's).")
     negatives: Literal["generated", "mined", "both"] = Field(
         "generated", description="InfoNCE's hard negatives: the LLM's s⁻, negatives mined from the corpus "
-        "(mining.num_negatives > 0), or both")
+        "(mining.num_negatives > 0), or both.")
     simcse: bool = Field(False, description="Unsupervised SimCSE baseline: each anchor against itself under "
-                         "another dropout mask (ignores the other weights)")
+                         "another dropout mask (ignores the other weights).")
 
     def key_exclusions(self) -> frozenset[str]:
         """`backbone_anchor` enters the key only when it is on: a training from before it keeps its key."""
@@ -82,35 +89,34 @@ class TrainSettings(Settings):
         field keeps its key."""
         return self.NOT_IN_KEY | (frozenset({"precision"}) if self.precision == "float32" else frozenset())
 
-    backbone: BackboneSettings = BackboneSettings()
-    losses: LossSettings = LossSettings()
-    mining: MiningSettings = MiningSettings()
-    steps: int = Field(200, ge=1)
-    batch_size: int = Field(16, ge=2)
+    backbone: BackboneSettings = Field(BackboneSettings(), description="The model trained.")
+    losses: LossSettings = Field(LossSettings(), description="The objective's weights and forms.")
+    mining: MiningSettings = Field(MiningSettings(), description="Hard negatives mined from the corpus.")
+    steps: int = Field(200, ge=1, description="Optimizer steps: a few epochs of a main job's data, minutes on 2 CPU "
+                       "cores.")
+    batch_size: int = Field(16, ge=2, description="Triples per step (InfoNCE's in-batch negatives come from them).")
     lr: LearningRate = Field(3e-5, description=LR_DESCRIPTION)
-    warmup_steps: int = Field(10, ge=0)
-    eval_every: int = Field(50, ge=1)
-    heldout_fraction: float = Field(0.1, ge=0, lt=0.5)
-    dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all)")
-    encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU)")
-    seed: int = DEFAULT_SEED
+    warmup_steps: int = Field(10, ge=0, description="Linear warm-up steps: the first updates of a pretrained model "
+                              "stay small.")
+    eval_every: int = Field(50, ge=1, description="Steps between STS-B dev evaluations (the best-on-dev weights are "
+                            "kept).")
+    heldout_fraction: float = Field(0.1, ge=0, lt=0.5, description="Share of the triples held out for the "
+                                    "alignment / uniformity diagnostics (RFD).")
+    dev_pairs: int | None = Field(None, ge=10, description="STS-B dev pairs used during training (None = all).")
+    encode_batch: int = Field(64, ge=1, description="Encoding batch on the CPU (×8 on a GPU).")
+    seed: int = Field(DEFAULT_SEED, description="Seed of the split, the batches and initialisation.")
     device: DeviceSetting = Field("auto", description=DEVICE_DESCRIPTION)
     precision: Literal["auto", "float32", "bfloat16"] = Field(
-        "auto", description="The training's forward passes: 'auto' = bf16 autocast where bf16 is native (a GPU with "
-        "bf16, a CPU with AVX-512-BF16 or AMX: 2× the float32 step on such a CPU), float32 elsewhere; resolved by the "
-        "stage before its key (tasks/core/device.py: resolve_train_precision). Weights and optimizer stay float32")
-    label_source: LabelSource = Field("label", description="What the pairs' regression trains on: stage 3's label, "
-                                      "its rating or context_label alone, or an encoder teacher's cosine "
-                                      "(tasks/train/label_sources.py); only with losses.regression > 0")
-    teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: 'all-mpnet-base-v2' (`./stsgen teacher "
-                         "fetch`) or a sentence-transformers folder")
-    wise_alpha: float = Field(1.0, gt=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·the best-on-dev "
-                              "weights (1 = plain fine-tuning); keeps more of the backbone on other domains "
-                              "(tasks/train/weight_interpolation.py). The full-dev guard judges the result")
-    eval_sets: list[str] = Field([], description="Sets evaluated at the end beside STS-B dev, reported and never "
-                                 "chosen on: 'stsb-test', STS12–16 folders or SICK files. STS-B test is not in by "
-                                 "default: a scheduled run would show it after every run; report it once, when the "
-                                 "work is done (here, or `./stsgen eval MODEL`)")
+        "auto", description="Forward passes: 'auto' = bf16 autocast where native (GPU, AVX-512-BF16 or AMX CPU: "
+        "faster), float32 elsewhere; weights and optimizer stay float32.")
+    label_source: LabelSource = Field("label", description="The regression's target (with losses.regression > 0): "
+                                      "stage 3's label, its rating or context_label alone, or a teacher's cosine.")
+    teacher: str = Field(DEFAULT_TEACHER, description="label_source=teacher: the registered teacher (`./stsgen "
+                         "teacher fetch`) or a sentence-transformers folder.")
+    wise_alpha: float = Field(1.0, gt=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·trained weights; 1: "
+                              "plain fine-tuning, lower keeps more of the backbone on other domains.")
+    eval_sets: list[str] = Field([], description="Sets reported at the end beside STS-B dev, never chosen on "
+                                 "('stsb-test', STS12–16 folders, SICK files); none by default: report test once.")
 
     @field_validator("lr")
     @classmethod
@@ -147,12 +153,10 @@ class TrainSettings(Settings):
 
 class PipelineLossSettings(LossSettings):
     """sts-pipeline's losses: InfoNCE + HT on the triples, CoSENT on the labeled pairs' `label`, the backbone anchor
-    at 50 — the recipe issue 33's table picked at the main job's size (27 anchors, 189 pairs, 3 seeds: STS-B dev
-    +0.30 [+0.30, +0.31], SICK trial +0.24 [+0.18, +0.29]; the triples alone +0.20 on dev, −0.23 on SICK trial;
-    docs/benchmarks.md "The defaults"; at 405 anchors it is again the only one of triples, pairs and both that does not
-    lose SICK trial). The pipeline always has labeled pairs (its label stage runs first); `train-on-dataset` trains it
-    too, falling back to LossSettings' own defaults (triples only) where its dataset has none (`recipe_for_data`);
-    `./stsgen train` keeps LossSettings' defaults."""
+    at 50 — the recipe that won at the main job's size on STS-B dev and SICK trial, and again at hundreds of anchors
+    (docs/benchmarks.md "The defaults"). The pipeline always has labeled pairs (its label stage runs first);
+    `train-on-dataset` trains it too, falling back to LossSettings' own defaults (triples only) where its dataset has
+    none (`recipe_for_data`); `./stsgen train` keeps LossSettings' defaults."""
 
     regression: float = Field(1.0, ge=0, description=LossSettings.model_fields["regression"].description)
     regression_loss: Literal["cosine", "cosent"] = Field(

@@ -1,5 +1,5 @@
-"""Stage 4, `train-surrogate`: a Siamese sentence encoder trained on the pipeline's own data (seeds 003, 004, 000),
-in the stage outline (tasks.core.stage).
+"""Stage 4, `train-surrogate`: a Siamese sentence encoder trained on the pipeline's own data (Sun et al. 2022, NGCSE,
+BeLLM), in the stage outline (tasks.core.stage).
 
 triples.parquet (+ pairs.parquet from label-pairs) → held-out split → backbone as a SentenceTransformer (encoder with
 mean pooling, or a BeLLM-style decoder) → `SentenceTransformerTrainer` (tasks/train/trainer.py): InfoNCE + hierarchical

@@ -9,7 +9,7 @@ step, so every kind gets the same number of steps whatever its size):
 - `contrastive` — anchor, positive, negative: the triples without an intermediate, InfoNCE only;
   (both triple datasets carry `mined_negative_1..k` after their own columns when mined negatives are in use:
   InfoNCE reads the generated s⁻, the mined ones or both, `losses.negatives`);
-- `pairs` — sentence1, sentence2, score: stage-3 labels, `CosineSimilarityLoss` (L2 on the cosine, seed 003) or
+- `pairs` — sentence1, sentence2, score: stage-3 labels, `CosineSimilarityLoss` (L2 on the cosine, Sun et al. 2022) or
   `CoSENTLoss` (ranking; `losses.regression_loss`);
 - `simcse` — anchor, anchor: the unsupervised SimCSE baseline (dropout makes the two views differ).
 

@@ -1,5 +1,5 @@
 """Training curves as images: loss per step, STS-B dev Spearman per evaluation, and the RFD view (alignment and
-uniformity on held-out training pairs vs on STS-B dev over training, seed 004 Fig. 3)."""
+uniformity on held-out training pairs vs on STS-B dev over training, NGCSE Fig. 3)."""
 
 from __future__ import annotations
 

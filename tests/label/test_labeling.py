@@ -703,8 +703,8 @@ def test_scoring_endpoint_without_prompt_logprobs_fails_before_any_shard(stage2,
 
 
 def test_eq3_selection_keeps_each_sentences_best_fitting_contexts():
-    """context_selection='score' (seed 003 Eq. 3): among a sentence's own candidates, the k with the highest S(s, c);
-    the label reads the union of the chosen sets. 'rank' keeps the stage-2 sets as they are."""
+    """context_selection='score' (Sun et al. 2022, Eq. 3): among a sentence's own candidates, the k with the highest
+    S(s, c); the label reads the union of the chosen sets. 'rank' keeps the stage-2 sets as they are."""
     from tasks.label.labeling import LabelSettings, select_contexts
 
     scores = np.array([[0.1, 0.9, 0.5, 0.3, 0.0, 0.2],
