@@ -59,13 +59,14 @@ class StageIO:
         """Returned path name → file or folder name in the stage folder."""
         return {self.names.get(file, Path(file).name.split(".")[0]): file for file in self.writes}
 
-    def check_written(self, stage: str, folder: Path) -> None:
+    def check_written(self, stage: str, folder: Path, optional: tuple[str, ...] = ()) -> None:
         """The committed tables against `writes`: a column written but not declared (or declared but not written) is
-        a stage that broke its contract — an error before its manifest commits anything."""
+        a stage that broke its contract — an error before its manifest commits anything. `optional`: declared tables
+        the stage may leave out (build-dataset's pairs, when no run labeled any)."""
         import pyarrow.parquet as pq
 
         for file, declared in self.writes.items():
-            if not declared or not file.endswith(".parquet"):
+            if not declared or not file.endswith(".parquet") or (file in optional and not (folder / file).exists()):
                 continue
             written = pq.read_schema(folder / file).names
             extra = [c for c in written if c not in declared]

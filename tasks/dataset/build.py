@@ -105,9 +105,14 @@ class Selection:
 
 
 def union_triples(runs: list[RunInput]) -> pa.Table:
-    """Every run's triples, oldest run first, a `run` column in front (older runs may lack newer columns: nulls)."""
+    """Every run's triples, oldest run first, a `run` column in front, in the columns IO declares: a run written by
+    older code may lack a column added since (nulls) or carry one dropped since (left out)."""
     tables = [r.triples.add_column(0, "run", pa.array([r.name] * r.triples.num_rows, pa.string())) for r in runs]
-    return pa.concat_tables(tables, promote_options="permissive")
+    union = pa.concat_tables(tables, promote_options="permissive")
+    for name, kind in zip(TRIPLES_SCHEMA.names, TRIPLES_SCHEMA.types):
+        if name not in union.column_names:
+            union = union.append_column(pa.field(name, kind), pa.nulls(union.num_rows, kind))
+    return union.select(list(IO.writes["triples.parquet"]))
 
 
 def select_triples(triples: pa.Table, settings: DatasetSettings, evals: EvalSentences) -> tuple[np.ndarray, list[dict], dict]:
@@ -268,6 +273,8 @@ def build_version(job: BuildJob, output_dir: str | Path) -> tuple[Path, dict, bo
                    "removed.parquet": write_parquet(partial / "removed.parquet", selection.removed)}
         if selection.pairs is not None:
             digests["pairs.parquet"] = write_parquet(partial / "pairs.parquet", selection.pairs)
+        # What it wrote is what its IO declares (the check run_stage makes for the other stages), or no version.
+        IO.check_written(STAGE, partial, optional=("pairs.parquet",))
         text = card(job, selection)
         for name, table in (("triples", selection.triples), ("pairs", selection.pairs)):
             if table is not None and table.num_rows:
