@@ -32,7 +32,7 @@ from tasks.core.stage import run_logger
 from tasks.dataset.settings import DatasetSettings
 from tasks.generate.settings import GenerateSettings
 from tasks.label.settings import LabelSettings
-from tasks.pipeline import dataset_runs, plan_pipeline, require_triples
+from tasks.pipeline import check_links, dataset_runs, plan_pipeline, require_triples
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.settings import PipelineTrainSettings
@@ -60,6 +60,7 @@ def sts_pipeline(
     data; None: on this run's own triples and pairs, undecontaminated.
     Returns each stage's output paths."""
     t0, started = time.perf_counter(), time.time()
+    check_links()  # each stage's declared reads written by a stage before it: else one error, before stage 1
     plan = plan_pipeline(generate, retrieve, label, train, seed)
     generated = generate_sts_triples(settings=plan.generate, llm=llm, output_dir=output_dir)
     require_triples(generated)

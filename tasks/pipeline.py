@@ -1,7 +1,8 @@
 """sts-pipeline's decisions between stages, so that flows/sts_pipeline.py only wires: each stage's settings as the run
 derives them from the others (one seed, stage 2 on stage 1's corpus, hard negatives mined from it, the pattern
 report on the backbone), the check that stage 1 left something for the rest, and the runs the train stage's dataset
-grows from. A layer above the stages (it reads their settings and contracts), below the flows."""
+grows from, and the links between the stages (each declared read written by a stage before it), checked before stage 1
+starts. A layer above the stages (it reads their settings and contracts), below the flows."""
 
 from __future__ import annotations
 
@@ -10,13 +11,41 @@ from pathlib import Path
 
 from tasks.core.config import ConfigError, with_seed
 from tasks.core.defaults import DEFAULT_ENCODER
+from tasks.core.stage import StageIO
 from tasks.core.store import read_manifest
+from tasks.dataset import build
 from tasks.dataset.sources import accumulated_runs
+from tasks.generate import stage as generate_stage
 from tasks.generate.settings import GenerateSettings
+from tasks.label import stage as label_stage
 from tasks.label.labeling import uses_contexts
 from tasks.label.settings import LabelSettings
+from tasks.report import stage as report_stage
+from tasks.retrieve import stage as retrieve_stage
 from tasks.retrieve.settings import RetrieveSettings
+from tasks.train import stage as train_stage
 from tasks.train.settings import TrainSettings
+
+# sts-pipeline's stages in the order it runs them (flows/sts_pipeline.py), each with its declared IO.
+PIPELINE_STAGES: tuple[tuple[str, StageIO], ...] = tuple(
+    (m.STAGE, m.IO) for m in (generate_stage, retrieve_stage, label_stage, report_stage, build, train_stage))
+
+
+def check_links(stages: tuple[tuple[str, StageIO], ...] | None = None) -> None:
+    """Every column a stage declares it reads from another stage's table (`IO.reads`) is written by a stage before
+    it in the pipeline's order (`IO.writes`), or one ConfigError naming the stage, the table and the columns — raised
+    before stage 1 starts: no LLM call made, nothing written. `stages`: (name, IO) in order; None: the pipeline's."""
+    written: dict[str, tuple[str, ...]] = {}
+    for stage, io in PIPELINE_STAGES if stages is None else stages:
+        for table, columns in io.reads.items():
+            missing = [c for c in columns if c not in written.get(table, ())]
+            if missing:
+                producer = table.split("/")[0]
+                why = (f"{producer} writes no such column" if table in written else
+                       f"no stage before {stage} writes {table}")
+                raise ConfigError(f"sts-pipeline: stage {stage} reads {table} column(s) {', '.join(missing)} ({why}); "
+                                  f"declare the column in {producer}'s IO.writes, or drop it from {stage}'s IO.reads.")
+        written |= {f"{stage}/{file}": columns for file, columns in io.writes.items()}
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,9 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
 
 def _pipeline(args: argparse.Namespace) -> int:
     from flows.sts_pipeline import sts_pipeline
+    from tasks.pipeline import check_links
 
+    check_links()  # the stages' links (the flow checks them too): a broken one fails before the local server starts
     settings = pipeline_settings(args)  # a refused flag fails before the local server starts
     return with_llm(args, lambda llm: sts_pipeline(**settings, llm=llm, seed=args.seed, output_dir=args.output_dir,
                                                    run=args.run))
