@@ -13,13 +13,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Callable
 
-from prefect import task
-from prefect.cache_policies import NO_CACHE
-
-from tasks.core.config import LLMSettings
 from tasks.generate.candidates import Chooser
 from tasks.generate.combined_verifier import VerifierModel, stage_signals
 from tasks.generate.roles import RoleCheck
@@ -27,7 +23,7 @@ from tasks.generate.settings import GenerateSettings, SamplingSettings, Validati
 from tasks.generate.validation import validate
 from tasks.generate.verification import JudgeTemplate, JudgeVerdict, judge_one, judge_rounds
 from tasks.llm.batch import BatchRunner
-from tasks.llm.client import CallResult, LLMClient, merge_stats
+from tasks.llm.client import CallResult, LLMClient
 from tasks.llm.prompting import SEED_BASES, PromptTemplate
 
 # Reasons that mean a call failed (after the client's retries), not that a generation was judged: the slot ends there
@@ -234,12 +230,12 @@ async def _calls(client: LLMClient, judge_client: LLMClient | None):
 Ticker = Callable[[int], None]  # told how many slots just finished (the stage's progress)
 
 
-def _no_tick(_: int) -> None:
+def no_tick(_: int) -> None:
     pass
 
 
 async def generate_slots(slots: list[Slot], plan: Plan, client: LLMClient, judge_client: LLMClient | None = None,
-                         on_done: Ticker = _no_tick) -> tuple[list[Generation], list[dict]]:
+                         on_done: Ticker = no_tick) -> tuple[list[Generation], list[dict]]:
     """Generate a batch of slots (one kind: one few-shot prefix). Returns (accepted generations, quarantine rows).
     Where the plan judges a kind, each rule-passing generation is verified (through `judge_client`, default:
     `client`) before it counts. `on_done(1)` as each slot ends, so progress moves within a batch."""
@@ -296,7 +292,7 @@ def next_slot(source: Source, kind: str, kinds: tuple[str, ...], texts: dict[str
 
 
 async def generate_chains(sources: list[Source], kinds: tuple[str, ...], plan: Plan, client: LLMClient,
-                          judge_client: LLMClient | None = None, on_done: Ticker = _no_tick
+                          judge_client: LLMClient | None = None, on_done: Ticker = no_tick
                           ) -> tuple[list[Generation], list[dict]]:
     """Every kind of each source, source by source: a source's next kind is requested as soon as its base is
     accepted, so the endpoint always has `max_concurrency` requests to serve (kind by kind, each kind's last requests
@@ -368,45 +364,3 @@ def generate_slots_batched(slots: list[Slot], kind: str, plan: Plan, runner: Bat
                 still_open.append(i)
         open_slots = still_open
     return [g for g in accepted if g is not None], [row for rows in rejected for row in rows]
-
-
-def with_judge_stats(stats: dict, client: LLMClient, judge_client: LLMClient) -> dict:
-    """A batch's LLM stats, the judge's own endpoint's counted in."""
-    return stats if judge_client is client else merge_stats(stats, asdict(judge_client.stats))
-
-
-@task(name="generate-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_batch(slots: list[Slot], kind: str, plan: Plan, llm: LLMSettings, on_done: Ticker = _no_tick
-                   ) -> tuple[list[dict], list[dict], dict]:
-    """One batch of one prompt kind (the few-shot prefix stays in the server's prompt cache); with `batch_api`,
-    its attempt rounds go through the Batch API (a Prefect retry re-attaches to the stored batch). With `judge`, the
-    verifier's calls go to `judge.settings.llm` (default: the generator's endpoint) and count in the stats.
-
-    No Prefect result cache: the LLM response cache already makes a retried or re-run batch free."""
-    judge_llm = plan.settings.verifier.llm if plan.verified_by_judge_endpoint(kind) else None
-    client = LLMClient(llm)
-    judge_client = LLMClient(judge_llm) if judge_llm else client
-    if plan.settings.batch_api:
-        poll_s = plan.settings.batch_poll_s
-        runner = BatchRunner(client, poll_s=poll_s)
-        judge_runner = BatchRunner(judge_client, poll_s=poll_s) if judge_client is not client else runner
-        accepted, rejected = generate_slots_batched(slots, kind, plan, runner, judge_runner)
-        on_done(len(slots))  # a Batch API round ends all its slots at once
-        stats = {**asdict(client.stats), **asdict(runner.stats)}
-    else:
-        accepted, rejected = asyncio.run(generate_slots(slots, plan, client, judge_client, on_done))
-        stats = asdict(client.stats)
-    return [asdict(g) for g in accepted], rejected, with_judge_stats(stats, client, judge_client)
-
-
-@task(name="generate-source-batch", cache_policy=NO_CACHE, retries=2, retry_delay_seconds=10)
-def generate_source_batch(sources: list[Source], kinds: tuple[str, ...], plan: Plan, llm: LLMSettings,
-                          on_done: Ticker = _no_tick) -> tuple[list[dict], list[dict], dict]:
-    """Every kind of a batch of sources, each source's kinds chained (`generate_chains`: a thin task around the
-    async function, with the endpoint's clients). Like `generate_batch`: no Prefect result cache (the LLM response cache
-    makes a retried batch free); the judge's calls count in the stats."""
-    judge_llm = plan.settings.verifier.llm if any(plan.verified_by_judge_endpoint(k) for k in kinds) else None
-    client = LLMClient(llm)
-    judge_client = LLMClient(judge_llm) if judge_llm else client
-    accepted, rejected = asyncio.run(generate_chains(sources, kinds, plan, client, judge_client, on_done))
-    return [asdict(g) for g in accepted], rejected, with_judge_stats(asdict(client.stats), client, judge_client)

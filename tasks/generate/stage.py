@@ -27,18 +27,10 @@ from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import fingerprint, read_manifest, sha256_path
 from tasks.corpus.sentences import Corpus, load_corpus
 from tasks.generate.anchors import sample_anchors
+from tasks.generate.batches import generate_batch, generate_source_batch
 from tasks.generate.candidates import CHOICE_VERSION, NEGATIVE_CHOICE, Chooser, pattern_targets
 from tasks.generate.combined_verifier import load_verifier_model
-from tasks.generate.generation import (
-    FAILED_CALL_REASONS,
-    Judge,
-    Plan,
-    Source,
-    generate_batch,
-    generate_source_batch,
-    kind_counts,
-    next_slot,
-)
+from tasks.generate.generation import FAILED_CALL_REASONS, Judge, Plan, Source, kind_counts, next_slot
 from tasks.generate.patterns import PatternSource, in_band, load_pattern_source, sample_examples
 from tasks.generate.roles import ROLE_TEMPLATE, RoleCheck, role_template
 from tasks.generate.settings import GenerateSettings, VerifierSettings

@@ -195,21 +195,17 @@ STAGE_MODULES = ("tasks.generate.stage", "tasks.retrieve.stage", "tasks.label.st
 
 def test_every_column_a_stage_reads_is_one_its_producer_declares_it_writes():
     """Each stage declares its inputs and outputs (`IO`: tables and columns); what a stage reads from another stage's
-    table must be among the columns that stage writes — the DAG's contracts agree with each other."""
+    table must be among the columns an earlier stage writes — the product checks it before sts-pipeline's stage 1
+    (tasks.pipeline.check_links), over every stage module."""
     import importlib
 
     from tasks.contracts import StageIO
+    from tasks.pipeline import PIPELINE_STAGES, check_links
 
-    modules = {m.STAGE: m for m in map(importlib.import_module, STAGE_MODULES)}
-    assert all(isinstance(m.IO, StageIO) for m in modules.values())
-    missing = []
-    for stage, module in modules.items():
-        for table, columns in module.IO.reads.items():
-            producer, file = table.split("/")
-            written = modules[producer].IO.writes.get(file)
-            if written is None or set(columns) - set(written):
-                missing.append(f"{stage} reads {table} {sorted(set(columns) - set(written or ()))}")
-    assert not missing, "\n".join(missing)
+    modules = list(map(importlib.import_module, STAGE_MODULES))
+    assert all(isinstance(m.IO, StageIO) for m in modules)
+    assert sorted((m.STAGE, m.IO) for m in modules) == sorted(PIPELINE_STAGES, key=lambda s: s[0])
+    check_links()
 
 
 def test_nothing_outside_tests_imports_tests():
@@ -231,3 +227,19 @@ def test_the_tests_import_check_sees_a_lazy_import(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from tests.conftest import PROJECT\n")
     assert "tests.conftest" in imported_modules(module)
+
+
+# A module fits in 400 lines (a reader holds it in mind; the corpus sources at 439 were three modules' worth). The
+# test modules and the benchmark over it today are left to their owners' splits; the list only shrinks.
+LINE_LIMIT = 400
+OVER_THE_LIMIT_TODAY = {"tests/label/test_labeling.py", "tests/train/test_training.py", "tests/retrieve/test_retrieval.py",
+                        "tests/dataset/test_build_dataset.py", "benchmarks/labeling.py"}
+
+
+def test_no_module_exceeds_400_lines():
+    over = [f"{path.relative_to(PROJECT)}: {lines} lines"
+            for top in ("tasks", "flows", "models", "prompts", "benchmarks", "tests")
+            for path in sorted((PROJECT / top).rglob("*.py"))
+            if (lines := len(path.read_text().splitlines())) > LINE_LIMIT
+            and path.relative_to(PROJECT).as_posix() not in OVER_THE_LIMIT_TODAY]
+    assert over == [], "split these modules:\n" + "\n".join(over)
