@@ -142,7 +142,7 @@ class VerifierSettings(Settings):
                         "positive (one more request per positive); off: not better than the judge on labeled data.")
     role_min_match: float = Field(0.6, ge=0, le=1, description="Role check: each anchor action's best match in the "
                                   "positive (mean cosine of subject, verb, object) must reach this.")
-    model: str | None = Field(None, description="A combined-verifier JSON (benchmarks/verifier_combined.py) whose "
+    model: str | None = Field(None, description="A combined-verifier JSON (`stsgen verifier fit`) whose "
                               "P(bad) from judge, cosine, facts and length rejects accepted generations; None: off.")
 
 

@@ -31,7 +31,7 @@ DEFAULT_VERSION = "v1"
 # Kinds whose current template is newer: the STS negative asks for a sentence that has nothing to do with the input,
 # as the STS pattern's low-score pairs are (v1 asked for a contradiction and got minimal edits, issue 24; v2 for
 # "something different" and stayed on topic: mean cosine to the anchor 0.53 against STS-B's 0.20, issue 34 —
-# benchmarks/negative_prompts.py, docs/benchmarks.md).
+# docs/results.md).
 CURRENT_VERSION: dict[tuple[str, str], str] = {("sts", "negative"): "v3"}
 
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=False, autoescape=False)
