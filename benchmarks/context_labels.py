@@ -14,7 +14,7 @@ from them:
 - the LLM rating (1.5B, plain prompt, probability-weighted, through the response cache) alone, mixed with the
   context label, and the control mixed with the TF-IDF cosine at the same weights;
 - `--teacher`: the teacher's cosine (all-mpnet-base-v2, `tasks/llm/teacher.py`) alone and as the rating's partner in
-  place of TF-IDF (word overlap ranks a deletion above a paraphrase: docs/labeling.md, "After intermediates from the
+  place of TF-IDF (word overlap ranks a deletion above a paraphrase: docs/results.md, "After intermediates from the
   anchor").
 
     .venv/bin/python -m benchmarks.context_labels --sample A --passes six-right,six-left,default-right

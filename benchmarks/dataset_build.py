@@ -1,4 +1,4 @@
-"""build-dataset measured (issue 25); results in docs/benchmarks.md, reading verdicts in dataset_build.verdicts.md.
+"""build-dataset measured (issue 25); results in docs/results.md, reading verdicts in dataset_build.verdicts.md.
 
     # the default corpus against STS-B dev + test: how many of its sentences the decontamination would flag
     .venv/bin/python -m benchmarks.dataset_build contamination [--out data/annotations/corpus_eval_matches.csv]

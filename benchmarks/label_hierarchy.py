@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tasks.label.label_quality import LABEL_COLUMNS, hierarchy_holds  # noqa: E402
 from tasks.label.labeling import LabelSettings, context_label_01, final_label  # noqa: E402
 
-# rating / TF-IDF / context weights of the mixes compared on STS-B dev (docs/labeling.md, issue 32); the default
+# rating / TF-IDF / context weights of the mixes compared on STS-B dev (docs/results.md, issue 32); the default
 # label (0.6 / 0.2 / 0.2 since 2026-12-04) is the run's own `label` column
 MIXES = {"0.7·rating/5 + 0.3·TF-IDF (the default until 2026-12-04)": (0.7, 0.3, 0.0),
          "0.7·rating/5 + 0.3·context": (0.7, 0.0, 0.3), "0.6·rating/5 + 0.3·TF-IDF + 0.1·context": (0.6, 0.3, 0.1),
@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--similarity", default="contrast", help="label.similarity of the run (maps the context "
                         "label onto 0–1 for the mixes)")
     parser.add_argument("--teacher", action="store_true", help="also the teacher's cosine (all-mpnet-base-v2) alone "
-                        "and as the rating's partner, 0.5·rating/5 + 0.5·teacher (docs/labeling.md)")
+                        "and as the rating's partner, 0.5·rating/5 + 0.5·teacher (docs/results.md)")
     args = parser.parse_args()
     pairs = pd.read_parquet(args.pairs)
     if args.teacher:

@@ -3,7 +3,7 @@
 A single-layer BiLSTM (hidden 300) encodes each text (the concatenated last states of both directions); the
 encodings of [c<, s, c>] are concatenated and a sigmoid layer scores coherence.
 
-One deliberate extension, documented in docs/retrieval.md: the concatenation also holds the element-wise products
+One deliberate extension, documented in docs/results.md: the concatenation also holds the element-wise products
 c<⊙s and s⊙c>. With the plain concatenation a linear sigmoid layer scores h·[h<, hs, h>] = a(c) + b(s), so for a
 fixed sentence the ranking of contexts would not depend on the sentence at all. The products keep the model a single
 sigmoid layer over cached encodings (ranking N candidates is two matrix-vector products) while letting the score

@@ -6,7 +6,7 @@ Why not transformers here: on CPUs the quantized GGUF kernels of llama.cpp read 
 float32 model transformers builds from the same file, and a group's prefix is evaluated once: each continuation
 rolls the key/value cache back to the prefix (`n_tokens`, which `Llama.eval` truncates the cache to) instead of
 copying it per row. Prompt-token logits come from `logits_all=True`; their log-softmax is taken in numpy.
-Measured side by side with the transformers float32 scorer in benchmarks/scorer.py (docs/labeling.md).
+Measured side by side with the transformers float32 scorer in benchmarks/scorer.py (docs/results.md).
 """
 
 from __future__ import annotations

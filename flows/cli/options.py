@@ -136,7 +136,7 @@ def add_labeler_arguments(p: argparse.ArgumentParser, lm_flag: str) -> None:
     from tasks.label.settings import LabelSettings
 
     p.add_argument("--label-method", choices=choices_of(LabelSettings, "method"), default=None,
-                   help="stage-3 labeler (default: the LabelSettings default, docs/labeling.md)")
+                   help="stage-3 labeler (default: the LabelSettings default, docs/results.md)")
     p.add_argument("--similarity", choices=choices_of(LabelSettings, "similarity"), default=None,
                    help="how two sentences' context-score rows become a label")
     p.add_argument("--lm-dtype", dest="lm_dtype", choices=choices_of(LabelSettings, "dtype"), default=None,

@@ -54,7 +54,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retrieve", help="run retrieve-contexts once (stage 2)")
     p.add_argument("--sentences", default=latest_output("generate-sts-triples", "triples.parquet"))
     p.add_argument("--corpus", action="append", default=None,
-                   help="corpus source (repeatable): 'default' (the packaged sources, docs/corpus.md), a source name, "
+                   help="corpus source (repeatable): 'default' (the packaged sources, docs/guides/corpus.md), a source name, "
                    "names joined by '+', or a path; default: 'default'")
     p.add_argument("--document-split", choices=choices_of(CorpusSettings, "document_split"), default=None,
                    help="how the --corpus paths split into documents (CorpusSettings.document_split)")

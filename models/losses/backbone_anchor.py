@@ -1,7 +1,7 @@
 """Backbone anchoring: the student's embedding of every sentence in the batch kept near the embedding the frozen
 backbone it started from gives the same sentence — 1 − cos(student(x), backbone(x)), the mean over the batch's text
 columns. Learning without forgetting (Li & Hoiem, 2016) in embedding space: a few hundred generated examples move an
-already-trained encoder toward STS-B and away from other domains (SICK trial, docs/benchmarks.md issue 33); this term
+already-trained encoder toward STS-B and away from other domains (SICK trial, docs/results.md issue 33); this term
 lets the task losses reorder the space only as far as they pay for the drift.
 
 Why not sentence-transformers' `EmbedDistillLoss`: it reads pre-computed teacher embeddings from the dataset's label

@@ -157,7 +157,7 @@ class LLMSettings(Settings):
 class CorpusSettings(Settings):
     """Which sentences to use as source sentences."""
 
-    source: str = Field("default", description="'default' (every packaged source, docs/corpus.md), a source name, "
+    source: str = Field("default", description="'default' (every packaged source, docs/guides/corpus.md), a source name, "
                         "names joined by '+', or a path (file, folder, zip).")
     text_field: str = Field("text", description="Column/key holding text in Parquet/JSONL inputs.")
     document_split: Literal["file", "blank_lines"] = Field(

@@ -80,7 +80,7 @@ def autocast_precision(device: torch.device) -> str:
 
 def native_bf16(device: torch.device) -> bool:
     """bf16 matrix products run natively here: a CUDA GPU with bf16 (not emulated), or a CPU with AVX-512-BF16 or
-    AMX. Elsewhere torch emulates them, several times slower than float32 (docs/labeling.md)."""
+    AMX. Elsewhere torch emulates them, several times slower than float32 (docs/results.md)."""
     import torch
 
     if device.type == "cuda":
@@ -106,7 +106,7 @@ def cpu_has_native_bf16() -> bool:
 
 def resolve_lm_dtype(setting: str, device: torch.device | None) -> str:
     """The labeler LM's dtype for a `dtype` setting: 'auto' is bfloat16 where it is native (1.8× the float32
-    scoring speed on an AVX-512-BF16 CPU, labels' Spearman 0.99 with float32: docs/benchmarks.md), float32 elsewhere
+    scoring speed on an AVX-512-BF16 CPU, labels' Spearman 0.99 with float32: docs/results.md), float32 elsewhere
     and for scorers that are not torch (device None: llama.cpp, a served LM)."""
     if setting != "auto":
         return setting
@@ -115,7 +115,7 @@ def resolve_lm_dtype(setting: str, device: torch.device | None) -> str:
 
 def resolve_train_precision(setting: str, device: torch.device) -> str:
     """The surrogate training's precision for a `precision` setting: 'auto' is bfloat16 autocast where bf16 is native
-    (2.0× the float32 training step of all-MiniLM-L6-v2 on an AVX-512-BF16 CPU: docs/benchmarks.md), float32
+    (2.0× the float32 training step of all-MiniLM-L6-v2 on an AVX-512-BF16 CPU: docs/results.md), float32
     elsewhere (emulated bf16 is slower than float32)."""
     return resolve_lm_dtype(setting, device)  # the labeler's rule: one test of native bf16 for both
 

@@ -1,5 +1,5 @@
 """The cleaning rules of the named corpus sources: one function per rule or source, text in, text out, each found by
-reading a sample of a source's sentences (the registry's `cleaning` text says which source applies which; docs/corpus.md
+reading a sample of a source's sentences (the registry's `cleaning` text says which source applies which; docs/guides/corpus.md
 has the per-source table). Part of the sentence cache's key (tasks/corpus/sentences.py): a changed rule re-splits."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Named corpus sources: running text that ships inside pinned registry packages, read in place from the archive
 (tasks/corpus/readers.py), each with its cleaning written down here (tasks/corpus/cleaning.py has the rules,
-docs/corpus.md the per-source table). The pins (version, file, sha256) are data: tasks/corpus/pins.toml.
+docs/guides/corpus.md the per-source table). The pins (version, file, sha256) are data: tasks/corpus/pins.toml.
 
 The default corpus (`CorpusSettings.source = "default"`) is every source in `DEFAULT_SOURCES`, in that order; one
 source alone is `source = "<name>"` (`gensim`: the old default, gensim's test data, installed with gensim). Each

@@ -9,7 +9,7 @@ from tasks.core.defaults import DEFAULT_ENCODER
 
 
 class DatasetSettings(Settings):
-    """Thresholds were chosen by reading flagged pairs (benchmarks/dataset_build.py, docs/benchmarks.md)."""
+    """Thresholds were chosen by reading flagged pairs (benchmarks/dataset_build.py, docs/results.md)."""
 
     # Near-duplicate text: MinHash (datasketch) over character shingles of the normalized anchor — an estimate of
     # Jaccard similarity that finds candidates without comparing every pair (LSH), verified by the exact Jaccard.

@@ -6,7 +6,7 @@ so stage 1 asks more of it. Each candidate gets the first reason that applies (c
 when it passes; the counts per reason go into stage 1's manifest (`counts.anchor_filter`). Every check is one
 vectorized pandas string operation over the whole candidate column — no Python loop over the corpus.
 
-Reasons (what a reading of 100 sampled anchors found, docs/corpus.md):
+Reasons (what a reading of 100 sampled anchors found, docs/guides/corpus.md):
 - `encoding`: replacement characters, control characters or mojibake (â€œ) — the text was damaged before it
   reached us;
 - `list_debris`: a bullet, enumerator, a run of separators (;, ·, –), a one-word label before a comma list

@@ -10,7 +10,7 @@
   the cosine nearest the pattern's (pairs scored below 1), or without a target the lowest; 'first' keeps the first
   (the NLI pattern, whose contradictions stay on topic).
 Choosing by the pattern's cosine is what makes a kind "follow its pattern" (issue 24): the highest cosine made
-intermediates closer to their anchor than STS-B's 1–4 pairs are (docs/benchmarks.md). For intermediates the cosine
+intermediates closer to their anchor than STS-B's 1–4 pairs are (docs/results.md). For intermediates the cosine
 alone prefers the candidate that changed most — a rewrite, which readers judged the commonest bad intermediate — so
 the added words come first (issue 34; 'pattern_cosine' is the rule before it).
 

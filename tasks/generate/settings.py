@@ -118,7 +118,7 @@ class VerifierSettings(Settings):
     threshold: float | None = Field(None, ge=0, le=1, description="P(pass) at or above which the judge accepts, "
                                     "every kind; None: the per-kind `thresholds`.")
     # Positive 0.63: where a logistic regression on hand-labeled generations puts P(bad) = 0.5; the intermediates'
-    # fit (0.67) cost slots without better readings, so they keep 0.5 (docs/benchmarks.md).
+    # fit (0.67) cost slots without better readings, so they keep 0.5 (docs/results.md).
     thresholds: dict[Literal["positive", "intermediate", "negative"], Annotated[float, Field(ge=0, le=1)]] = Field(
         {"positive": 0.63, "intermediate": 0.5, "negative": 0.5},
         description="P(pass) per kind at or above which the judge accepts (positive 0.63: fit on hand-labeled "

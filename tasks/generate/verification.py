@@ -8,7 +8,7 @@
 The question is a versioned template (prompts/templates/judge-<kind>.v<N>.j2, or `<template_dir>/judge-<kind>.j2`) with
 the placeholders {{ anchor }} and {{ candidate }}, and a `{# passes: yes|no #}` comment naming the answer that passes
 (default yes): a small judge answers "same meaning?" far better than "different meaning?", so the negative's question
-is asked that way round (docs/benchmarks.md, verifier). The judge answers at temperature 0 with one token; its
+is asked that way round (docs/results.md, verifier). The judge answers at temperature 0 with one token; its
 verdict is P(pass), the passing answer's share of the yes / no mass among the answer token's top log-probs, so a
 threshold can trade precision for recall; an endpoint without log-probs gives 0 or 1 from the answer text. An answer
 that is neither yes nor no is asked again (new seed, some temperature) up to `attempts` times, then quarantined as
@@ -38,7 +38,7 @@ from tasks.llm.client import ALLOWED_ANSWERS, CallResult
 
 JUDGE_VERSION = "v1"
 # Kinds whose built-in question is newer: the positive's v2 asks whether everything the anchor says is also said by
-# the positive (recall of bad positives 0.03 → 0.66 on 70 labeled ones; docs/benchmarks.md, issue 24).
+# the positive (recall of bad positives 0.03 → 0.66 on 70 labeled ones; docs/results.md, issue 24).
 JUDGE_VERSIONS = {"positive": "v2"}
 PLACEHOLDERS = ("anchor", "candidate")
 # The verifier's quarantine reasons (verifier_rejected: the combined verifier, tasks/generate/combined_verifier.py).

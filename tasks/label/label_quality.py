@@ -112,7 +112,7 @@ def plot_label_distribution(pairs: pd.DataFrame, path: Path) -> Path:
         ax.boxplot([pairs.loc[pairs["relation"] == r, "label"].to_numpy() for r in relations],
                    tick_labels=[f"{r.replace('-', '-' + chr(10))}\n(n={len(pairs[pairs['relation'] == r])})"
                                 for r in relations], showmeans=True)
-    ax.set_ylabel("label (label.method; docs/labeling.md)")
+    ax.set_ylabel("label (label.method; docs/results.md)")
     ax.set_title("Label distribution per relation")
     ax.tick_params(axis="x", labelsize=7)
     return save_figure(fig, path)

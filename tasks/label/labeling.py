@@ -5,7 +5,7 @@ S(s, c) = λ1·log p_disc(y=1 | c<, s, c>) + λ2·(1/|s|)·log p(s | c<) + λ3·
 
 - p_disc: the stage-2 coherence model (log-sigmoid of its logit: a frozen encoder's head, or the BiLSTM).
 - λ2, λ4: a causal LM reading c< s c> left to right. The paper's λ2 term conditions on c> too; a left-to-right model
-  cannot, so λ2 uses log p(s | c<) (docs/labeling.md). Both terms come from one pass per (s, c), with the c< prefix
+  cannot, so λ2 uses log p(s | c<) (docs/results.md). Both terms come from one pass per (s, c), with the c< prefix
   run once per context and its key/value cache shared by every sentence scored against it.
 - λ3: approximated by reading s, then c>, then c< (the prefix is s, shared by all contexts); off by default (λ3 = 0)
   because it costs a second pass for a reversed reading order the LM never saw in training.

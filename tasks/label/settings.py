@@ -59,12 +59,12 @@ class LabelSettings(Settings):
 
     method: LabelMethod = Field(
         "combined", description="'context' (context-vector labels, Sun et al. 2022), 'llm_rating' (the LLM's 0–5 "
-        "rating) or 'combined': the weighted mix of rating, TF-IDF, teacher and context label (docs/labeling.md).")
+        "rating) or 'combined': the weighted mix of rating, TF-IDF, teacher and context label (docs/results.md).")
     rating: RatingSettings = Field(RatingSettings(), description="The LLM rating's prompt and sampling.")
     # The mix 0.6 / 0.2 / 0.2 was best on STS-B dev with the encoder ranker and λ1 2, confirmed on a second sample
-    # (docs/labeling.md, "λ1 for the encoder head"); with the BiLSTM ranker 0.7 / 0.3 / 0.
+    # (docs/results.md, "λ1 for the encoder head"); with the BiLSTM ranker 0.7 / 0.3 / 0.
     rating_weight: float = Field(0.6, ge=0, le=1, description="Weight of the LLM rating in method='combined' (0.6 "
-                                 "with tfidf_weight 0.2: best on STS-B dev, docs/labeling.md).")
+                                 "with tfidf_weight 0.2: best on STS-B dev, docs/results.md).")
     tfidf_weight: float = Field(0.2, ge=0, le=1, description="Weight of the pair's TF-IDF cosine in "
                                 "method='combined'; the context label gets what the three weights leave.")
     teacher_weight: float = Field(0.0, ge=0, le=1, description="Weight of the encoder teacher's cosine in "
@@ -95,7 +95,7 @@ class LabelSettings(Settings):
     lambda_left: float = Field(0.0, description="λ3: (1/|c<|) log p(c< | s, c>), reversed-order approximation; off: "
                                "a causal LM reads c< before s.")
     lambda_right: float = Field(0.0, description="λ4: (1/|c>|) log p(c> | c<, s) from the causal LM; off: it lowered "
-                                "STS-B dev Spearman (docs/labeling.md).")
+                                "STS-B dev Spearman (docs/results.md).")
     lm: str = Field(DEFAULT_LM, description="The scoring causal LM (registered name, .gguf file or transformers "
                     "folder), or with lm_endpoint its tokenizer; a small one scores fast on a CPU.")
     lm_endpoint: ScoringEndpoint | None = Field(None, description="Score (s, c) at this endpoint instead of "
@@ -184,7 +184,7 @@ def ranker_note(settings: LabelSettings, coherence_manifest: dict) -> str | None
         return None
     return (f"{' and '.join(off)} were chosen with the frozen-encoder ranker, but the coherence model scoring λ1 is "
             "a BiLSTM; its measured settings are label.lambda_disc = 0.25, label.rating_weight = 0.7, "
-            "label.tfidf_weight = 0.3 (docs/labeling.md)")
+            "label.tfidf_weight = 0.3 (docs/results.md)")
 
 
 def is_endpoint(source: str) -> bool:

@@ -1,5 +1,5 @@
 """llama.cpp, compiled once at setup from the sdist of the llama-cpp-python version installed (pyproject pins it): llama.cpp's own
-`llama-server` (the embedded stage-1 server: its slots keep their rate with requests in flight, docs/benchmarks.md)
+`llama-server` (the embedded stage-1 server: its slots keep their rate with requests in flight, docs/results.md)
 and the shared libraries llama-cpp-python loads (installed with its own compile switched off), so that a fresh
 machine compiles llama.cpp once, not twice.
 

@@ -37,7 +37,7 @@ class SelectionSettings(Settings):
         "neighbours: self-retrieval).")
     screen_weight: float = Field(
         1.0, ge=0, description="Ranking = z(coherence) + screen_weight·z(screening score); 0: coherence alone, as in "
-        "the paper (docs/retrieval.md: why the default mixes).")
+        "the paper (docs/results.md: why the default mixes).")
 
 
 class CoherenceSettings(Settings):
@@ -46,7 +46,7 @@ class CoherenceSettings(Settings):
 
     NOT_IN_KEY: ClassVar[frozenset[str]] = frozenset({"device"})  # where it trains, not what (tasks.core.stage)
     # Training windows when `max_train_contexts` is left unset, per ranker (benchmarks/coherence.py,
-    # docs/retrieval.md): the BiLSTM's 60k reach the paper's larger model's held-out AUC at a third of its time; a
+    # docs/results.md): the BiLSTM's 60k reach the paper's larger model's held-out AUC at a third of its time; a
     # frozen encoder's head has three weights, which 10k fit as well as 60k in a sixth of the encoding.
     DEFAULT_TRAIN_CONTEXTS: ClassVar[dict[str, int]] = {"bilstm": 60_000, "encoder": 10_000}
 

@@ -1,7 +1,7 @@
 """WiSE-FT: the fine-tuned weights interpolated with the backbone's, θ = (1 − α)·θ₀ + α·θ_ft.
 
 Fine-tuning an already-trained encoder on a few hundred generated examples moves STS-B dev up a little and costs it on
-other domains (SICK, STS12: docs/benchmarks.md, issue 33); averaging the weights with the starting point keeps much of
+other domains (SICK, STS12: docs/results.md, issue 33); averaging the weights with the starting point keeps much of
 the in-domain gain while losing less elsewhere (Wortsman et al., CVPR 2022). α = 1 is plain fine-tuning, α = 0 the
 backbone. Neither sentence-transformers nor peft interpolates full weights (peft's weighted adapters are LoRA-only),
 and a state-dict lerp is a few lines, so it lives here.

@@ -36,7 +36,7 @@ def test_every_field_has_a_description():
 
 def test_descriptions_are_one_line_without_history():
     """A description says what the field does and why its default in one line; measurement history (issues,
-    dates, runs) belongs in docs/benchmarks.md."""
+    dates, runs) belongs in docs/results.md."""
     history = re.compile(r"\bissue \d+|\b20\d\d-\d\d-\d\d\b|\bsample [AB]\b", re.IGNORECASE)
     rows = [line for line in DOC.read_text().splitlines() if line.startswith("| `")]
     assert rows and not [r for r in rows if history.search(r)]

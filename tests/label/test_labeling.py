@@ -755,7 +755,7 @@ def test_label_weights_are_checked_and_a_zero_weight_part_is_left_out():
     with_teacher = key_fields(LabelSettings(rating_weight=0.5, tfidf_weight=0.0, teacher_weight=0.5, teacher="/x/t"))
     assert with_teacher["teacher_weight"] == 0.5 and "teacher" not in with_teacher
     default = LabelSettings()
-    # the context label mixed in at 0.2 with λ1 2 (chosen on STS-B dev A with the encoder ranker; docs/labeling.md)
+    # the context label mixed in at 0.2 with λ1 2 (chosen on STS-B dev A with the encoder ranker; docs/results.md)
     assert default.context_weight == pytest.approx(0.2) and default.lambda_disc == 2.0
     label = final_label(np.array([0.5, 0.9]), np.array([2.5, 5.0]), default, np.array([0.0, 1.0]))
     assert label.tolist() == pytest.approx([0.6 * 0.5 + 0.2 * 0.5, 0.6 + 0.2 + 0.2 * 0.9])

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 MODEL = "smollm2-135m-instruct"
 # Mean |served − in-process| per (s, c) of λ2 (a mean token log-prob, nats). llama.cpp multiplies the Q4_1 weights
 # with activations quantized to 8 bits and sums in another order, transformers with the dequantized float32
-# weights: measured 0.02 mean / 0.09 max on these units (tests/label/test_served_scorer.py, docs/benchmarks.md). The
+# weights: measured 0.02 mean / 0.09 max on these units (tests/label/test_served_scorer.py, docs/results.md). The
 # bounds leave ~2× room; a misaligned token (an off-by-one in the echo) moves a row by ~1–3 nats.
 MEAN_TOL, MAX_TOL = 0.05, 0.25
 LABEL_TOL = 0.2
@@ -24,7 +24,7 @@ LABEL_TOL = 0.2
 
 def topic_units(n_units: int, n_sentences: int, n_contexts: int):
     """Units of topical sentences, each scored on the same contexts (pairs of consecutive topic sentences). Small:
-    llama-cpp-python's echo spends ~80 ms per prompt token sorting the vocabulary (docs/benchmarks.md)."""
+    llama-cpp-python's echo spends ~80 ms per prompt token sorting the vocabulary (docs/results.md)."""
     from tasks.label.pair_units import Unit
 
     texts = [s for sentences in TOPICS.values() for s in sentences]
