@@ -1,11 +1,15 @@
 """What the data is worth (issue 33): backbone × training data × anchors, 3 seeds each, one harness.
 
 NGCSE's headline experiment (its Table 1: unsupervised SimCSE vs pattern-simulated triples on the same
-backbone) at this machine's scale. Every row trains the same backbone with the same budget (steps, batch, learning
-rate, evaluation every steps/4 on the full STS-B dev, best-on-dev weights with the untrained backbone as step 0)
-on data built from the same anchors — the anchors of the generated runs' complete triples, the first N of them:
+backbone) at this machine's scale. Every row trains the same backbone under the same budget rule (steps, batch,
+learning rate, evaluation every steps/4 on the full STS-B dev; a fixed `--steps`/`--lr`, or with `--search-budget`
+each row's own searched on dev the same way for every row) on data built from the same anchors — the anchors of the
+generated runs' complete triples, the first N of them. A trained row keeps its best *trained* checkpoint on dev
+(step > 0): the untrained backbone is the table's `backbone` row, never a candidate, so a row can land under it
+(benchmarks/data_value_selection.py says what chooses and on what):
 
 - `simcse`: unsupervised SimCSE, each anchor against itself under another dropout mask (NGCSE's baseline);
+- `simcse-paper`: the same at SimCSE's paper setting (lr 3e-5, batch 64, one epoch of the anchors), never searched;
 - `neighbours`: the anchor's next sentence in its corpus document as the positive (the previous one for a
   document's last sentence), a sentence of another document as the negative: what the corpus alone gives;
 - `triples`: stsgen's triples, InfoNCE (s⁻ as hard negative) + hierarchical triplet (the train stage's default);
@@ -18,11 +22,15 @@ on data built from the same anchors — the anchors of the generated runs' compl
   teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
   everything else the same (TrainSettings.label_source).
 
-STS-B dev chooses (the table's first columns); SICK trial and the STS12 train pairs (../shared/data, read in place)
-and STS-B test are computed once, after every row has trained, and printed last. Never choose on them.
+STS-B dev chooses (checkpoints and budgets); SICK trial (../shared/data, read in place) confirms; STS-B test is
+evaluated once, on each row's chosen weights. STS12 train is the generator's few-shot pattern pool: the column
+`sts12_train_pattern_pool` — a pattern pool, not a judgement — is in no choice and no mean. The one mean is that of
+STS-B dev and SICK trial. The per-seed rows (`--table-out`) record each row's steps, lr and budget search.
 
     .venv/bin/python -m benchmarks.data_value --runs data/outputs/data-value/r1 --sizes 100 --seeds 13,14,15 \
         --data simcse,neighbours,triples --backbone encoder --steps 100
+    .venv/bin/python -m benchmarks.data_value --runs … --sizes 400 --data simcse,simcse-paper,triples \
+        --backbone bellm --search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4
 
 The runs' triples are copied to benchmarks/data/data_value_triples.parquet (`--save-triples`) so the table can be
 re-run without regenerating: `--runs benchmarks/data/data_value_triples.parquet`.
@@ -31,10 +39,8 @@ re-run without regenerating: `--runs benchmarks/data/data_value_triples.parquet`
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -45,21 +51,39 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
-from scipy import stats  # noqa: E402
 
+from benchmarks.data_value_report import report  # noqa: E402
+from benchmarks.data_value_selection import (  # noqa: E402
+    COLUMNS,
+    DEV,
+    PAPER_SIMCSE,
+    POOL,
+    SICK,
+    TEST,
+    against_backbone,
+    backbone_row,
+    budget_of,
+    held_scores,
+    ladder,
+    paper_steps,
+    scores_of,
+    search_budget,
+    search_record,
+    train_candidate,
+    with_mean,
+)
 from tasks.core.device import autocast_precision, resolve_device, resolve_train_precision  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
-from tasks.core.sts_evaluation import evaluate_frame  # noqa: E402
 from tasks.train import baselines  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.train.label_sources import regression_targets  # noqa: E402
-from tasks.train.trainer import train  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
 from tasks.train.weight_interpolation import backbone_snapshot, interpolate_state  # noqa: E402
 
 TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "intermediate", "negative"]
 SENTENCE_COLUMNS = TRIPLE_COLUMNS[3:]
-LOSSES = {"simcse": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
+SIMCSE = ("simcse", "simcse-paper")
+LOSSES = {"simcse": LossSettings(simcse=True), "simcse-paper": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
           "triples": LossSettings(), "nli": LossSettings(), "hardneg": LossSettings(negatives="both")}
 
 
@@ -80,7 +104,7 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
     parts = kind.split("+")
     sources = [p for p in parts if p.startswith("pairs:")]
     bases = [p for p in parts if not p.startswith("pairs:")]
-    if len(sources) > 1 or len(bases) > 1 or (bases and bases[0] not in LOSSES) or (sources and bases == ["simcse"]):
+    if len(sources) > 1 or len(bases) > 1 or (bases and bases[0] not in LOSSES) or (sources and bases[0] in SIMCSE):
         raise SystemExit(f"--data {kind}: one of {', '.join(LOSSES)} and/or one pairs:SOURCE (SimCSE takes no pairs)")
     base, source = (bases or [None])[0], (sources or [""])[0]
     if not source:
@@ -101,7 +125,7 @@ def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences
         return baselines.with_extra_negative(triples[SENTENCE_COLUMNS], nli)
     if kind == "neighbours":
         return baselines.neighbour_rows(triples, sentences, seed)
-    if kind == "simcse":
+    if kind in SIMCSE:
         return baselines.simcse_rows(triples)
     return triples[SENTENCE_COLUMNS]
 
@@ -114,20 +138,11 @@ def pairs_of(triples: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
 
 
 def held_out_sets() -> dict[str, pd.DataFrame]:
-    """SICK trial and the STS12 train pairs (read in place), STS-B test: reported once, never chosen on."""
+    """SICK trial (confirms), STS-B test (reported once) and STS12 train (the generator's pattern pool, reported as
+    `sts12_train_pattern_pool`, in no choice and no mean), SICK and STS12 read in place: never chosen on."""
     from benchmarks.held_out import held_out_pairs
 
-    return {"SICK trial": held_out_pairs("sick-trial"), "STS12 train": held_out_pairs("sts12-train"),
-            "STS-B test": read_stsb("test")}
-
-
-def t_interval(values: list[float]) -> tuple[float, float]:
-    """95 % t-interval of the mean over seeds."""
-    v = np.asarray(values, float)
-    if len(v) < 2:
-        return float("nan"), float("nan")
-    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
-    return v.mean() - half, v.mean() + half
+    return {SICK: held_out_pairs("sick-trial"), TEST: read_stsb("test"), POOL: held_out_pairs("sts12-train")}
 
 
 def main() -> None:
@@ -143,9 +158,15 @@ def main() -> None:
     ap.add_argument("--simcse-dropout", type=float, default=0.1, help="dropout given to a backbone that has none, "
                     "for the SimCSE rows only (tasks/train/baselines.ensure_dropout)")
     ap.add_argument("--table-out", default=None, help="also write the per-seed rows here (CSV)")
-    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=100, help="every row's steps; with --search-budget, the first rung "
+                    "of the steps ladder (doubled while dev improves)")
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--lr", type=float, default=3e-5, help="every row's learning rate (without --search-budget)")
+    ap.add_argument("--search-budget", action="store_true", help="each row's (steps, lr) searched on STS-B dev: per "
+                    "lr of --search-lrs, --steps doubled while the mean dev over seeds improves, up to "
+                    "--search-max-steps; the same search for every row (simcse-paper aside)")
+    ap.add_argument("--search-lrs", default="1e-5,3e-5,1e-4", help="the search's learning rates")
+    ap.add_argument("--search-max-steps", type=int, default=1600, help="the steps ladder's top")
     ap.add_argument("--precision", default=None, choices=("auto", "float32", "bfloat16"),
                     help="the training's forward passes (TrainSettings.precision); by default as every row recorded "
                     "before the setting existed: float32 on the CPU, bf16 on a GPU with it")
@@ -193,8 +214,8 @@ def main() -> None:
         sentences = load_corpus(CorpusSettings()).sentences
     recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
     if args.backbone_anchor:
-        recipes = {kind if base == "simcse" else f"{kind} anchor{args.backbone_anchor:g}":
-                   (base, losses if base == "simcse" else losses.model_copy(
+        recipes = {kind if base in SIMCSE else f"{kind} anchor{args.backbone_anchor:g}":
+                   (base, losses if base in SIMCSE else losses.model_copy(
                        update={"backbone_anchor": args.backbone_anchor}), source)
                    for kind, (base, losses, source) in recipes.items()}
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
@@ -209,104 +230,76 @@ def main() -> None:
                          eval_every=max(args.steps // 4, 1), heldout_fraction=0.0, device=args.device,
                          precision=resolve_train_precision(args.precision, device) if args.precision
                          else autocast_precision(device))
-    print(f"{len(triples)} anchors with a complete triple; {args.steps} steps × batch {args.batch_size}, lr {args.lr}, "
-          f"{base.precision}, every {base.eval_every} steps on STS-B dev ({len(dev)} pairs), best-on-dev "
-          "(step 0 = backbone)")
-
-    def encoder_of(model):
-        return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)
+    steps = ladder(args.steps, args.search_max_steps) if args.search_budget else None
+    lrs = [float(lr) for lr in args.search_lrs.split(",")]
+    budget = (f"steps {', '.join(map(str, steps))} while dev improves × lr {', '.join(f'{lr:g}' for lr in lrs)}"
+              if steps else f"{args.steps} steps, lr {args.lr}")
+    print(f"{len(triples)} anchors with a complete triple; {budget}, batch {args.batch_size}, {base.precision}, "
+          f"every steps/4 on STS-B dev ({len(dev)} pairs), the best trained checkpoint on dev (step > 0)")
 
     t = time.perf_counter()
     untrained, info = load_sentence_transformer(backbone, device=str(device))
     print(f"backbone loaded in {time.perf_counter() - t:.0f} s on {device}"
           + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
-    model = untrained  # every row trains a fresh copy of these weights (loaded once: a GGUF dequantizes slowly)
     alphas = [float(a) for a in args.wise.split(",") if a]
     theta0 = backbone_snapshot(untrained) if alphas else {}
-    zero = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
-    zero |= {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}
-    print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero['STS-B dev']:.2f}")
-    print("\n| anchors | data | training rows | seed | STS-B dev | best step | train s |\n|---|---|---|---|---|---|---|")
-    rows = []
+    zero = scores_of(untrained, dev, held)  # the untrained backbone: its own row, never a trained row's candidate
+    rows = [backbone_row(zero)]
+
+    def write() -> None:  # after every row, so a run stopped by a time limit keeps what it measured
+        if args.table_out:
+            pd.DataFrame(rows, columns=COLUMNS).astype({c: "Int64" for c in ("seed", "batch_size", "best_step")}) \
+                .assign(backbone=info["source"], precision=base.precision).to_csv(args.table_out, index=False)
+
+    write()
+    print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero[DEV]:.2f}, SICK trial {zero[SICK]:.2f}")
+    print("\n| anchors | data | training rows | seed | steps | lr | STS-B dev | best step | train s |\n"
+          "|---|---|---|---|---|---|---|---|---|")
     for size in [int(s) for s in args.sizes.split(",")]:
         anchors = triples.iloc[:size]
         for kind, (triple_kind, losses, label_source) in recipes.items():
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
                 else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
-            for seed in [int(s) for s in args.seeds.split(",")]:
-                frame = training_frame(triple_kind, anchors, seed, sentences, nli)
-                data = TrainingData(frame.reset_index(drop=True), pairs, frame.iloc[:0])
-                # model_copy skips TrainSettings' validators on purpose: `hardneg` reads negatives "both" from the
-                # NLI run's column, not from mining, which the _mined_negatives_need_mining rule would demand.
-                settings = base.model_copy(update={"losses": losses, "seed": seed})
-                model = copy.deepcopy(untrained)
-                if triple_kind == "simcse":
-                    baselines.ensure_dropout(model, args.simcse_dropout)
-                t = time.perf_counter()
-                with tempfile.TemporaryDirectory() as work:
-                    state = train(model, data, dev, settings, Path(work))  # best-on-dev weights loaded
-                seconds = time.perf_counter() - t
-                scores = {"STS-B dev": state.best_dev}
-                scores |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
-                rows.append({"anchors": size, "data": kind, "seed": seed, "rows": len(frame) + len(data.pairs),
-                             "best_step": state.best_step, "train_s": seconds, **scores})
-                print(f"| {size} | {kind} | {len(frame) + len(data.pairs)} | {seed} | {state.best_dev:.2f} | {state.best_step} | "
-                      f"{seconds:.0f} |", flush=True)
-                tuned, plain = (backbone_snapshot(model) if alphas else {}), rows[-1]
-                for alpha in alphas:  # the same best-on-dev weights, averaged with the backbone's
-                    model.load_state_dict(interpolate_state(theta0, tuned, alpha))
-                    mixed = {"STS-B dev": evaluate_frame(encoder_of(model), dev)["spearman"]}
-                    mixed |= {name: evaluate_frame(encoder_of(model), f)["spearman"] for name, f in held.items()}
-                    rows.append({**plain, "data": f"{kind} wise{alpha:g}", **mixed})
-                    print(f"| {size} | {kind} wise{alpha:g} | | {seed} | {mixed['STS-B dev']:.2f} | | |", flush=True)
-                if args.table_out:  # after every row, so a run stopped by a time limit keeps what it measured
-                    pd.DataFrame(rows).assign(backbone=info["source"], steps=args.steps, lr=args.lr,
-                                              precision=base.precision).to_csv(args.table_out, index=False)
-    table = pd.DataFrame(rows)
-    print("\nmean ± sd over seeds, STS-B dev (the choice):")
-    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
-        print(f"  {size} anchors, {kind}: {g['STS-B dev'].mean():.2f} ± {g['STS-B dev'].std(ddof=1):.2f}")
+            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli)
+                      for seed in args.seeds.split(",")}
+            datas = {seed: TrainingData(f.reset_index(drop=True), pairs, f.iloc[:0]) for seed, f in frames.items()}
+            settings = base.model_copy(update={"losses": losses})
 
-    print("\nreported once, after the choice (SICK trial, STS12 train, STS-B test); 'mean3' = mean of STS-B dev, SICK "
-          "trial and STS12 train (the issue's target measure):")
-    sets = ["STS-B dev", "SICK trial", "STS12 train", "STS-B test"]
-    table["mean3"] = table[["STS-B dev", "SICK trial", "STS12 train"]].mean(axis=1)
-    print("| anchors | data | " + " | ".join(sets) + " | mean3 |\n|---|---|" + "---|" * (len(sets) + 1))
-    print("| — | backbone, untrained | " + " | ".join(f"{zero[s]:.2f}" for s in sets)
-          + f" | {np.mean([zero[s] for s in sets[:3]]):.2f} |")
-    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
-        print(f"| {size} | {kind} | " + " | ".join(f"{g[s].mean():.2f} ± {g[s].std(ddof=1):.2f}" for s in sets)
-              + f" | {g['mean3'].mean():.2f} |")
-    print("\n− the untrained backbone, paired by seed (95 % t-interval over seeds): STS-B dev | SICK trial:")
-    for (size, kind), g in table.groupby(["anchors", "data"], sort=False):
-        cells = []
-        for s in ("STS-B dev", "SICK trial"):
-            diff = (g[s] - zero[s]).tolist()
-            lo, hi = t_interval(diff)
-            cells.append(f"{np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")
-        print(f"  {size} anchors, {kind}: " + " | ".join(cells))
-    if {"simcse", "triples"} <= set(table["data"]):
-        print("\nstsgen triples − SimCSE, mean3, paired by seed (95 % t-interval over seeds):")
-        for size, g in table.groupby("anchors"):
-            a = g[g["data"] == "triples"].set_index("seed")["mean3"]
-            b = g[g["data"] == "simcse"].set_index("seed")["mean3"]
-            diff = (a - b).dropna().tolist()
-            lo, hi = t_interval(diff)
-            print(f"  {size} anchors: {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
-                  + ", ".join(f"{d:+.2f}" for d in diff) + ")")
-    for other, what in (("nli", "NLI-pattern triples"), ("hardneg", "triples + the NLI negative")):
-        if not {other, "triples"} <= set(table["data"]):
-            continue
-        print(f"\n{what} − STS-pattern triples on the same anchors, paired by seed (95 % t-interval):")
-        for size, g in table.groupby("anchors"):
-            cells = []
-            for s in ("STS-B dev", "SICK trial", "STS12 train", "mean3"):
-                a = g[g["data"] == other].set_index("seed")[s]
-                diff = (a - g[g["data"] == "triples"].set_index("seed")[s]).dropna().tolist()
-                lo, hi = t_interval(diff)
-                cells.append(f"{s} {np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")
-            print(f"  {size} anchors: " + "; ".join(cells))
-    print(f"\ntotal train s: {table['train_s'].sum():.0f}")
+            def run(n: int, lr: float, **update):
+                candidate = train_candidate(untrained, datas, dev, budget_of(n, settings, lr=lr, **update),
+                                            args.simcse_dropout if triple_kind in SIMCSE else None)
+                for seed, r in candidate.runs.items():
+                    print(f"| {size} | {kind} | {len(frames[seed]) + len(pairs)} | {seed} | {n} | {lr:g} | "
+                          f"{r.best_dev:.2f} | {r.best_step} | {r.seconds:.0f} |", flush=True)
+                return candidate
+
+            if triple_kind == "simcse-paper":  # one epoch at batch 64, lr 3e-5, no warm-up: never searched
+                n = paper_steps(len(next(iter(frames.values()))))
+                chosen = run(n, PAPER_SIMCSE["lr"], batch_size=PAPER_SIMCSE["batch_size"], warmup_steps=0)
+                tried, record = [chosen], "SimCSE's paper setting: 1 epoch, batch 64, lr 3e-5"
+            elif steps:
+                chosen, tried = search_budget(run, steps, lrs)
+                record = search_record(chosen, tried, steps)
+            else:
+                chosen = run(args.steps, args.lr)
+                tried, record = [chosen], search_record(chosen, [chosen], None)
+            for seed, r in chosen.runs.items():  # the chosen budget's weights: now, and only now, every set
+                scores = with_mean({DEV: r.best_dev} | held_scores(r.model, held))
+                plain = {"anchors": size, "data": kind, "seed": seed, "rows": len(frames[seed]) + len(pairs),
+                         "steps": chosen.steps, "lr": chosen.lr, "batch_size": chosen.batch_size,
+                         "best_step": r.best_step, "train_s": r.seconds,
+                         "search_train_s": sum(c.seconds for c in tried), "budget": record}
+                rows.append({**plain, **scores, **against_backbone(scores, zero)})
+                tuned = backbone_snapshot(r.model) if alphas else {}
+                for alpha in alphas:  # the same chosen weights, averaged with the backbone's
+                    r.model.load_state_dict(interpolate_state(theta0, tuned, alpha))
+                    mixed = scores_of(r.model, dev, held)
+                    rows.append({**plain, "data": f"{kind} wise{alpha:g}", "best_step": None, **mixed,
+                                 **against_backbone(mixed, zero)})
+                    print(f"| {size} | {kind} wise{alpha:g} | | {seed} | | | {mixed[DEV]:.2f} | | |", flush=True)
+                r.model = None
+                write()
+    report(pd.DataFrame(rows, columns=COLUMNS))
 
 
 if __name__ == "__main__":

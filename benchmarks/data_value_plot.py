@@ -1,8 +1,10 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
-backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone.
+backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone. STS12 train (the
+generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern pool, not a judgement.
 
 Reads per-seed rows (`data_value.py --table-out`: one or more CSVs per backbone, joined with `+`, e.g. the rows of a
-GPU call and of a later CPU run) and an untrained score per backbone:
+GPU call and of a later CPU run). The untrained score is the CSVs' `backbone` row; a CSV written before that row
+existed names it after `=`:
 
     .venv/bin/python -m benchmarks.data_value_plot --out docs/data_value_curves.png \
         benchmarks/results/data_value_minilm_cpu.csv=86.72 benchmarks/results/data_value_bellm_h200.csv=64.15
@@ -18,38 +20,58 @@ matplotlib.use("Agg")  # files only: no display on these machines
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
+
 
 def curves(rows: pd.DataFrame, untrained: float) -> dict[str, pd.DataFrame]:
     """data → (anchors, mean, sd, seeds) with the untrained backbone as the 0-anchor point of every line."""
     out = {}
-    for data, g in rows.groupby("data", sort=False):
+    for data, g in rows[rows["data"] != "backbone"].groupby("data", sort=False):
         stats = g.groupby("anchors")["STS-B dev"].agg(["mean", "std", "count"]).reset_index()
         zero = pd.DataFrame({"anchors": [0], "mean": [untrained], "std": [0.0], "count": [0]})
         out[data] = pd.concat([zero, stats], ignore_index=True).fillna({"std": 0.0})
     return out
 
 
+def untrained_of(rows: pd.DataFrame, given: str | None) -> float:
+    """The untrained backbone's STS-B dev: given after `=`, else the CSVs' `backbone` row."""
+    if given is not None:
+        return float(given)
+    backbone = rows[rows["data"] == "backbone"]
+    if backbone.empty:
+        raise SystemExit("a CSV without a `backbone` row (written before it existed) needs CSV=<untrained STS-B dev>")
+    return float(backbone["STS-B dev"].iloc[0])
+
+
+def budget_title(rows: pd.DataFrame) -> str:
+    """The trained rows' budget: one steps / lr for all, else each row's own (searched on dev)."""
+    trained = rows[rows["data"] != "backbone"]
+    if trained["steps"].nunique() == 1 and trained["lr"].nunique() == 1:
+        return f"{int(trained['steps'].iloc[0])} steps, lr {trained['lr'].iloc[0]:g}"
+    return "each row's budget (steps, lr) chosen on STS-B dev"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("tables", nargs="+", help="CSV[+CSV…]=untrained STS-B dev, one per backbone")
+    ap.add_argument("tables", nargs="+", help="CSV[+CSV…][=untrained STS-B dev], one per backbone")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
     fig, axes = plt.subplots(1, len(args.tables), figsize=(5 * len(args.tables), 3.8), squeeze=False)
     for ax, spec in zip(axes[0], args.tables):
-        path, untrained = spec.rsplit("=", 1)
+        path, _, given = spec.partition("=")
         rows = pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True)
-        for data, c in curves(rows, float(untrained)).items():
+        for data, c in curves(rows, untrained_of(rows, given or None)).items():
             ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, label=data)
             for _, r in c[c["count"] > 0].iterrows():
                 ax.annotate(f"n={int(r['count'])}", (r["anchors"], r["mean"]), fontsize=7, xytext=(3, -10),
                             textcoords="offset points")
-        ax.set_title(f"{rows['backbone'].iloc[0]}\n{int(rows['steps'].iloc[0])} steps, lr {rows['lr'].iloc[0]:g}",
-                     fontsize=9)
+        ax.set_title(f"{rows['backbone'].iloc[0]}\n{budget_title(rows)}", fontsize=9)
         ax.set_xlabel("anchors (0 = untrained backbone)")
         ax.set_ylabel("STS-B dev Spearman ×100 (mean ± sd over seeds)")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.tight_layout()
+    fig.text(0.5, 0.005, POOL_NOTE, ha="center", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 

@@ -174,20 +174,22 @@ def test_held_out_pairs_read_in_place():
 
 
 @pytest.mark.slow  # loads and evaluates all-MiniLM-L6-v2 three times, trains two rows 2 steps: ~2 min on 2 busy cores
+# (tests/benchmarks/test_data_value.py tests what the harness chooses on, with the trainer scripted: seconds)
 def test_data_value_trains_two_rows_on_committed_triples(few_stsb, tmp_path, monkeypatch, capsys):
     import benchmarks.data_value
+    from benchmarks.data_value_selection import POOL, SICK, TEST
     from tasks.core.sts_data import read_stsb
 
     few_stsb("data_value", 16)
     small = read_stsb("test").head(16)
-    monkeypatch.setattr(benchmarks.data_value, "held_out_sets",
-                        lambda: {"SICK trial": small, "STS12 train": small, "STS-B test": small})
+    monkeypatch.setattr(benchmarks.data_value, "held_out_sets", lambda: {SICK: small, TEST: small, POOL: small})
     table = tmp_path / "rows.csv"
     out = run(monkeypatch, capsys, "data_value", "--runs",
               PROJECT / "benchmarks" / "data" / "data_value_triples_mainjob.parquet", "--sizes", 4, "--seeds", 13,
               "--data", "simcse,triples", "--steps", 2, "--batch-size", 4, "--device", "cpu", "--table-out", table)
     rows = pd.read_csv(table)
-    assert set(rows["data"]) == {"simcse", "triples"} and (rows["anchors"] == 4).all()
+    assert list(rows["data"]) == ["backbone", "simcse", "triples"] and list(rows["anchors"]) == [0, 4, 4]
+    assert (rows["best_step"].iloc[1:] > 0).all() and rows[POOL].notna().all()  # trained rows: trained weights
     assert "STS-B test" in out
 
 

@@ -1,0 +1,70 @@
+"""The summary benchmarks/data_value.py prints after every row has trained: per-seed rows (the `backbone` row, step 0,
+among them) → means over seeds, the comparison to the backbone, and the paired differences between data variants.
+Every difference is on STS-B dev, SICK trial or their mean; STS12 train (the pattern pool) is printed as a column of
+its own and enters nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from benchmarks.data_value_selection import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST
+
+SETS = (DEV, SICK, MEAN, TEST, POOL)
+
+
+def t_interval(values: list[float]) -> tuple[float, float]:
+    """95 % t-interval of the mean over seeds."""
+    v = np.asarray(values, float)
+    if len(v) < 2:
+        return float("nan"), float("nan")
+    half = stats.t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v))
+    return v.mean() - half, v.mean() + half
+
+
+def paired(a: pd.Series, b: pd.Series) -> str:
+    """a − b paired by seed: mean [95 % t-interval] (seeds: …)."""
+    diff = (a - b).dropna().tolist()
+    lo, hi = t_interval(diff)
+    return f"{np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: " + ", ".join(f"{d:+.2f}" for d in diff) + ")"
+
+
+def report(table: pd.DataFrame) -> None:
+    backbone = table[table["data"] == "backbone"].iloc[0]
+    trained = table[table["data"] != "backbone"]
+    groups = trained.groupby(["anchors", "data"], sort=False)
+    print("\nmean ± sd over seeds, STS-B dev (the choice), with each row's budget:")
+    for (size, kind), g in groups:
+        last = int((g["best_step"] == g["steps"]).sum())  # still improving when the budget ran out
+        print(f"  {size} anchors, {kind}: {g[DEV].mean():.2f} ± {g[DEV].std(ddof=1):.2f} "
+              f"({int(g['steps'].iloc[0])} steps, lr {g['lr'].iloc[0]:g}, batch {int(g['batch_size'].iloc[0])}; "
+              f"{g['budget'].iloc[0]})" + (f"; best at the last step in {last} of {len(g)} seeds" if last else ""))
+    print(f"\nreported once, on each row's chosen weights: SICK trial (confirms), STS-B test; '{MEAN}' is the only "
+          f"mean. {POOL}: {POOL_NOTE}.")
+    print("| anchors | data | " + " | ".join(SETS) + " |\n|---|---|" + "---|" * len(SETS))
+    print("| — | backbone, untrained (step 0) | " + " | ".join(f"{backbone[s]:.2f}" for s in SETS) + " |")
+    for (size, kind), g in groups:
+        print(f"| {size} | {kind} | " + " | ".join(f"{g[s].mean():.2f} ± {g[s].std(ddof=1):.2f}" for s in SETS) + " |")
+    print("\n− the untrained backbone (its own row, never a trained row's candidate: a row can be under it), "
+          "95 % t-interval over seeds: STS-B dev | SICK trial | mean:")
+    for (size, kind), g in groups:
+        cells = []
+        for s in (DEV, SICK, MEAN):
+            diff = (g[s] - backbone[s]).tolist()
+            lo, hi = t_interval(diff)
+            cells.append(f"{np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}]")
+        print(f"  {size} anchors, {kind}: " + " | ".join(cells))
+    kinds = set(trained["data"])
+    for other, base, what in (("triples", "simcse", "stsgen triples − SimCSE"),
+                              ("triples", "simcse-paper", "stsgen triples − SimCSE at its paper setting"),
+                              ("nli", "triples", "NLI-pattern triples − STS-pattern triples"),
+                              ("hardneg", "triples", "triples + the NLI negative − STS-pattern triples")):
+        if not {other, base} <= kinds:
+            continue
+        print(f"\n{what}, paired by seed (95 % t-interval over seeds):")
+        for size, g in trained.groupby("anchors"):
+            a, b = (g[g["data"] == k].set_index("seed") for k in (other, base))
+            print(f"  {size} anchors: " + "; ".join(f"{s} {paired(a[s], b[s])}" for s in (MEAN, DEV, SICK)))
+    print(f"\ntotal train s: {trained['train_s'].sum():.0f} (chosen budgets); "
+          f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")

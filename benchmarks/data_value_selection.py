@@ -1,0 +1,202 @@
+"""What benchmarks/data_value.py chooses, and on what (issue 62): only STS-B dev chooses, only trained weights are a
+trained row's candidates, and a row's budget (steps, lr) is searched the same way for every data variant.
+
+- **Sets.** STS-B dev chooses (the checkpoint, the budget); SICK trial confirms; STS-B test is evaluated once, on
+  each row's final chosen weights. STS12 train (STS-B's 2012train rows: MSRpar, MSRvid, SMTeuroparl) is the
+  generator's few-shot pattern pool: reported as the column `sts12_train_pattern_pool` — a pattern pool, not a
+  judgement — and in no choice and no mean. The only mean is that of STS-B dev and SICK trial (`MEAN`).
+- **The backbone.** The untrained backbone is its own row (`backbone`, step 0), never a candidate of a trained row:
+  a trained row reports its best *trained* checkpoint on dev (step > 0), so a row can land under its backbone, and
+  the columns `… vs backbone` say by how much.
+- **The budget.** With `--search-budget`, for each learning rate of a small grid the steps double (100, 200, 400, …)
+  while the mean over seeds of STS-B dev improves; the best (steps, lr) on that mean is the row's. SimCSE's paper
+  setting (lr 3e-5, batch 64, one epoch) is a row of its own, `simcse-paper`, never searched.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from tasks.core.sts_evaluation import evaluate_frame
+from tasks.train import baselines
+from tasks.train.trainer import train
+
+DEV, SICK, TEST = "STS-B dev", "SICK trial", "STS-B test"
+POOL = "sts12_train_pattern_pool"  # the generator's few-shot pattern pool: reported, never chosen on, in no mean
+POOL_NOTE = "STS12 train: the generator's pattern pool, not a judgement (in no choice and no mean)"
+MEAN = "mean STS-B dev + SICK trial"
+MEAN_OF = (DEV, SICK)
+REPORTED = (DEV, SICK, TEST, POOL)
+VS_BACKBONE = {DEV: f"{DEV} vs backbone", SICK: f"{SICK} vs backbone", MEAN: f"{MEAN} vs backbone"}
+PAPER_SIMCSE = {"lr": 3e-5, "batch_size": 64}  # unsupervised SimCSE (Gao et al., 2021): 1 epoch, best on STS-B dev
+
+
+def encoder_of(model) -> Callable[[list[str]], np.ndarray]:
+    return lambda sentences: model.encode(sentences, batch_size=64, convert_to_numpy=True)
+
+
+def held_scores(model, held: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """The sets never chosen on (SICK trial, STS-B test, the pattern pool), for a row's final chosen weights only."""
+    return {name: evaluate_frame(encoder_of(model), frame)["spearman"] for name, frame in held.items()}
+
+
+def scores_of(model, dev: pd.DataFrame, held: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Every reported set's Spearman ×100 for these (already chosen) weights, and the mean of dev and SICK trial."""
+    return with_mean({DEV: evaluate_frame(encoder_of(model), dev)["spearman"]} | held_scores(model, held))
+
+
+def with_mean(scores: dict) -> dict:
+    return scores | {MEAN: float(np.mean([scores[s] for s in MEAN_OF]))}
+
+
+def against_backbone(scores: dict, backbone: dict) -> dict:
+    """The separate comparison: a trained row − the untrained backbone, on dev, SICK trial and their mean."""
+    return {column: scores[s] - backbone[s] for s, column in VS_BACKBONE.items()}
+
+
+class BestTrained:
+    """An `on_eval` hook for tasks.train.trainer.train: keeps the best trained checkpoint on STS-B dev. Step 0 (the
+    untrained backbone, which the trainer evaluates on start and would ship when training only hurts dev) is not a
+    candidate here. A tie keeps the earlier checkpoint; NaN wins only over nothing."""
+
+    def __init__(self, model):
+        self.model, self.step, self.dev, self.weights = model, None, float("nan"), None
+
+    def __call__(self, state, record: dict) -> None:
+        step, dev = record["step"], record["dev_spearman"]
+        if step <= 0 or not (self.weights is None or dev > self.dev or (math.isnan(self.dev) and not math.isnan(dev))):
+            return
+        self.step, self.dev = step, dev
+        self.weights = {k: v.detach().to("cpu", copy=True) for k, v in self.model.state_dict().items()}
+
+    def load(self) -> None:
+        if self.weights is None:
+            raise RuntimeError("training evaluated no trained checkpoint on STS-B dev (steps < eval_every?)")
+        self.model.load_state_dict(self.weights)
+        self.weights = None
+
+
+@dataclass
+class SeedRun:
+    model: object  # the seed's best trained weights on dev
+    best_step: int
+    best_dev: float
+    seconds: float
+
+
+@dataclass
+class Candidate:
+    """One budget trained for every seed; `dev` (the mean over seeds of each seed's best trained dev) chooses."""
+    steps: int
+    lr: float
+    batch_size: int
+    runs: dict[int, SeedRun] = field(default_factory=dict)
+
+    @property
+    def dev(self) -> float:
+        return float(np.mean([r.best_dev for r in self.runs.values()])) if self.runs else float("nan")
+
+    @property
+    def seconds(self) -> float:
+        return sum(r.seconds for r in self.runs.values())
+
+    def label(self) -> str:
+        return f"{self.steps}@{self.lr:g}"
+
+
+def train_candidate(untrained, datas: dict, dev: pd.DataFrame, settings, simcse_dropout: float | None = None
+                    ) -> Candidate:
+    """Train a fresh copy of `untrained` per seed ({seed: TrainingData}) under `settings`; each copy ends holding
+    its best trained checkpoint on dev (BestTrained), whatever the trainer itself would have kept."""
+    candidate = Candidate(settings.steps, float(settings.lr), settings.batch_size)
+    for seed, data in datas.items():
+        model = copy.deepcopy(untrained)
+        if simcse_dropout is not None:
+            baselines.ensure_dropout(model, simcse_dropout)
+        best, t = BestTrained(model), time.perf_counter()
+        # model_copy skips TrainSettings' validators on purpose: `hardneg` reads negatives "both" from the NLI run's
+        # column, not from mining, which the _mined_negatives_need_mining rule would demand.
+        with tempfile.TemporaryDirectory() as work:
+            train(model, data, dev, settings.model_copy(update={"seed": seed}), Path(work), on_eval=best)
+        seconds = time.perf_counter() - t
+        step, best_dev = best.step, best.dev
+        best.load()
+        candidate.runs[seed] = SeedRun(model, step, best_dev, seconds)
+    return candidate
+
+
+def budget_of(steps: int, settings, **update):
+    """The settings of a budget: evaluation every steps/4 (as every row of the harness)."""
+    return settings.model_copy(update={"steps": steps, "eval_every": max(steps // 4, 1), **update})
+
+
+def paper_steps(rows: int, batch_size: int = PAPER_SIMCSE["batch_size"]) -> int:
+    """One epoch of the training rows (SimCSE's paper setting) in optimizer steps."""
+    return max(1, math.ceil(rows / batch_size))
+
+
+def ladder(start: int, most: int) -> list[int]:
+    """start, 2·start, 4·start, … up to `most`."""
+    steps = [start]
+    while steps[-1] * 2 <= most:
+        steps.append(steps[-1] * 2)
+    return steps
+
+
+def search_budget(run: Callable[[int, float], Candidate], steps: list[int], lrs: list[float]
+                  ) -> tuple[Candidate, list[Candidate]]:
+    """For each lr (smallest first), the steps in order while the candidate's mean dev over seeds improves on the
+    previous steps' (the first that does not ends that lr); the chosen candidate is the best on that mean (a tie keeps
+    the earlier tried). Only STS-B dev is read: no other set is evaluated on a candidate. → (chosen, every tried,
+    in order); the weights of candidates not chosen are dropped as the search goes."""
+    best, tried = None, []
+    for lr in sorted(lrs):
+        previous = float("-inf")
+        for n in steps:
+            candidate = run(n, lr)
+            tried.append(candidate)
+            if best is None or candidate.dev > best.dev:
+                _without_weights(best)
+                best = candidate
+            else:
+                _without_weights(candidate)
+            if not candidate.dev > previous:
+                break
+            previous = candidate.dev
+    return best, tried
+
+
+def _without_weights(candidate: Candidate | None) -> None:
+    """Drop a candidate's trained models (kept: its per-seed steps, dev and seconds, for the record)."""
+    for seed, r in (candidate.runs.items() if candidate else ()):
+        candidate.runs[seed] = SeedRun(None, r.best_step, r.best_dev, r.seconds)
+
+
+def search_record(chosen: Candidate, tried: list[Candidate], steps: list[int] | None) -> str:
+    """The search as a CSV cell: every candidate's mean dev, the chosen one, and whether it sits at the ladder's top
+    (still improving there: the search's cap, not a plateau)."""
+    if steps is None:
+        return "fixed"
+    cells = "; ".join(f"{c.label()} dev {c.dev:.2f}" for c in tried)
+    capped = " (at the ladder's top: may be under-trained)" if chosen.steps == max(steps) else ""
+    return f"searched on STS-B dev: {cells} → {chosen.label()}{capped}"
+
+
+COLUMNS = ["anchors", "data", "seed", "rows", "steps", "lr", "batch_size", "best_step", "train_s", "search_train_s",
+           DEV, SICK, MEAN, *VS_BACKBONE.values(), TEST, POOL, "budget"]
+
+
+def backbone_row(scores: dict) -> dict:
+    """The untrained backbone as a row of the table: step 0, its scores on every reported set."""
+    return {"anchors": 0, "data": "backbone", "seed": None, "rows": 0, "steps": 0, "lr": None, "batch_size": None,
+            "best_step": 0, "train_s": 0.0, "search_train_s": 0.0, "budget": "untrained", **scores,
+            **{column: 0.0 for column in VS_BACKBONE.values()}}

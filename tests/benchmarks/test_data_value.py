@@ -1,0 +1,170 @@
+"""benchmarks/data_value.py chooses on STS-B dev only (issue 62): the untrained backbone is a row of its own, never a
+trained row's candidate; STS12 train (the generator's pattern pool) is in no choice and no mean; the budget search
+stops where dev stops improving and records its choice. The trainer and the evaluation are scripted (a one-parameter
+"model" whose weight is the step it was saved at), so these take seconds; test_smoke.py trains for real."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import benchmarks.data_value as data_value
+import benchmarks.data_value_selection as selection
+from benchmarks.data_value_selection import (
+    DEV,
+    MEAN,
+    POOL,
+    SICK,
+    TEST,
+    VS_BACKBONE,
+    Candidate,
+    SeedRun,
+    search_budget,
+    search_record,
+)
+from tests.benchmarks.test_smoke import run
+from tests.conftest import PROJECT
+
+TRIPLES = PROJECT / "benchmarks" / "data" / "data_value_triples_mainjob.parquet"
+BACKBONE = {DEV: 90.0, SICK: 80.0, TEST: 85.0, POOL: 50.0}  # the untrained "model" (weight 0)
+
+
+class Tiny(torch.nn.Module):
+    """A backbone of one weight; its "embedding" carries the weight, so the scripted evaluation can read it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(()))
+
+    def encode(self, sentences, **kwargs):
+        return np.full((len(sentences), 2), float(self.w.detach()))
+
+
+def named(name: str) -> pd.DataFrame:
+    frame = pd.DataFrame({"s1": ["a", "b"], "s2": ["c", "d"], "gold": [1.0, 2.0]})
+    frame.attrs["set"] = name
+    return frame
+
+
+@pytest.fixture
+def harness(monkeypatch, tmp_path):
+    """Scripted data_value: `dev_at(settings, step)` is the trainer's dev record at an evaluation, `held_at(set,
+    weight)` a held-out set's score of a trained weight; returns (run(argv…) → (CSV rows, output), calls)."""
+    calls = {"train": [], "evaluate": []}
+    script = {"dev_at": lambda settings, step: 80.0, "held_at": lambda name, w: 70.0}
+
+    def fake_train(model, data, dev, settings, workdir, on_eval=None, **kwargs):
+        calls["train"].append(settings)
+        for step in range(0, settings.steps + 1, settings.eval_every):
+            with torch.no_grad():
+                model.w.fill_(step)
+            on_eval(None, {"step": step, "dev_spearman": BACKBONE[DEV] if step == 0 else
+                           script["dev_at"](settings, step)})
+        with torch.no_grad():
+            model.w.fill_(0)  # the trainer's own choice, step 0 included: the backbone wins on dev here
+
+    def fake_evaluate(encode, frame):
+        name, w = frame.attrs["set"], float(encode(["x"])[0, 0])
+        calls["evaluate"].append((name, w))
+        return {"spearman": BACKBONE[name] if w == 0 else script["held_at"](name, w)}
+
+    monkeypatch.setattr(selection, "train", fake_train)
+    monkeypatch.setattr(selection, "evaluate_frame", fake_evaluate)
+    monkeypatch.setattr(data_value, "read_stsb", lambda split: named(DEV))
+    monkeypatch.setattr(data_value, "held_out_sets", lambda: {name: named(name) for name in (SICK, TEST, POOL)})
+    monkeypatch.setattr(data_value, "load_sentence_transformer", lambda backbone, device: (Tiny(), {"source": "tiny"}))
+
+    def harness_run(capsys, *argv):
+        table = tmp_path / "rows.csv"
+        out = run(monkeypatch, capsys, "data_value", "--runs", TRIPLES, "--sizes", 4, "--seeds", "13,14",
+                  "--batch-size", 4, "--device", "cpu", "--table-out", table, *argv)
+        return pd.read_csv(table), out
+
+    return harness_run, calls, script
+
+
+def test_the_harness_writes_the_untrained_backbones_row(harness, capsys):
+    harness_run, _, _ = harness
+    rows, _ = harness_run(capsys, "--data", "triples", "--steps", 2)
+    backbone = rows[rows["data"] == "backbone"]
+    assert len(backbone) == 1 and backbone.index[0] == 0
+    first = backbone.iloc[0]
+    assert first["best_step"] == 0 and first["anchors"] == 0
+    assert {s: first[s] for s in BACKBONE} == BACKBONE and first[MEAN] == (BACKBONE[DEV] + BACKBONE[SICK]) / 2
+    assert set(rows["data"]) == {"backbone", "triples"} and len(rows) == 3  # + one row per seed
+
+
+def test_the_plot_reads_the_backbone_row(harness, capsys, monkeypatch, tmp_path):
+    harness_run, _, _ = harness
+    harness_run(capsys, "--data", "triples", "--steps", 2)
+    run(monkeypatch, capsys, "data_value_plot", "--out", tmp_path / "curves.png", tmp_path / "rows.csv")
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("pool_favours", [1, 2])
+def test_sts12_train_is_in_no_selection_and_no_mean(harness, capsys, pool_favours):
+    """Two trained checkpoints (steps 1 and 2) differ only in STS12 train's score; the backbone (step 0) is better on
+    dev than both. The row keeps step 1 (the earlier of a dev tie) whichever the pattern pool favours, lands under
+    the backbone, and its mean is that of dev and SICK trial."""
+    harness_run, calls, script = harness
+    script["dev_at"] = lambda settings, step: 80.0
+    script["held_at"] = lambda name, w: (99.0 if w == pool_favours else 10.0) if name == POOL else 70.0
+    rows, out = harness_run(capsys, "--data", "triples", "--steps", 2)
+    trained = rows[rows["data"] == "triples"]
+    assert (trained["best_step"] == 1).all()  # not step 0 (the backbone), and not where the pool points
+    assert (trained[POOL] == (99.0 if pool_favours == 1 else 10.0)).all()
+    assert (trained[VS_BACKBONE[DEV]] == 80.0 - BACKBONE[DEV]).all()  # a row can be worse than its backbone
+    assert (trained[MEAN] == (80.0 + 70.0) / 2).all()
+    means = [c for c in rows.columns if "mean" in c.lower()]
+    assert means == [MEAN, VS_BACKBONE[MEAN]] and "mean3" not in out
+    # the pool is read for the backbone and for each seed's final chosen weights, never for a candidate
+    assert sorted(w for name, w in calls["evaluate"] if name == POOL) == [0.0, 1.0, 1.0]
+
+
+def scripted(devs: dict, tried: list):
+    def run_candidate(steps, lr):
+        tried.append((steps, lr))
+        return Candidate(steps, lr, 16, {13: SeedRun(object(), steps, devs[(steps, lr)], 1.0)})
+    return run_candidate
+
+
+def test_the_budget_search_stops_where_dev_stops_improving():
+    devs = {(100, 3e-5): 80.0, (200, 3e-5): 82.0, (400, 3e-5): 81.0, (800, 3e-5): 99.0,
+            (100, 1e-4): 83.0, (200, 1e-4): 83.0, (400, 1e-4): 99.0}
+    tried = []
+    chosen, candidates = search_budget(scripted(devs, tried), [100, 200, 400, 800], [1e-4, 3e-5])
+    assert tried == [(100, 3e-5), (200, 3e-5), (400, 3e-5), (100, 1e-4), (200, 1e-4)]  # 800 and the 99s never run
+    assert (chosen.steps, chosen.lr, chosen.dev) == (100, 1e-4, 83.0)
+    assert chosen.runs[13].model is not None  # the chosen weights kept, every other candidate's dropped
+    assert all(r.model is None for c in candidates if c is not chosen for r in c.runs.values())
+    record = search_record(chosen, candidates, [100, 200, 400, 800])
+    assert record.endswith("→ 100@0.0001") and "200@3e-05 dev 82.00" in record
+
+
+def test_the_budget_search_says_when_it_stopped_at_the_ladders_top():
+    chosen, candidates = search_budget(scripted({(1, 1e-4): 1.0, (2, 1e-4): 2.0}, []), [1, 2], [1e-4])
+    assert chosen.steps == 2 and "at the ladder's top" in search_record(chosen, candidates, [1, 2])
+
+
+def test_the_harness_searches_every_rows_budget_the_same_way_and_records_it(harness, capsys):
+    harness_run, calls, script = harness
+    final = {(1, 1e-5): 70.0, (2, 1e-5): 75.0, (4, 1e-5): 74.0, (1, 1e-4): 72.0, (2, 1e-4): 71.0}
+    script["dev_at"] = lambda s, step: final.get((s.steps, s.lr), 65.0) if step == s.steps else 60.0
+    rows, out = harness_run(capsys, "--data", "simcse,simcse-paper,triples", "--steps", 1, "--search-budget",
+                            "--search-max-steps", 4, "--search-lrs", "1e-4,1e-5")
+    trained = rows[rows["data"] != "backbone"].set_index("data")
+    for kind in ("simcse", "triples"):
+        assert (trained.loc[kind, "steps"] == 2).all() and (trained.loc[kind, "lr"] == 1e-5).all()
+        assert (trained.loc[kind, "budget"].str.endswith("→ 2@1e-05")).all()
+        assert (trained.loc[kind, "search_train_s"] >= trained.loc[kind, "train_s"]).all()
+    paper = trained.loc["simcse-paper"]
+    assert (paper["steps"] == 1).all() and (paper["lr"] == 3e-5).all() and (paper["batch_size"] == 64).all()
+    budgets = [(s.steps, s.lr, s.batch_size) for s in calls["train"]]
+    assert budgets.count((1, 3e-5, 64)) == 2  # the paper row: one epoch of 4 anchors, its two seeds, not searched
+    assert [s.warmup_steps for s in calls["train"] if s.batch_size == 64] == [0, 0]
+    for steps, lr in final:  # five candidates × two seeds, for simcse and for triples alike
+        assert budgets.count((steps, lr, 4)) == 4
+    assert len(calls["train"]) == 2 * 5 * 2 + 2
+    assert sorted(w for name, w in calls["evaluate"] if name == POOL) == [0.0, 1.0, 1.0] + [2.0] * 4
