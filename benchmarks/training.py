@@ -184,9 +184,10 @@ def main() -> None:
     ap.add_argument("--save-best", default=None, help="export the row best on STS-B dev to this folder (for "
                     "`stsgen eval` on other sets)")
     args = ap.parse_args()
-    # precision: as every row recorded before TrainSettings.precision (float32 on the CPU, bf16 on a GPU)
+    # precision: as every row recorded before TrainSettings.precision (float32 on the CPU, bf16 on a GPU); lr: as
+    # every row recorded before TrainSettings' lr became 'auto' (each row names its losses itself)
     base = TrainSettings(steps=args.steps, batch_size=args.batch_size, eval_every=max(args.steps // 4, 1),
-                         dev_pairs=args.dev_pairs, precision=autocast_precision(resolve_device("auto")))
+                         dev_pairs=args.dev_pairs, lr=3e-5, precision=autocast_precision(resolve_device("auto")))
     if args.compare:
         return compare(args, base)
     rows = rows_and_data(args, base.heldout_fraction, base.seed)

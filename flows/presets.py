@@ -4,9 +4,9 @@
 - `quick` (the main job's default): context labels from each sentence's 8 best-fitting of 16 candidate contexts (the
   label stage's defaults, 24 of 32, cost ~2× as much: docs/results.md); the surrogate (all-MiniLM-L6-v2) trained
   200 optimizer steps, every checkpoint (each 50 steps) judged on the full STS-B dev (1,500 pairs encode in seconds),
-  so the checkpoint chosen is the one the never-worse guard then compares. The losses are the pipeline's own
-  (`PipelineLossSettings`, tasks/train/settings.py: InfoNCE + HT on the triples, CoSENT on the labeled pairs'
-  label, the backbone anchor).
+  so the checkpoint chosen is the one the never-worse guard then compares. The losses are TrainSettings' own, the
+  recipe every entry point trains (tasks/train/settings.py: InfoNCE + HT on the triples, CoSENT on the labeled
+  pairs' label, the backbone anchor).
   Everything else at the settings' defaults. Wall time per stage: docs/results.md.
 - both train the coherence model with its settings' defaults, the model `./stsgen corpus prepare` (flow
   prepare-corpus) builds once per corpus: a run after it reuses it.

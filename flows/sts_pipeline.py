@@ -35,7 +35,7 @@ from tasks.label.settings import LabelSettings
 from tasks.pipeline import check_links, dataset_runs, plan_pipeline, require_triples
 from tasks.report.run_quality import publish_run_report
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.train.settings import PipelineTrainSettings
+from tasks.train.settings import TrainSettings
 
 
 @flow(name="sts-pipeline")
@@ -44,7 +44,7 @@ def sts_pipeline(
     generate: GenerateSettings = GenerateSettings(),
     retrieve: RetrieveSettings = RetrieveSettings(),
     label: LabelSettings = LabelSettings(),
-    train: PipelineTrainSettings | None = PipelineTrainSettings(),
+    train: TrainSettings | None = TrainSettings(),
     dataset: DatasetSettings | None = DatasetSettings(),
     llm: LLMSettings | None = None,
     seed: int | None = None,

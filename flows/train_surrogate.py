@@ -37,8 +37,9 @@ def train_surrogate(
     run: str | None = None,
 ) -> dict[str, str]:
     """Train and evaluate a surrogate encoder. `triples`: a triples.parquet; `pairs`: a pairs.parquet from
-    label-pairs (needed when settings.losses.regression is non-zero); `dataset`: a dataset version from build-dataset
-    instead of the two (its triples and pairs). Returns output paths."""
+    label-pairs (the recipe's regression target: without it the stage trains the triples-only recipe,
+    tasks/train/settings.py `for_data`); `dataset`: a dataset version from build-dataset instead of the two (its
+    triples and pairs). Returns output paths."""
     started = time.perf_counter()
     job = prepare_training(triples, pairs, settings, dataset)  # an unavailable GPU or a bad input fails here
     return run_stage(STAGE, output_dir, job.key(), IO, partial(train_and_select, job), publish_training,

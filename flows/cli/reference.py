@@ -10,15 +10,14 @@ from tasks.core.config_reference import Section
 
 
 def sections() -> tuple[Section, ...]:
-    """sts-pipeline's parameters in the order a run uses them, then the train stage's own flow, then the
-    environment."""
+    """sts-pipeline's parameters in the order a run uses them, then the environment."""
     from tasks.core.config import LLMSettings
     from tasks.core.env_settings import PREFIX, StsgenEnv
     from tasks.dataset.settings import DatasetSettings
     from tasks.generate.settings import GenerateSettings
     from tasks.label.settings import LabelSettings
     from tasks.retrieve.settings import RetrieveSettings
-    from tasks.train.settings import PipelineTrainSettings, TrainSettings
+    from tasks.train.settings import TrainSettings
 
     return (
         Section("llm", LLMSettings, "llm", "The OpenAI-compatible endpoint every LLM call goes to: stage 1, written "
@@ -26,9 +25,9 @@ def sections() -> tuple[Section, ...]:
         Section("generate", GenerateSettings, "generate", "Stage 1, generate-sts-triples"),
         Section("retrieve", RetrieveSettings, "retrieve", "Stage 2, retrieve-contexts"),
         Section("label", LabelSettings, "label", "Stage 3, label-pairs"),
-        Section("train", PipelineTrainSettings, "train", "Stage 4, train-surrogate, as sts-pipeline runs it"),
-        Section("train", TrainSettings, "train (train-surrogate, `./stsgen train`)", "The train stage's own flow: "
-                "the fields whose default differs from sts-pipeline's", differs_from=PipelineTrainSettings),
+        Section("train", TrainSettings, "train", "Stage 4, train-surrogate: the one recipe `./stsgen train`, "
+                "sts-pipeline and train-on-dataset train (its own flow takes it as `settings`); data without labeled "
+                "pairs drops the pairs' regression (tasks/train/settings.py `for_data`)"),
         Section("dataset", DatasetSettings, "dataset", "build-dataset: the dataset version sts-pipeline trains on"),
         Section("env", StsgenEnv, "Environment variables", "Read from the process environment when a command or "
                 "flow starts", env_prefix=PREFIX),

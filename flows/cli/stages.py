@@ -91,9 +91,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     add_runner_arguments(p)
     add_output_arguments(p)
     p.set_defaults(func=_label)
-    p = sub.add_parser("train", help="run train-surrogate once (stage 4); unset flags keep TrainSettings' defaults")
+    p = sub.add_parser("train", help="run train-surrogate once (stage 4); unset flags keep TrainSettings' defaults: "
+                       "the recipe sts-pipeline and train-on-dataset train too")
     p.add_argument("--triples", default=latest_output("generate-sts-triples", "triples.parquet"))
-    p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (for the regression loss)")
+    p.add_argument("--pairs", default=None, help="pairs.parquet from label-pairs (the recipe's regression "
+                   "target; without it: the triples-only recipe, tasks/train/settings.py for_data)")
     p.add_argument("--dataset", default=None, help="a dataset version from build-dataset (its triples and pairs) "
                    "instead of --triples / --pairs")
     p.add_argument("--backbone", choices=choices_of(TrainSettings, "backbone", "kind"), default=None,
@@ -115,7 +117,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
     p.add_argument("--label-source", choices=choices_of(TrainSettings, "label_source"), default=None,
                    help="the regression's target: stage 3's label, its rating or context_label alone, or an encoder "
-                   "teacher's cosine (with --regression)")
+                   "teacher's cosine")
     p.add_argument("--teacher", default=None, help=f"--label-source teacher: {DEFAULT_TEACHER} (after `./stsgen "
                    "teacher fetch`) or a sentence-transformers folder")
     p.add_argument("--negatives", choices=choices_of(TrainSettings, "losses", "negatives"), default=None,
@@ -131,7 +133,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=lambda v: v if v == "auto" else float(v), default=None,
-                   help="peak learning rate, or 'auto' (by the training anchors: TrainSettings.lr; default 3e-5)")
+                   help="peak learning rate, or 'auto' (by the training anchors: TrainSettings.lr, the default)")
     p.add_argument("--eval-every", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--eval-set", action="append", default=None, help="'stsb-test' (report it once, at the end), an "
@@ -163,7 +165,7 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
     from tasks.generate.settings import GenerateSettings
     from tasks.label.settings import LabelSettings
     from tasks.retrieve.settings import RetrieveSettings
-    from tasks.train.settings import PipelineTrainSettings
+    from tasks.train.settings import TrainSettings
 
     preset, device, execution = PRESETS[args.preset], device_fields(args), execution_fields(args)
     retrieve = {"coherence": device, "source": given(source=args.contexts_source), "execution": execution}
@@ -171,7 +173,7 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
             "retrieve": RetrieveSettings.model_validate(merged(preset.get("retrieve", {}), retrieve)),
             "label": LabelSettings.model_validate(merged(preset.get("label", {}), label_fields(args), device,
                                                          {"execution": execution})),
-            "train": PipelineTrainSettings.model_validate(merged(preset.get("train", {}), device))}
+            "train": TrainSettings.model_validate(merged(preset.get("train", {}), device))}
 
 
 def _pipeline(args: argparse.Namespace) -> int:

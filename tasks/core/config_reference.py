@@ -25,15 +25,13 @@ COMMAND = "./stsgen config-reference --write docs/configuration.md"
 @dataclass(frozen=True)
 class Section:
     """One settings object as a user passes it: `prefix` is its name (sts-pipeline's parameter), `model` its class;
-    `env_prefix` set: the fields are environment variables, named `<env_prefix><PATH_WITH_UNDERSCORES>`;
-    `differs_from` set: only the fields whose default differs from that class's are listed."""
+    `env_prefix` set: the fields are environment variables, named `<env_prefix><PATH_WITH_UNDERSCORES>`."""
 
     prefix: str
     model: type[BaseModel]
     title: str
     intro: str
     env_prefix: str | None = None
-    differs_from: type[BaseModel] | None = None
 
 
 @dataclass(frozen=True)
@@ -88,15 +86,19 @@ def default_text(info: FieldInfo) -> str:
 
 
 def field_docs(model: type[BaseModel], path: tuple[str, ...], seen: dict[type, str],
-               name_of=".".join) -> list[FieldDoc]:
+               name_of=".".join, defaults: BaseModel | None = None) -> list[FieldDoc]:
     """The rows of `model`'s fields under `path`, nested settings classes expanded (their fields under the field's
     path, an optional or list one's after its own row); a class in `seen` is not expanded again: its row says where
-    its fields are. `name_of`: a path's name as the user writes it."""
+    its fields are. `name_of`: a path's name as the user writes it. `defaults`: the object the field holding `model`
+    defaults to, whose values are the defaults where they differ from the class's (TrainSettings.losses: the
+    recipe's weights)."""
     rows: list[FieldDoc] = []
     for name, info in model.model_fields.items():
         here, nested = (*path, name), nested_model(info.annotation)
         if nested is None:
-            rows.append(FieldDoc(name_of(here), type_name(info.annotation), default_text(info), info.description))
+            default = getattr(defaults, name) if defaults is not None else info.default
+            text = repr(default) if info.default_factory is None and default != info.default else default_text(info)
+            rows.append(FieldDoc(name_of(here), type_name(info.annotation), text, info.description))
             continue
         cls, direct = nested
         if cls in seen:
@@ -108,7 +110,8 @@ def field_docs(model: type[BaseModel], path: tuple[str, ...], seen: dict[type, s
             rows.append(FieldDoc(name_of(here), type_name(info.annotation), default_text(info), info.description))
         item = (*path, f"{name}[]") if _is_list(info.annotation) else here
         seen[cls] = name_of(item)
-        rows.extend(field_docs(cls, item, seen, name_of))
+        inner = getattr(defaults, name) if defaults is not None else info.default
+        rows.extend(field_docs(cls, item, seen, name_of, inner if isinstance(inner, cls) else None))
     return rows
 
 
@@ -129,15 +132,11 @@ def _env_name(prefix: str, model: type[BaseModel]):
 
 
 def section_docs(section: Section, seen: dict[type, str]) -> list[FieldDoc]:
-    """A section's rows (its class entered in `seen` under its prefix); with `differs_from`, only those whose default
-    differs from that class's at the same path (both walked afresh: their nested classes differ)."""
+    """A section's rows (its class entered in `seen` under its prefix)."""
     if section.env_prefix is not None:
         return field_docs(section.model, (), seen, _env_name(section.env_prefix, section.model))
-    if section.differs_from is None:
-        seen.setdefault(section.model, section.prefix)
-        return field_docs(section.model, (section.prefix,), seen)
-    base = {r.path: r.default for r in field_docs(section.differs_from, (section.prefix,), {})}
-    return [r for r in field_docs(section.model, (section.prefix,), {}) if r.path in base and base[r.path] != r.default]
+    seen.setdefault(section.model, section.prefix)
+    return field_docs(section.model, (section.prefix,), seen)
 
 
 def missing_descriptions(sections: typing.Sequence[Section]) -> list[str]:

@@ -1,8 +1,8 @@
 """`lr = "auto"`: a learning rate that follows how much data the surrogate trains on.
 
 A scheduled `sts-pipeline` trains on its folder's accumulated dataset, which grows from a first run's ~25 triples to
-hundreds. One learning rate does not serve both ends (all-MiniLM-L6-v2, the pipeline's recipe, 3 seeds each, chosen on
-STS-B dev, SICK trial not to fall below the backbone; docs/benchmarks.md "An lr that follows the dataset's size"):
+hundreds. One learning rate does not serve both ends (all-MiniLM-L6-v2, TrainSettings' recipe, 3 seeds each, chosen on
+STS-B dev, SICK trial not to fall below the backbone; docs/results.md "An lr that follows the dataset's size"):
 
 | training anchors | lr 3e-5 (dev, SICK trial) | lr 1e-4 (dev, SICK trial) |
 |---|---|---|
@@ -28,7 +28,7 @@ LARGE_FROM_ANCHORS = 75
 
 LearningRate = float | Literal["auto"]
 LR_DESCRIPTION = (f"Peak learning rate, or 'auto': {SMALL_DATA_LR:g} below {LARGE_FROM_ANCHORS} training anchors, "
-                  f"{LARGE_DATA_LR:g} from there (tasks/train/learning_rate.py: measured on the pipeline's recipe)")
+                  f"{LARGE_DATA_LR:g} from there (tasks/train/learning_rate.py: measured on the recipe)")
 
 
 def resolve_lr(setting: LearningRate, anchors: int) -> float:

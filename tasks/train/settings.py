@@ -1,9 +1,14 @@
 """Stage 4's settings: `TrainSettings` (the stage's one settings object: backbone, losses, mining, schedule, the
 regression's label source, evaluation) and `LossSettings` (the objective's weights and forms). The training itself is
-tasks/train/trainer.py; the data it trains on, tasks/train/training.py."""
+tasks/train/trainer.py; the data it trains on, tasks/train/training.py.
+
+One recipe for every entry point (`./stsgen train`, sts-pipeline, train-on-dataset): TrainSettings' defaults, and
+`for_data`, the one rule for data without labeled pairs, which the train stage applies itself
+(tasks/train/stage.py `prepare_training`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -13,7 +18,18 @@ from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
-from tasks.train.learning_rate import LR_DESCRIPTION, LearningRate
+from tasks.train.learning_rate import LR_DESCRIPTION, SMALL_DATA_LR, LearningRate
+
+# The recipe: InfoNCE + HT on the triples, CoSENT on stage 3's `label`, the backbone anchor at 50, lr `auto`. Above
+# the triples alone on STS-B dev at the main job's size (27 anchors) and at 405, and the only one of triples / pairs /
+# both above the backbone on SICK trial there; above the backbone on both at 80, 150 and 156 (docs/results.md "Data
+# value"). LossSettings' own defaults are the triples alone (the benchmarks' building block); TrainSettings.losses
+# starts from the recipe's weights.
+RECIPE_LOSSES = {"regression": 1.0, "regression_loss": "cosent", "backbone_anchor": 50.0}
+# Data without labeled pairs: the regression has nothing to train on, so each of these left at the recipe's value
+# takes the measured triples-only recipe's (InfoNCE + HT, lr 3e-5: docs/results.md's 27- and 405-anchor rows).
+WITHOUT_PAIRS_LOSSES = {"regression": 0.0, "regression_loss": "cosine", "backbone_anchor": 0.0}
+WITHOUT_PAIRS_LR = SMALL_DATA_LR
 
 
 class BackboneSettings(Settings):
@@ -41,7 +57,8 @@ class BackboneSettings(Settings):
 
 class LossSettings(Settings):
     """The training objective: a weighted sum of InfoNCE, the hierarchical triplet loss, a regression onto stage-3
-    labels and the backbone anchor."""
+    labels and the backbone anchor. Its own defaults are the triples alone; TrainSettings' are the recipe
+    (`RECIPE_LOSSES`)."""
 
     infonce: float = Field(1.0, ge=0, description="Weight of InfoNCE on (anchor, positive) with s⁻ as hard "
                            "negative.")
@@ -90,12 +107,14 @@ class TrainSettings(Settings):
         return self.NOT_IN_KEY | (frozenset({"precision"}) if self.precision == "float32" else frozenset())
 
     backbone: BackboneSettings = Field(BackboneSettings(), description="The model trained.")
-    losses: LossSettings = Field(LossSettings(), description="The objective's weights and forms.")
+    losses: LossSettings = Field(LossSettings(**RECIPE_LOSSES), description="The objective's weights and forms: "
+                                 "the recipe (triples + CoSENT on stage 3's label + the backbone anchor); a partial "
+                                 "mapping keeps the recipe's other weights.")
     mining: MiningSettings = Field(MiningSettings(), description="Hard negatives mined from the corpus.")
     steps: int = Field(200, ge=1, description="Optimizer steps: a few epochs of a main job's data, minutes on 2 CPU "
                        "cores.")
     batch_size: int = Field(16, ge=2, description="Triples per step (InfoNCE's in-batch negatives come from them).")
-    lr: LearningRate = Field(3e-5, description=LR_DESCRIPTION)
+    lr: LearningRate = Field("auto", description=LR_DESCRIPTION)
     warmup_steps: int = Field(10, ge=0, description="Linear warm-up steps: the first updates of a pretrained model "
                               "stay small.")
     eval_every: int = Field(50, ge=1, description="Steps between STS-B dev evaluations (the best-on-dev weights are "
@@ -117,6 +136,19 @@ class TrainSettings(Settings):
                               "plain fine-tuning, lower keeps more of the backbone on other domains.")
     eval_sets: list[str] = Field([], description="Sets reported at the end beside STS-B dev, never chosen on "
                                  "('stsb-test', STS12–16 folders, SICK files); none by default: report test once.")
+
+    @field_validator("losses", mode="before")
+    @classmethod
+    def _partial_losses_keep_the_recipe(cls, value: object) -> object:
+        """A mapping (a flag, a deployment's `-p train='{"losses": {…}}'`) is filled in from the recipe; a
+        LossSettings object is taken as it is. The recipe's anchor is left out beside SimCSE or the cached InfoNCE,
+        which LossSettings refuses it with."""
+        if not isinstance(value, Mapping):
+            return value
+        recipe = dict(RECIPE_LOSSES)
+        if value.get("simcse") or value.get("infonce_mini_batch"):
+            del recipe["backbone_anchor"]
+        return recipe | dict(value)
 
     @field_validator("lr")
     @classmethod
@@ -151,41 +183,24 @@ class TrainSettings(Settings):
         return self
 
 
-class PipelineLossSettings(LossSettings):
-    """sts-pipeline's losses: InfoNCE + HT on the triples, CoSENT on the labeled pairs' `label`, the backbone anchor
-    at 50 — the recipe that won at the main job's size on STS-B dev and SICK trial, and again at hundreds of anchors
-    (docs/benchmarks.md "The defaults"). The pipeline always has labeled pairs (its label stage runs first);
-    `train-on-dataset` trains it too, falling back to LossSettings' own defaults (triples only) where its dataset has
-    none (`recipe_for_data`); `./stsgen train` keeps LossSettings' defaults."""
-
-    regression: float = Field(1.0, ge=0, description=LossSettings.model_fields["regression"].description)
-    regression_loss: Literal["cosine", "cosent"] = Field(
-        "cosent", description=LossSettings.model_fields["regression_loss"].description)
-    backbone_anchor: float = Field(50.0, ge=0, description=LossSettings.model_fields["backbone_anchor"].description)
-
-
-class PipelineTrainSettings(TrainSettings):
-    """sts-pipeline's train stage: TrainSettings whose losses default to the pipeline's, so a partial `train` (a
-    deployment's `-p train='{"steps": 50}'`, or `{"losses": {"temperature": 0.1}}`) keeps the recipe; its lr follows
-    the accumulated dataset's size (`auto`: tasks/train/learning_rate.py), so a folder's scheduled runs move from
-    the first run's gentle rate to the one that wins once hundreds of anchors have accumulated."""
-
-    losses: PipelineLossSettings = PipelineLossSettings()
-    lr: LearningRate = Field("auto", description=LR_DESCRIPTION)
-
-
-def recipe_for_data(settings: TrainSettings, has_pairs: bool, source: str = "the data") -> TrainSettings:
-    """`settings` for data with labeled pairs. For data without (a dataset of runs that never ran label-pairs, e.g.
-    `generate-sts-triples` runs), a PipelineTrainSettings falls back to TrainSettings' triples-only recipe (InfoNCE +
-    HT, lr 3e-5), every field that differs from the pipeline's defaults kept — compared with the defaults, not with
-    the fields a caller named, because a UI form sends every default: a regression weight other than the
-    pipeline's stays, and the stage refuses it without pairs. A regression target other than stage 3's `label`
-    (`label_source`) names pairs that are not there: ConfigError naming `source`."""
-    if has_pairs or not isinstance(settings, PipelineTrainSettings):
+def for_data(settings: TrainSettings, has_pairs: bool, source: str = "the data") -> TrainSettings:
+    """`settings` for data with (`has_pairs`) or without labeled pairs: the one rule, applied by the train stage
+    whichever entry point started it. Without pairs, each field of `WITHOUT_PAIRS_LOSSES` and the lr left at the
+    recipe's value takes the triples-only recipe's — compared with the defaults, not with the fields a caller named,
+    because a UI form sends every default — so a regression weight other than the recipe's stays, and the stage
+    refuses it (fail fast). A regression target other than stage 3's `label` (`label_source`) names pairs that are
+    not there: ConfigError naming `source`."""
+    if has_pairs:
         return settings
     if settings.label_source != "label":
         raise ConfigError(f"{source}: train.label_source={settings.label_source!r} chooses the target of the pairs' "
                           "regression, but there are no labeled pairs (its runs did not run label-pairs, or none of "
                           "their pairs survived): run sts-pipeline or label-pairs on them, or leave label_source "
                           "at 'label'.")
-    return TrainSettings.model_validate(settings.model_dump(exclude_defaults=True))
+    recipe = TrainSettings()
+    losses = {name: value for name, value in WITHOUT_PAIRS_LOSSES.items()
+              if getattr(settings.losses, name) == getattr(recipe.losses, name)}
+    lr = {"lr": WITHOUT_PAIRS_LR} if settings.lr == recipe.lr else {}
+    if not losses and not lr:
+        return settings
+    return settings.model_copy(update={"losses": settings.losses.model_copy(update=losses), **lr})

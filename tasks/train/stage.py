@@ -40,7 +40,7 @@ from tasks.llm.teacher import teacher_identity
 from tasks.train.backbones import backbone_identity, load_sentence_transformer
 from tasks.train.hard_negatives import mine
 from tasks.train.label_sources import regression_targets
-from tasks.train.settings import TrainSettings
+from tasks.train.settings import TrainSettings, for_data
 from tasks.train.surrogate_selection import comparison_markdown, comparison_rows, keeps_backbone, verdict
 from tasks.train.trainer import check_training_data, resolved_settings, train
 from tasks.train.training import TrainingData, split_data
@@ -144,15 +144,17 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
                      dataset: str | None = None) -> TrainJob:
     """Resolve the device (an unavailable GPU fails first), read and check the training data — a run's `triples`
     and `pairs`, or a `dataset` version's — and the mining corpus (before anything is loaded or written), and find
-    the backbone (loaded by `train_and_select`: a reused stage never loads it)."""
+    the backbone (loaded by `train_and_select`: a reused stage never loads it). Data without labeled pairs trains
+    what `for_data` makes of `settings`: every entry point's one rule."""
     device = resolve_device(settings.device)
     triples, pairs = training_inputs(triples, pairs, dataset)
     triples_frame = read_triples(Path(triples), _TRIPLES)
-    if settings.losses.regression and not pairs:
+    pairs_frame = read_pairs_columns(Path(pairs)) if pairs else pd.DataFrame(columns=list(_PAIRS_REQUIRED))
+    settings = _for_data(settings, len(pairs_frame) > 0, dataset or triples)
+    if settings.losses.regression and not len(pairs_frame):
         raise ConfigError("losses.regression is non-zero but there are no labeled pairs: pass the pairs.parquet "
                           "written by label-pairs (a dataset version has one only when its runs ran label-pairs), or "
                           "set losses.regression to 0.")
-    pairs_frame = read_pairs_columns(Path(pairs)) if pairs else pd.DataFrame(columns=list(_PAIRS_REQUIRED))
     inputs = [_input(triples, "triples"), *([_input(pairs, "pairs")] if pairs else [])]
     if settings.label_source == "teacher":  # (TrainSettings refuses a label source without the regression)
         # The teacher's folder checked and hashed here (the key); its labels are computed by train_and_select, after
@@ -173,6 +175,16 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
     return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,
                     evaluation_sets(settings))
+
+
+def _for_data(settings: TrainSettings, has_pairs: bool, source: str) -> TrainSettings:
+    """The one rule for data without labeled pairs (tasks/train/settings.py `for_data`), logged where it changed
+    what trains: every entry point goes through here."""
+    resolved = for_data(settings, has_pairs, source)
+    if resolved is not settings:
+        run_logger().info("%s has no labeled pairs: training without the pairs' regression, losses %s, lr %s",
+                          source, resolved.losses.model_dump(), resolved.lr)
+    return resolved
 
 
 def evaluation_sets(settings: TrainSettings) -> list[str]:

@@ -217,25 +217,26 @@ def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_co
     with pytest.raises(ConfigError, match="is not a dataset version"):
         train_surrogate(dataset=str(tmp_path / "runs" / "r1"), settings=settings,
                         output_dir=str(tmp_path / "t2"))
-    # A label recipe on a version whose runs labeled nothing (stage 1 only): one message, nothing written.
+    # A regression weight other than the recipe's on a version whose runs labeled nothing (stage 1 only): one
+    # message, nothing written (the recipe's own weight is dropped there: tests/train/test_recipe.py).
     with pytest.raises(ConfigError, match="losses.regression is non-zero but there are no labeled pairs"):
-        train_surrogate(dataset=folder, settings=settings.model_copy(update={"losses": LossSettings(regression=1.0)}),
+        train_surrogate(dataset=folder, settings=settings.model_copy(update={"losses": LossSettings(regression=2.0)}),
                         output_dir=str(tmp_path / "t2"))
     assert not (tmp_path / "t2").exists()
 
 
 def test_the_weekly_flow_falls_back_to_the_triples_only_recipe_without_pairs(prefect_harness, scripted, tiny_corpus,
                                                                              tiny_encoder_dir, tmp_path):
-    """train-on-dataset defaults to sts-pipeline's recipe (the pairs' regression); over runs that never ran
-    label-pairs it trains the triples-only one, keeping what the caller set — instead of refusing."""
+    """train-on-dataset trains the recipe (the pairs' regression); over runs that never ran label-pairs the train
+    stage trains the triples-only one (`for_data`), keeping what the caller set — instead of refusing."""
     from flows.train_on_dataset import train_on_dataset
     from tasks.contracts import dataset_has_pairs
     from tasks.train.backbones import BackboneSettings
-    from tasks.train.settings import PipelineTrainSettings
+    from tasks.train.settings import TrainSettings
 
     make_run(scripted, tmp_path, tiny_corpus, "r1", 6)
-    train = PipelineTrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
-                                  dev_pairs=20, backbone=BackboneSettings(source=str(tiny_encoder_dir)))
+    train = TrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
+                          dev_pairs=20, backbone=BackboneSettings(source=str(tiny_encoder_dir)))
     paths = train_on_dataset(runs_dir=str(tmp_path / "runs"), dataset=NGRAMS_ONLY, datasets_dir=str(tmp_path / "ds"),
                              train=train, output_dir=str(tmp_path / "trained"))
     assert not dataset_has_pairs(Path(paths["build-dataset"]["dataset"]))

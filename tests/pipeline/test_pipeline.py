@@ -28,7 +28,7 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
     LabelSettings fields."""
     from tasks.dataset.settings import DatasetSettings
     from tasks.train.backbones import BackboneSettings
-    from tasks.train.settings import PipelineTrainSettings
+    from tasks.train.settings import TrainSettings
 
     return dict(
         # The fault suite counts requests per stage; the verifier is tested in test_verification.py and below, best
@@ -40,9 +40,9 @@ def tiny_pipeline_kwargs(base_url: str, work: Path, topic_corpus: Path, tiny_lm_
         # Context labels (shards, resume points); the LLM rating labeler is tested in test_labeling.py.
         label=LabelSettings(method="context", lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                             **label_kw),
-        # sts-pipeline's own losses (triples, the pairs' CoSENT regression, the backbone anchor) at a tiny size
-        train=PipelineTrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
-                                    batch_size=4, dev_pairs=20),
+        # the recipe (triples, the pairs' CoSENT regression, the backbone anchor) at a tiny size
+        train=TrainSettings(backbone=BackboneSettings(source=str(tiny_encoder_dir)), steps=4, eval_every=2,
+                            batch_size=4, dev_pairs=20),
         # The n-gram checks (the tiny encoder's cosines are meaningless; the embedding checks: test_build_dataset.py).
         dataset=DatasetSettings(paraphrase_cosine=None, eval_cosine=None),
         llm=LLMSettings(base_url=base_url, model="scripted-model", cache_path=str(work / "llm.sqlite"), **(llm or {})),
@@ -154,7 +154,7 @@ def test_pipeline_trains_on_every_finished_run_beside_it(prefect_harness, script
     assert [i["sha256"] for i in train["inputs"] if i["role"] == "triples"] == [
         manifest["outputs"]["triples.parquet"]["sha256"]]
     assert train["counts"]["train_triples"] + train["counts"]["heldout_triples"] == len(triples)
-    # the pipeline's recipe: the accumulated dataset's labeled pairs in the CoSENT regression, the backbone anchored
+    # the recipe: the accumulated dataset's labeled pairs in the CoSENT regression, the backbone anchored
     assert [i["sha256"] for i in train["inputs"] if i["role"] == "pairs"] == [
         manifest["outputs"]["pairs.parquet"]["sha256"]]
     assert 0 < train["counts"]["train_pairs"] <= pq.read_metadata(dataset / "pairs.parquet").num_rows

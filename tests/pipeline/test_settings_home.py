@@ -25,7 +25,7 @@ from tasks.dataset.settings import DatasetSettings
 from tasks.generate.settings import GenerateSettings
 from tasks.label.settings import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
-from tasks.train.settings import PipelineTrainSettings, TrainSettings
+from tasks.train.settings import TrainSettings
 
 STAGES = {"generate": (generate_sts_triples, GenerateSettings), "retrieve": (retrieve_contexts, RetrieveSettings),
           "label": (label_pairs, LabelSettings), "dataset": (build_dataset, DatasetSettings),
@@ -50,14 +50,9 @@ def test_each_stage_flow_takes_one_settings_object_of_its_stage_class(stage):
     assert not {"n", "seed", "corpus", "selection", "coherence", "workers", "train_settings"} & set(params)
 
 
-# The pipeline's own subclass where its stage differs from the stage flow run alone: train has labeled pairs to use.
-PIPELINE_CLASSES = {"train": PipelineTrainSettings}
-
-
 def test_the_pipeline_takes_the_stage_objects_and_restates_no_stage_parameter():
     params = inspect.signature(sts_pipeline.fn, eval_str=True).parameters
     for stage, (flow, cls) in STAGES.items():
-        cls = PIPELINE_CLASSES.get(stage, cls)
         assert cls in (params[stage].annotation, *getattr(params[stage].annotation, "__args__", ()))
         assert params[stage].default == cls()
     stage_params = set().union(*(inspect.signature(f.fn).parameters for f, _ in STAGES.values()))
@@ -85,7 +80,7 @@ def test_no_flags_build_the_settings_defaults_and_flags_set_only_their_field():
     built = pipeline_settings(parse(["run"]))  # the quick preset's sizes over the class defaults, nothing else
     assert built["generate"] == GenerateSettings()
     assert built["label"] == LabelSettings.model_validate(PRESETS["quick"]["label"])
-    assert built["train"] == PipelineTrainSettings.model_validate(PRESETS["quick"]["train"])
+    assert built["train"] == TrainSettings.model_validate(PRESETS["quick"]["train"])
     assert built["retrieve"] == RetrieveSettings()  # the coherence model prepare-corpus builds: no preset size
     flagged = pipeline_settings(parse(["run", "--n", "7", "--workers", "processes", "--candidates", "2"]))
     assert flagged["generate"] == GenerateSettings(n=7, sampling={"candidates": 2})
@@ -204,25 +199,21 @@ def test_every_flag_with_choices_offers_its_settings_fields_values():
     assert choices_of(LabelSettings, "lm_endpoint", "server_engine") == ("llama-server", "llama-cpp-python")
 
 
-def test_the_pipeline_trains_with_its_own_losses_everywhere_it_starts():
-    """sts-pipeline's losses (the pairs' CoSENT regression and the backbone anchor beside the triples; issue 33's
-    table) reach every way it starts — the flow's default, which a deployment's schema carries, a deployment's partial
-    `train` parameter, and both CLI presets — while `./stsgen train` (a dataset that may have no pairs) keeps the
-    triples-only defaults."""
+def test_every_flow_that_trains_carries_the_recipe_in_its_schema_and_partial_parameters():
+    """The recipe (TrainSettings' defaults: the pairs' CoSENT regression and the backbone anchor beside the triples,
+    lr auto) reaches every flow that trains — the parameter default a deployment's schema carries, and a
+    deployment's partial `train` / `settings` parameter, whose unset fields keep the recipe. The CLI and prefect.yaml:
+    tests/train/test_recipe.py."""
     from prefect.utilities.callables import parameter_schema
 
     from flows.train_on_dataset import train_on_dataset
 
-    recipe = PipelineTrainSettings().losses
+    recipe = TrainSettings().losses
     assert recipe.regression > 0 and recipe.regression_loss == "cosent" and recipe.backbone_anchor > 0
-    for flow in (sts_pipeline, train_on_dataset):  # the pipeline and the weekly deployment's flow
-        schema = parameter_schema(flow.fn).properties["train"]
+    for flow, name in ((sts_pipeline, "train"), (train_on_dataset, "train"), (train_surrogate, "settings")):
+        schema = parameter_schema(flow.fn).properties[name]
         assert schema["default"]["losses"] == recipe.model_dump(mode="json") and schema["default"]["lr"] == "auto"
         # a deployment run's `-p train='{…}'` is validated into the parameter's type: unset fields keep the recipe
-        train = inspect.signature(flow.fn, eval_str=True).parameters["train"].annotation
-        partial = TypeAdapter(train).validate_python({"steps": 7, "losses": {"temperature": 0.1}})
+        annotation = inspect.signature(flow.fn, eval_str=True).parameters[name].annotation
+        partial = TypeAdapter(annotation).validate_python({"steps": 7, "losses": {"temperature": 0.1}})
         assert partial.steps == 7 and partial.losses == recipe.model_copy(update={"temperature": 0.1}), flow.name
-    parse = build_parser().parse_args
-    for preset in PRESETS:
-        assert pipeline_settings(parse(["run", "--preset", preset]))["train"].losses == recipe, preset
-    assert TrainSettings.model_validate(train_fields(parse(["train"]))).losses.regression == 0

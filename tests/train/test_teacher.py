@@ -65,5 +65,5 @@ def test_bad_teachers_fail_with_one_message_naming_the_fix(tmp_path, monkeypatch
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         teacher_module.teacher_folder()
     with pytest.raises(ValidationError, match="losses.regression is 0"):
-        TrainSettings(label_source="teacher")
-    TrainSettings(label_source="teacher", losses=LossSettings(regression=1.0))  # with the regression: fine
+        TrainSettings(label_source="teacher", losses=LossSettings())  # the triples alone: no regression to target
+    TrainSettings(label_source="teacher")  # the recipe has the regression: fine

@@ -512,25 +512,6 @@ def test_the_pairs_of_held_out_triples_stay_out_of_training_when_read_from_a_fil
     assert len(job.data.pairs) == len(pairs) - len(held)  # one pair per triple here: the held-out ones removed
 
 
-def test_the_recipe_falls_back_to_triples_only_where_the_data_has_no_pairs():
-    """recipe_for_data (train-on-dataset): the pipeline's recipe kept where there are pairs; without, TrainSettings'
-    triples-only defaults plus every field set away from the pipeline's — a form that sent every default included —
-    and a label source that needs pairs refused naming the data."""
-    from tasks.train.settings import PipelineTrainSettings, recipe_for_data
-
-    recipe = PipelineTrainSettings(steps=7, losses={"temperature": 0.1})
-    assert recipe_for_data(recipe, True) is recipe
-    assert recipe_for_data(TrainSettings(steps=7), False) == TrainSettings(steps=7)  # not the recipe: as given
-    fallback = recipe_for_data(recipe, False)
-    assert type(fallback) is TrainSettings and fallback == TrainSettings(steps=7, losses={"temperature": 0.1})
-    assert (fallback.losses.regression, fallback.losses.backbone_anchor, fallback.lr) == (0.0, 0.0, 3e-5)
-    every_default = PipelineTrainSettings.model_validate(PipelineTrainSettings().model_dump(mode="json"))
-    assert recipe_for_data(every_default, False) == TrainSettings()
-    assert recipe_for_data(PipelineTrainSettings(lr=1e-4), False).lr == 1e-4
-    with pytest.raises(ConfigError, match=r"ds-1: train.label_source='rating' .* no labeled pairs"):
-        recipe_for_data(PipelineTrainSettings(label_source="rating"), False, "ds-1")
-
-
 def test_lr_auto_follows_the_training_anchors_and_keys_the_number_used(tiny_encoder_dir, tmp_path):
     """`lr = "auto"` (sts-pipeline's default) resolves once the data is read: the gentle rate for a first run's few
     triples, the larger one past LARGE_FROM_ANCHORS; the stage key holds the number, so 'auto' on a small dataset

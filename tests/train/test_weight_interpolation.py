@@ -63,7 +63,7 @@ def test_settings_refuse_an_alpha_outside_0_1_and_wise_with_lora():
 def test_the_options_off_keep_the_stage_keys_and_wise_keys_only_the_outputs():
     from tasks.core.config import key_fields
 
-    plain = TrainSettings()
+    plain = TrainSettings(losses=LossSettings())  # the triples alone: the anchor off
     assert "backbone_anchor" not in key_fields(plain.losses)  # trainings from before the options keep their keys
     assert "backbone_anchor" in key_fields(plain.losses.model_copy(update={"backbone_anchor": 1.0}))
     # Interpolation comes after training: another alpha reuses the checkpoints (the training key stays).
