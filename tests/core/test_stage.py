@@ -119,6 +119,19 @@ def test_a_stage_that_writes_an_undeclared_column_commits_nothing(tmp_path):
     assert set(run_stage("toy", tmp_path, "k1", named, _compute([]))) == {"table", "manifest"}
 
 
+def test_a_stage_writing_a_column_beyond_its_declaration_is_refused(tmp_path):
+    """Every declared column written, one more besides: still a broken contract (the check is not only for missing
+    columns), refused before the manifest commits."""
+    def compute(out):
+        out.write_parquet("rows.parquet", pa.table({"x": [1, 2], "undeclared": ["a", "b"]}))
+        return {"counts": {"rows": 2}}
+
+    with pytest.raises(RuntimeError, match=r"toy wrote rows.parquet with columns its IO.writes does not declare "
+                                           r"\(undeclared\) or without declared ones \(none\)"):
+        run_stage("toy", tmp_path, "k1", ROWS, compute)
+    assert read_manifest(tmp_path / "toy") is None
+
+
 def test_a_shard_is_finished_only_when_its_marker_matches_its_file(tmp_path):
     out = tmp_path / "s" / "abc.parquet"
     assert finished_shard(out) is None

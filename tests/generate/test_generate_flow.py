@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,7 +14,7 @@ from flows.generate_sts_triples import generate_sts_triples
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tasks.core.config import ConfigError, LLMSettings
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
-from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, prompt_kind
+from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, is_judge_request, prompt_kind
 from tests.conftest import generate_settings, latest_artifacts, shared
 
 
@@ -151,7 +152,10 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
 
     # The seed's bases (intermediates from s+): one positive always rejected, its intermediate and negative are
     # base_rejected.
+    answered: list[tuple[float, str]] = []  # (when, kind) of each answer: the responder runs after the latency
+
     def responder(messages, body):
+        answered.append((time.monotonic(), prompt_kind(messages[0]["content"])))
         if prompt_kind(messages[0]["content"]) == "positive" and messages[-1]["content"] == doomed:
             return doomed
         return default_responder(messages, body)
@@ -159,6 +163,7 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
     results = {}
     for order in ("by_kind", "by_source"):
         (tmp_path / order).mkdir()
+        answered.clear()
         with ScriptedOpenAI(responder=responder, latency_s=0.2) as server:
             paths = generate_sts_triples(settings=without_judge(tiny_corpus, n=11, max_attempts=2, batch_size=4,
                                                                 request_order=order,
@@ -170,20 +175,22 @@ def test_both_request_orders_send_the_same_requests_and_write_the_same_outputs(p
         results[order] = {"triples": triples.drop(list(VOLATILE_COLUMNS)), "rejected": rejected,
                           "counts": manifest["counts"], "order": manifest["llm"]["request_order"],
                           "bodies": sorted(json.dumps(b, sort_keys=True) for _, b, _ in sent),
-                          "arrivals": {k: [t for kind, _, t in sent if kind == k] for k in ("positive", "intermediate")}}
+                          "arrivals": {k: [t for kind, _, t in sent if kind == k] for k in ("positive", "intermediate")},
+                          "last_positive_answered": max(t for t, kind in answered if kind == "positive")}
     by_kind, by_source = results["by_kind"], results["by_source"]
     assert (by_kind["order"], by_source["order"]) == ("by_kind", "by_source")
     assert by_kind["bodies"] == by_source["bodies"]  # the same requests (seeds depend on sentence, kind, attempt)
     assert by_kind["triples"].equals(by_source["triples"]) and by_kind["rejected"].equals(by_source["rejected"])
     assert by_kind["counts"] == by_source["counts"] and by_kind["counts"]["rejected_by_reason"]["base_rejected"] == 2
     assert by_kind["counts"]["per_kind"]["positive"] == {"slots": 11, "accepted": 10, "attempts": 12}
-    # Kind by kind: the first intermediate only after the last positive was answered (each takes 0.2 s). Source by
-    # source: intermediates are sent while the last positives are still being served (no slot idles as a kind drains).
-    def first_intermediate_after_last_positive(arrivals: dict) -> float:
-        return min(arrivals["intermediate"]) - max(arrivals["positive"])
+    # Kind by kind: the first intermediate is sent only after the last positive was answered. Source by source: the
+    # first intermediate is sent while the last positive is still being served (no slot idles as a kind drains).
+    # Event order (arrival vs. answer, on one clock), not durations: a loaded machine cannot turn either around.
+    def first_intermediate_sent_after_last_positive_answered(result: dict) -> bool:
+        return min(result["arrivals"]["intermediate"]) > result["last_positive_answered"]
 
-    assert first_intermediate_after_last_positive(by_kind["arrivals"]) >= 0.2
-    assert first_intermediate_after_last_positive(by_source["arrivals"]) < 0.2
+    assert first_intermediate_sent_after_last_positive_answered(by_kind)
+    assert not first_intermediate_sent_after_last_positive_answered(by_source)
 
 
 def test_the_batch_api_cannot_be_sent_source_by_source():
@@ -218,3 +225,87 @@ def test_api_key_is_used_but_never_written(prefect_harness, scripted, tiny_corpu
     assert canary not in caplog.text
     manifest = json.loads(open(paths["manifest"]).read())
     assert manifest["parameters"]["llm"]["api_key_env"] == "STSGEN_TEST_KEY"
+
+
+# The checks users rely on most, seen through the flow with the default settings (best of 4, the judge on, the
+# negative band's ceiling 0.8): each test fails when its check is unhooked from the stage, not only when the check's
+# function is wrong (tests/generate/test_triple_checks.py tests the functions).
+
+def shown_example_sentences(system: str) -> list[str]:
+    """The example sentences a rendered STS prompt shows ("- Sentence 1: …" / "- Sentence 2: …" lines), read from
+    the request itself."""
+    return [line.split(":", 1)[1].strip() for line in system.splitlines()
+            if line.startswith(("- Sentence 1:", "- Sentence 2:"))]
+
+
+def test_a_negative_copying_a_prompt_example_is_quarantined_by_the_flow(prefect_harness, tiny_corpus, tmp_path):
+    """The negative's first attempt answers, in each of its 4 choices, a sentence its own prompt shows as an example;
+    the flow quarantines every one of them as copied_example and keeps a later attempt's own sentence."""
+    copied: set[str] = set()
+
+    def responder(messages, body):
+        system = messages[0]["content"]
+        if not is_judge_request(messages) and prompt_kind(system) == "negative" and \
+                body["temperature"] == SamplingSettings().temperature:  # attempt 0
+            examples = [s for s in shown_example_sentences(system) if 3 <= len(s.split()) <= 25]
+            text = examples[(body.get("choice") or 0) % len(examples)]
+            copied.add(text)
+            return text
+        return default_responder(messages, body)
+
+    with ScriptedOpenAI(responder=responder) as server:
+        paths = generate_sts_triples(settings=generate_settings(tiny_corpus, n=3), llm=llm(server, tmp_path),
+                                     output_dir=str(tmp_path / "out"))
+    triples, rejected, _ = read(paths)
+    assert triples.num_rows == 3 and copied
+    assert not set(triples.column("negative").to_pylist()) & copied  # no example sentence kept as a negative
+    first_attempt = [r for r in rejected.to_pylist() if r["kind"] == "negative" and r["attempt"] == 0]
+    assert len(first_attempt) == 3 * 4  # 3 sources × 4 choices, each quarantined with its reason
+    assert {r["reason"] for r in first_attempt} == {"copied_example"} and {r["text"] for r in first_attempt} <= copied
+    assert set(triples.column("negative_attempts").to_pylist()) == {2}
+
+
+# Anchor → its positive (a paraphrase keeping every fact), and what the negatives answer: attempt 0 a paraphrase of
+# the anchor (all-MiniLM-L6-v2 cosine 0.93 / 0.95, above the 0.8 ceiling; text similarity to the anchor and the
+# positive ≤ 0.61, below the copy rule's 0.9), later attempts a sentence about something else (cosine 0.00 / 0.08).
+PARAPHRASED = {
+    "The orchestra performed the new symphony for the first time in the capital.": (
+        "In the capital, the new symphony was played by the orchestra for the first time.",
+        "For the first time, the capital heard the orchestra perform its new symphony.",
+        "A grey cat slept all afternoon on the warm kitchen windowsill."),
+    "Engineers inspected the old stone bridge on Monday morning.": (
+        "On Monday morning the old stone bridge was inspected by engineers.",
+        "The old stone bridge got an inspection from engineers on Monday morning.",
+        "Two children built a sandcastle beside the lake in July."),
+}
+
+
+def test_a_negative_that_paraphrases_the_anchor_is_never_the_one_kept(prefect_harness, tmp_path):
+    """The negative's first request returns 4 choices: a paraphrase of the anchor and three empty answers (the rules
+    drop those), so the paraphrase is the only candidate the chooser sees. The default chooser measures it against
+    the band's ceiling and quarantines it (negative_too_close); the next attempt's distinct sentence is kept."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "doc.txt").write_text(" ".join(PARAPHRASED))
+    negatives = {positive: (close, distinct) for positive, close, distinct in PARAPHRASED.values()}
+
+    def responder(messages, body):
+        system, user = messages[0]["content"], messages[-1]["content"]
+        kind = None if is_judge_request(messages) else prompt_kind(system)
+        if kind == "positive" and user in PARAPHRASED:
+            return PARAPHRASED[user][0]
+        if kind == "negative" and user in negatives:
+            if body["temperature"] != SamplingSettings().temperature:  # attempt 1 on
+                return negatives[user][1]
+            return negatives[user][0] if not body.get("choice") else ""
+        return default_responder(messages, body)
+
+    with ScriptedOpenAI(responder=responder) as server:
+        paths = generate_sts_triples(settings=generate_settings(corpus, n=2), llm=llm(server, tmp_path),
+                                     output_dir=str(tmp_path / "out"))
+    triples, rejected, _ = read(paths)
+    kept = dict(zip(triples.column("anchor").to_pylist(), triples.column("negative").to_pylist()))
+    assert kept == {anchor: distinct for anchor, (_, _, distinct) in PARAPHRASED.items()}
+    too_close = [r for r in rejected.to_pylist() if r["reason"] == "negative_too_close"]
+    assert sorted(r["text"] for r in too_close) == sorted(close for _, close, _ in PARAPHRASED.values())
+    assert all(r["kind"] == "negative" and r["attempt"] == 0 and r["candidate"] == 0 for r in too_close)
