@@ -27,6 +27,7 @@ REJECTED = {
     "cut_off": "I had to stop because our landlord told me he was going to kick me out and the family if I.",
     "chat_filler": "lol i was gonna say the same thing about that movie.",
     "not_english": "Parabéns meu amor, você é incrível e merece toda a felicidade do mundo.",
+    "no_sentence_end": "The committee met on Tuesday to discuss the new budget proposal",
 }
 PASSING = [
     "The Senate voted on the nomination this afternoon after a long debate.",
@@ -58,6 +59,16 @@ def test_a_filter_change_moves_only_what_it_rejects():
     after, _ = sample_anchors(fewer, 40, seed=2, settings=settings)
     # the dropped one goes, its source's later candidates move up one place: the sample changes by a sentence or two
     assert dropped not in set(after["text"]) and len(set(before["text"]) & set(after["text"])) >= 38
+
+
+@pytest.mark.parametrize("text", ["The committee met on Tuesday to discuss the following points:",
+                                  "The committee met on Tuesday and then, as the budget was late…",
+                                  "The committee met on Tuesday to discuss the budget proposal —"])
+def test_a_line_that_stops_before_its_sentence_end_is_no_anchor(text):
+    assert anchor_rejections(pd.Series([text])).iloc[0] == "no_sentence_end"
+    # the same line ended (a quote or bracket may close it) passes
+    for end in (".", ".\"", "?)"):
+        assert anchor_rejections(pd.Series([text.rstrip(":…— ") + end])).iloc[0] == "", end
 
 
 def test_sentences_pass():

@@ -55,6 +55,24 @@ def test_intermediates_that_only_delete_pass_and_a_substituted_word_does_not():
                     settings=strict).ok
 
 
+def test_an_intermediate_may_delete_from_the_anchor_when_its_base_is_another_sentence():
+    """With pattern.intermediate_base 'positive' the base is s⁺, not the anchor: an intermediate that only deletes
+    from the anchor (not from its base) passes, as does one that only deletes from its base; one that is a
+    deletion of neither is quarantined."""
+    anchor = "Pilots spend seven hours training for every actual hour of flight in the simulator."
+    base = "In the simulator, pilots train seven hours for each real hour they fly."  # the positive
+    strict = ValidationSettings(deletion_allowance=0)
+    from_anchor = "Pilots spend seven hours training for every hour of flight."
+    assert added_words(from_anchor, anchor) == [] and len(added_words(from_anchor, base)) >= 3
+    assert validate(from_anchor, kind="intermediate", base=base, anchor=anchor, settings=strict).ok
+    from_base = "Pilots train seven hours for each hour they fly."
+    assert added_words(from_base, base) == [] and added_words(from_base, anchor)
+    assert validate(from_base, kind="intermediate", base=base, anchor=anchor, settings=strict).ok
+    neither = "Pilots train seven hours for every hour of flight."  # "train" from the base, "flight" from the anchor
+    verdict = validate(neither, kind="intermediate", base=base, anchor=anchor, settings=strict)
+    assert verdict.reason == "not_deletion"
+
+
 def test_a_negative_in_the_paraphrase_band_is_quarantined_with_its_cosine(tmp_path):
     paraphrase = "Oil prices climbed on Tuesday and the broader market index fell sharply."
     unrelated = "The choir rehearsed a new hymn in the old chapel."

@@ -194,11 +194,11 @@ def test_default_pipeline_runs_the_cards_dag_with_rating_and_context_labels(pref
     assert pairs["rating"].notna().all() and pairs["context_label"].notna().all()
     manifest = json.loads(Path(outputs["label-pairs"]["manifest"]).read_text())
     w, t = manifest["labeler"]["rating_weight"], manifest["labeler"]["tfidf_weight"]
-    assert manifest["labeler"]["method"] == "combined" and 0 < w < 1
-    from tasks.label.labeling import context_label_01
-
-    expected = w * pairs["rating"] / 5 + t * pairs["tfidf_cosine"] + (1 - w - t) * context_label_01(
-        pairs["context_label"], label.similarity)
+    assert manifest["labeler"]["method"] == "combined" and 0 < w < 1 and 0 < t < 1 - w
+    # The default similarity ('contrast') is a share of contexts, on 0–1 already: it enters the mix as it is, with
+    # the weight the rating (on 0–5) and the TF-IDF cosine leave.
+    assert label.similarity == "contrast" and pairs["context_label"].between(0, 1).all()
+    expected = w * pairs["rating"] / 5 + t * pairs["tfidf_cosine"] + (1 - w - t) * pairs["context_label"]
     assert (pairs["label"] - expected).abs().max() < 1e-9
     assert set(manifest["quality"]["columns"]) == {"rating", "context_label", "tfidf_cosine", "label"}
     assert all("rate" in q["hierarchy"] for q in manifest["quality"]["columns"].values())

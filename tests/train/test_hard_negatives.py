@@ -55,13 +55,16 @@ def test_mined_columns_feed_infonce_in_the_chosen_combination():
     triples = triples.assign(mined_negative_1=[f"m{i}" for i in range(len(triples))], mined_negative_2="x")
     triples.loc[0, "mined_negative_2"] = None  # too few candidates passed: left out when mined negatives are used
     data = split_data(triples, pairs, 0.0, 0)
-    for negatives, expected in (("generated", (0, 1, 2)), ("mined", (0, 1, 4, 5)), ("both", (0, 1, 2, 4, 5))):
+    mined = ["mined_negative_1", "mined_negative_2"]
+    for negatives, columns, infonce in (
+            ("generated", [], ["anchor", "positive", "negative"]),
+            ("mined", mined, ["anchor", "positive", *mined]),
+            ("both", mined, ["anchor", "positive", "negative", *mined])):
         sets = training_datasets(data, LossSettings(negatives=negatives))
         cols = sets["hierarchical"].column_names
-        assert cols[:4] == ["anchor", "positive", "negative", "intermediate"]
+        assert cols == ["anchor", "positive", "negative", "intermediate", *columns]  # mined ones only when used
         assert len(sets["hierarchical"]) == len(triples) - (negatives != "generated")
-        assert infonce_columns(LossSettings(negatives=negatives), len(cols), 4) == expected[: len(cols)] or \
-            negatives == "generated"
+        assert [cols[i] for i in infonce_columns(LossSettings(negatives=negatives), len(cols), 4)] == infonce
     with pytest.raises(ValueError, match="mined negatives are used only with"):
         TrainSettings(losses=LossSettings(negatives="both"))
     with pytest.raises(ValueError, match="mined negatives are used only with"):

@@ -29,13 +29,42 @@ def test_teacher_labels_are_its_cosines_computed_once_and_cached(tiny_encoder_di
     np.testing.assert_allclose(labelled["label"], np.clip((a * b).sum(axis=1), 0, 1), atol=1e-5)
     assert labelled["teacher_label"].tolist() == labelled["label"].tolist()
     assert identity["cached"] is False and len(identity["sha256"]) == 64
-    assert str(tmp_path) not in identity["teacher"]  # a folder's name, never its local path (cards are published)
+    # a folder's name, never its local path (cards are published)
+    assert identity["teacher"] == tiny_encoder_dir.name and str(tiny_encoder_dir.parent) not in str(identity)
 
     cache = list((tmp_path / "home" / "teacher-labels").glob("*.parquet"))
     assert len(cache) == 1
     again, identity = regression_targets(PAIRS, "teacher", str(tiny_encoder_dir))
     assert identity["cached"] is True and again["label"].tolist() == labelled["label"].tolist()
     regression_targets(PAIRS.iloc[:2], "teacher", str(tiny_encoder_dir))  # other pairs: labelled anew
+    assert len(list((tmp_path / "home" / "teacher-labels").glob("*.parquet"))) == 2
+
+
+def test_the_label_cache_is_keyed_by_the_teachers_content_not_its_folder(tiny_encoder_dir, tmp_path, monkeypatch):
+    """The same weights in another folder reuse the cached labels; other weights (one embedding table moved) under
+    the same pairs are labelled anew, with other labels — a key without the teacher's sha256 would hand back the
+    first teacher's labels."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setenv("STSGEN_HOME", str(tmp_path / "home"))
+    first, identity = regression_targets(PAIRS, "teacher", str(tiny_encoder_dir))
+    assert identity["cached"] is False
+    moved = shutil.copytree(tiny_encoder_dir, tmp_path / "moved-teacher")
+    again, moved_identity = regression_targets(PAIRS, "teacher", str(moved))
+    assert moved_identity["cached"] is True and moved_identity["sha256"] == identity["sha256"]
+    assert again["label"].tolist() == first["label"].tolist()
+
+    other = shutil.copytree(tiny_encoder_dir, tmp_path / "other-teacher")
+    weights = load_file(other / "model.safetensors")
+    name = next(n for n in weights if n.endswith("word_embeddings.weight"))
+    weights[name] = weights[name] + torch.randn(weights[name].shape, generator=torch.Generator().manual_seed(0))
+    save_file(weights, other / "model.safetensors", metadata={"format": "pt"})
+    relabelled, other_identity = regression_targets(PAIRS, "teacher", str(other))
+    assert other_identity["sha256"] != identity["sha256"] and other_identity["cached"] is False
+    assert not np.allclose(relabelled["label"], first["label"], atol=1e-3)
     assert len(list((tmp_path / "home" / "teacher-labels").glob("*.parquet"))) == 2
 
 

@@ -206,14 +206,16 @@ def test_backbone_anchor_keeps_the_trained_embeddings_nearer_the_backbone(tiny_s
 def test_selection_keeps_the_backbone_when_training_only_hurts(tiny_st, tmp_path):
     hurt, before, best = _selection_run(tiny_st, tmp_path / "hurt", dev_agrees=False)
     scores = {r["step"]: r["dev_spearman"] for r in hurt.history if "dev_spearman" in r}
-    assert list(scores) == [0, 8, 16, 24] and max(scores[8], scores[16], scores[24]) < scores[0]
+    # Margins of 10 Spearman points (the scores move by ~130: 86.6 → −86.1), far beyond what float summation order
+    # at another thread count can move.
+    assert list(scores) == [0, 8, 16, 24] and max(scores[8], scores[16], scores[24]) < scores[0] - 10
     assert hurt.best_step == 0 and hurt.best_dev == scores[0]
     for name, value in before.items():  # best.pt holds the untrained weights
         assert torch.equal(best[name], value), name
 
     helped, _, best = _selection_run(tiny_st, tmp_path / "help", dev_agrees=True)
     scores = {r["step"]: r["dev_spearman"] for r in helped.history if "dev_spearman" in r}
-    assert helped.best_step > 0 and helped.best_dev == max(scores.values()) > scores[0]
+    assert helped.best_step > 0 and helped.best_dev == max(scores.values()) > scores[0] + 10
     assert any(not torch.equal(best[name], value) for name, value in before.items())
 
 
@@ -415,10 +417,17 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
         # The score refused is the mix's own (not the bare checkpoint's): a broken interpolation fails here.
         from tasks.core.sts_evaluation import evaluate_sources
 
-        mix = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].to("cpu")
-        mix.load_state_dict(midpoint)
-        scored = evaluate_sources(lambda s: mix.encode(s, convert_to_numpy=True), ["stsb-dev"])["stsb-dev"]
-        assert turned_down["stsb-dev"] == pytest.approx(scored["spearman"], abs=0.05)
+        def dev_score(weights) -> float:
+            encoder = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0].to("cpu")
+            encoder.load_state_dict(weights)
+            return evaluate_sources(lambda s: encoder.encode(s, convert_to_numpy=True), ["stsb-dev"])["stsb-dev"][
+                "spearman"]
+
+        # This random encoder's dev cosines nearly tie: the mix re-encoded here (batch, ulp-level arithmetic of the
+        # average) moves its Spearman by up to 0.02 (18.54 in the flow, 18.56 here), so 0.03 of slack; and the refused
+        # score is nearer the mix's than the bare checkpoint's wherever those two can be told apart (≥ 0.06).
+        refused, mixed, bare = turned_down["stsb-dev"], dev_score(midpoint), dev_score(best)
+        assert abs(refused - mixed) <= 0.03 and (abs(mixed - bare) < 0.06 or abs(refused - mixed) < abs(refused - bare))
         expected = start
     for name, value in model.state_dict().items():
         if value.is_floating_point():
