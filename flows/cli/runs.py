@@ -77,9 +77,10 @@ def _estimate(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in args.runs_dir or [OUTPUTS_DIR]]
     rates = measured_rates(run_manifests(dirs), model)
     if not rates:
-        print(f"No earlier run of {model} under {', '.join(map(str, dirs))} to measure its rates: run a small one "
-              f"first (`./stsgen generate --n 20{' --base-url ' + args.base_url if args.base_url else ''} --model "
-              f"{model}`), then ask again.")
+        endpoint = f" --base-url {args.base_url or 'URL'} --model {model}" if args.base_url or args.model else ""
+        print(f"No earlier run of {model} under {', '.join(map(str, dirs))} to measure its rates (runs under another "
+              f"folder count with --runs-dir): run a small one first (`./stsgen generate --n 20{endpoint}`), then "
+              "ask again.")
         return 1
     print(estimate_markdown(rates, args.n, model, prices))
     return 0

@@ -13,6 +13,7 @@ from flows.cli.options import (
     add_llm_arguments,
     add_output_arguments,
     add_runner_arguments,
+    check_override_stages,
     choices_of,
     device_fields,
     execution_fields,
@@ -20,6 +21,7 @@ from flows.cli.options import (
     given,
     label_fields,
     merged,
+    overrides,
 )
 from flows.cli.preflight import check_label_inputs, check_retrieve_inputs, check_train_inputs
 from flows.presets import PRESETS
@@ -148,7 +150,9 @@ def generate_settings(args: argparse.Namespace):
     from tasks.core.config import with_seed
     from tasks.generate.settings import GenerateSettings
 
-    return with_seed(GenerateSettings.model_validate(generate_fields(args)), args.seed)
+    check_override_stages(args, ("generate",))
+    return with_seed(GenerateSettings.model_validate(merged(generate_fields(args), overrides(args, "generate"))),
+                     args.seed)
 
 
 def _generate(args: argparse.Namespace) -> int:
@@ -168,12 +172,14 @@ def pipeline_settings(args: argparse.Namespace) -> dict:
     from tasks.train.settings import TrainSettings
 
     preset, device, execution = PRESETS[args.preset], device_fields(args), execution_fields(args)
+    check_override_stages(args, ("generate", "retrieve", "label", "train"))
     retrieve = {"coherence": device, "source": given(source=args.contexts_source), "execution": execution}
-    return {"generate": GenerateSettings.model_validate(merged(preset.get("generate", {}), generate_fields(args))),
-            "retrieve": RetrieveSettings.model_validate(merged(preset.get("retrieve", {}), retrieve)),
-            "label": LabelSettings.model_validate(merged(preset.get("label", {}), label_fields(args), device,
-                                                         {"execution": execution})),
-            "train": TrainSettings.model_validate(merged(preset.get("train", {}), device))}
+    flags = {"generate": generate_fields(args), "retrieve": retrieve,
+             "label": merged(label_fields(args), device, {"execution": execution}), "train": device}
+    classes = {"generate": GenerateSettings, "retrieve": RetrieveSettings, "label": LabelSettings,
+               "train": TrainSettings}
+    return {stage: cls.model_validate(merged(preset.get(stage, {}), flags[stage], overrides(args, stage)))
+            for stage, cls in classes.items()}
 
 
 def _pipeline(args: argparse.Namespace) -> int:
@@ -191,12 +197,13 @@ def _retrieve(args: argparse.Namespace) -> int:
     from tasks.retrieve.settings import RetrieveSettings
 
     corpus = given(document_split=args.document_split, sentence_per_line=args.sentence_per_line)
-    settings = RetrieveSettings.model_validate({
+    check_override_stages(args, ("retrieve",))
+    settings = RetrieveSettings.model_validate(merged({
         "corpora": [{} if c == "default" else corpus | {"source": c} for c in args.corpus] if args.corpus else None,
         "selection": given(screener=args.screener, screen_k=args.screen_k,
                            contexts_per_sentence=args.contexts_per_sentence),
         "source": given(source=args.contexts_source), "coherence": device_fields(args),
-        "execution": execution_fields(args)} | given(window_k=args.k))
+        "execution": execution_fields(args)} | given(window_k=args.k), overrides(args, "retrieve")))
 
     check_retrieve_inputs(args.sentences)  # before any server starts
 
@@ -217,8 +224,9 @@ def _label(args: argparse.Namespace) -> int:
     from tasks.label.labeling import uses_contexts, uses_rating
     from tasks.label.settings import LabelSettings
 
+    check_override_stages(args, ("label",))
     settings = LabelSettings.model_validate(merged(label_fields(args), device_fields(args),
-                                                   {"execution": execution_fields(args)}))
+                                                   {"execution": execution_fields(args)}, overrides(args, "label")))
 
     check_label_inputs(None if args.pairs else args.triples, args.pairs,
                        args.contexts if uses_contexts(settings) else None, settings.calibration)  # before any server
@@ -257,7 +265,8 @@ def _train(args: argparse.Namespace) -> int:
     from flows.train_surrogate import train_surrogate
     from tasks.train.settings import TrainSettings
 
-    settings = TrainSettings.model_validate(train_fields(args))
+    check_override_stages(args, ("train",))
+    settings = TrainSettings.model_validate(merged(train_fields(args), overrides(args, "train")))
     check_train_inputs(None if args.dataset else args.triples, args.pairs, args.dataset)  # before Prefect starts
     with progress_bar(Console(stderr=True)):
         paths = train_surrogate(triples=None if args.dataset else args.triples, pairs=args.pairs,

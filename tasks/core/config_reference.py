@@ -158,7 +158,9 @@ def render(sections: typing.Sequence[Section]) -> str:
            "of the `sampling` object of the flow's `generate` parameter (a Prefect deployment: `-p generate="
            "'{\"sampling\": {\"candidates\": 8}}'`). The stages' own flows take the same object as `settings`. "
            "`[]` marks the fields of a list's items. Defaults are Python values; the CLI's presets "
-           "(flows/presets.py) and flags set some of them per command.", ""]
+           "(flows/presets.py) and flags set some of them per command. On the command line, `--set PATH=VALUE` sets any "
+           "of them by its path, flag or not (`./stsgen run --set generate.sampling.candidates=8`; a JSON value or a "
+           "plain string).", ""]
     seen: dict[type, str] = {}
     for section in sections:
         module = section.model.__module__.replace(".", "/") + ".py"

@@ -94,10 +94,15 @@ def test_sick_example():
 def test_examples_as_pattern_sources():
     """sts-b.tsv (year 2012train) is an STS pattern source and sick.txt an NLI one, with the 3 examples per band a
     prompt needs."""
-    sts = load_pattern_source(PatternSettings(kind="sts", source=str(EXAMPLES / "sts-b.tsv")))
+    settings = PatternSettings(kind="sts", source=str(EXAMPLES / "sts-b.tsv"))
+    sts = load_pattern_source(settings)
     assert len(sts.pairs) == 10 and sts.bad_rows == []
-    chosen = sample_examples(sts, ("positive", "intermediate", "negative"), 3, seed=13)
+    # As stage 1 samples them by default: intermediates only from the band's deletion-shaped pairs.
+    chosen = sample_examples(sts, ("positive", "intermediate", "negative"), 3, seed=13,
+                             intermediate_examples=settings.intermediate_examples)
+    assert settings.intermediate_examples == "deletion"
     assert {k: len(v) for k, v in chosen.items()} == {"positive": 3, "intermediate": 3, "negative": 3}
+    assert all(len(p.sentence2.split()) < len(p.sentence1.split()) for p in chosen["intermediate"])
     nli = load_pattern_source(PatternSettings(kind="nli", source=str(EXAMPLES / "sick.txt")))
     assert [p.label for p in nli.pairs].count("CONTRADICTION") == 3 and nli.bad_rows == []
     assert {k: len(v) for k, v in sample_examples(nli, ("positive", "negative"), 3, seed=13).items()} == \
