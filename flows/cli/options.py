@@ -85,8 +85,8 @@ def add_generate_arguments(p: argparse.ArgumentParser) -> None:
                    "per request)")
     p.add_argument("--intermediate-choice", default=None,
                    choices=choices_of(GenerateSettings, "sampling", "intermediate_choice"),
-                   help="best of N for intermediates (default: SamplingSettings.intermediate_choice; "
-                   "'pattern_cosine' as before issue 34)")
+                   help="best of N for intermediates: the choice adding the fewest words to its base, or the one "
+                   "nearest the pattern's cosine (default: SamplingSettings.intermediate_choice)")
     p.add_argument("--avoid-used-sources", action="store_true", default=None,
                    help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
     p.add_argument("--batch-api", action="store_true",
