@@ -13,6 +13,15 @@ import sys
 import tempfile
 from pathlib import Path
 
+# One torch thread policy for the whole suite, here only: the caller's OMP_NUM_THREADS (read by the first process:
+# xdist's workers and children inherit the value set below), else the cores shared out among the xdist workers (2
+# workers with a thread per core each slow a tiny model's training loop 5x to 100x on 2 cores). Put back around every
+# test (`torch_threads_policy`): a test that left 2 threads behind made later float results depend on test order.
+os.environ.setdefault("STSGEN_TEST_THREADS_GIVEN", os.environ.get("OMP_NUM_THREADS", ""))
+TORCH_THREADS = int(os.environ["STSGEN_TEST_THREADS_GIVEN"] or max(1, (os.cpu_count() or 1) // int(
+    os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
+os.environ.update(OMP_NUM_THREADS=str(TORCH_THREADS), MKL_NUM_THREADS=str(TORCH_THREADS))
+
 if os.environ.get("STSGEN_TEST_CHILD") != "1":  # a test's child process keeps the environment its test gave it
     _ROOT = Path(tempfile.mkdtemp(prefix="stsgen-tests-"))
     atexit.register(shutil.rmtree, _ROOT, ignore_errors=True)  # the isolated homes go with the session
@@ -28,13 +37,6 @@ if os.environ.get("STSGEN_TEST_CHILD") != "1":  # a test's child process keeps t
         # busy 2-core CI machine while a fresh SQLite database is migrated.
         PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS="120",
     )
-    # Each xdist worker gets its share of the cores for torch's (OpenMP) threads, children included: two workers
-    # with a thread per core each keep 4 spinning threads on 2 cores, and a small model's training loop (many tiny
-    # ops, a barrier after each) then slows 5x to 100x (the coherence test: 7.5 s alone, 35 s and once 11+ min
-    # beside the other worker's training).
-    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    if _workers > 1:
-        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _workers)))
 
 import pytest  # noqa: E402
 
@@ -54,6 +56,8 @@ XDIST_GROUPS = {"shared_stack": "stack", "adhoc_generate_run": "stack", "referen
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook, which reads the marks to group the items
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("STSGEN_TEST_REVERSE") == "1":  # opt-in: the items in reverse order (an order-dependence check)
+        items.reverse()
     for item in items:
         group = next((g for f, g in XDIST_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
         if group:
@@ -72,6 +76,20 @@ def groups_stay_on_one_worker(request):
     if lost:
         pytest.fail(f"--dist loadgroup is not grouping ({len(lost)} items, e.g. {lost[0]}): this pytest and "
                     f"pytest-xdist do not work together (pyproject.toml pins a pair that does)", pytrace=False)
+
+
+def policy_threads() -> None:
+    """torch's threads back to the suite's (a model loaded with its own `threads` changes them: load_causal_lm)."""
+    if (torch := sys.modules.get("torch")) is not None and torch.get_num_threads() != TORCH_THREADS:
+        torch.set_num_threads(TORCH_THREADS)  # torch never imported: nothing to set
+
+
+@pytest.fixture(autouse=True)
+def torch_threads_policy():
+    """Every test starts and ends at the suite's thread count, whatever a fixture, a library or a test set."""
+    policy_threads()
+    yield
+    policy_threads()
 
 
 SERVER_COMMANDS = ("prefect.server.api.server", "llama-server", "llama_cpp.server", "prefect worker")

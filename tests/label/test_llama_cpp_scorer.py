@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from models.causal_lm import Group
+from tests.conftest import policy_threads
 from tests.label.test_served_scorer import MAX_TOL, MEAN_TOL, MODEL, topic_units
 
 pytestmark = pytest.mark.slow
@@ -21,8 +22,9 @@ def scorers():
     reference = LabelSettings(method="context", lambda_disc=0.0, lm=MODEL, threads=2, scorer="transformers",
                               dtype="float32")
     fast = reference.model_copy(update={"scorer": "llama_cpp"})
-    return (load_scorer(reference, *map(str, resolve_lm(reference))),
-            load_scorer(fast, *map(str, resolve_lm(fast))), fast)
+    loaded = (load_scorer(reference, *map(str, resolve_lm(reference))), load_scorer(fast, *map(str, resolve_lm(fast))))
+    policy_threads()  # `threads=2` set torch's threads as the model loaded: the suite's policy back
+    return (*loaded, fast)
 
 
 def test_llama_cpp_scores_agree_with_transformers(scorers):

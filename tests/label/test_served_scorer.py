@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tasks.core.config import ConfigError, LLMSettings
-from tests.conftest import TOPICS
+from tests.conftest import TOPICS, policy_threads
 
 pytestmark = pytest.mark.slow
 
@@ -72,6 +72,7 @@ def test_served_scores_and_labels_agree_with_the_in_process_scorer(smollm2_serve
     scorer = load_scorer(served, *map(str, resolve_lm(served)))
     assert scorer.prompt_form == "text"  # llama-cpp-python's server takes string prompts only
     lm = load_scorer(local, *map(str, resolve_lm(local)))
+    policy_threads()  # `threads=2` set torch's threads as the model loaded: the suite's policy back
     remote, inproc = lm_log_probs(scorer, units, served), lm_log_probs(lm, units, local)
     assert set(remote[0]) == set(inproc[0]) == {"lm_sentence", "lm_right", "lm_right_baseline"}
     for term in remote[0]:

@@ -116,44 +116,59 @@ def test_concurrency_is_bounded_on_slow_responses(tmp_path):
         assert elapsed >= 0.85  # 9 requests / 3 in flight * 0.3 s
 
 
-def test_requests_per_minute_limit_holds(scripted, tmp_path):
+@pytest.fixture
+def paced(monkeypatch) -> list[float]:
+    """The rate limiter on a clock that stands still: every wait it asks for is recorded instead of slept. Each
+    request's start is then its reservation time (the still clock) + its wait, so the pacing is checked by counting
+    those starts, not by timing sleeps on a loaded machine (a stalled process wakes several due starts at once)."""
+    from types import SimpleNamespace
+
+    from tasks.llm import ratelimit
+
+    waits: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    monkeypatch.setattr(ratelimit, "time", SimpleNamespace(monotonic=lambda: 1000.0))
+    monkeypatch.setattr(ratelimit, "asyncio", SimpleNamespace(sleep=sleep))
+    return waits
+
+
+def most_in_one_second(starts: list[float]) -> int:
+    return max(sum(1 for t in starts if t0 <= t < t0 + 1.0 - 1e-9) for t0 in starts)
+
+
+def test_requests_per_minute_limit_holds(scripted, tmp_path, paced):
     client = LLMClient(settings(scripted, tmp_path, requests_per_minute=600, max_concurrency=8, cache_path="off"))
     run(client.complete_many([(MESSAGES, params(i)) for i in range(31)]))
-    times = [r["t"] for r in scripted.chat_requests()]
-    # 600/min = one start every 0.1 s: the 6th to the 31st start need >= 2.5 s (about 0.1 s unthrottled). Arrival
-    # times at the server carry connection-setup jitter, the first connections the most, hence the anchor and slack.
-    assert len(times) == 31 and times[-1] - sorted(times)[5] >= 2.0
-    assert client.stats.rate_limit_wait_s > 0
+    assert len(scripted.chat_requests()) == 31
+    # 600/min = one start every 0.1 s: the first request starts at once, the k-th after k × 0.1 s.
+    assert sorted(paced) == pytest.approx([k / 10 for k in range(1, 31)])
+    starts = [0.0, *paced]
+    assert most_in_one_second(starts) == 10  # rpm × 1 s / 60 (+ 1 at a window's closed end)
+    assert client.stats.rate_limit_wait_s == pytest.approx(sum(paced))
 
 
-def test_request_limiter_holds_over_every_window():
+def test_request_limiter_holds_over_every_window(paced):
     limiter = RateLimiter(requests_per_minute=600)  # 10/s, evenly paced
 
     async def go():
-        async def one():
-            await limiter.acquire()
-            return time.monotonic()
+        return await asyncio.gather(*(limiter.acquire() for _ in range(31)))
 
-        return sorted(await asyncio.gather(*(one() for _ in range(31))))
-
-    starts = asyncio.run(go())
-    # Start times taken on the client side, right after the limiter released each request. A stalled process wakes
-    # every start that fell due during the stall at once (0.2 s: 2 extra in a window), hence 13, not 11; the span
-    # below is what proves the pacing.
-    assert max(sum(1 for t in starts if t0 <= t < t0 + 1.0) for t0 in starts) <= 13
-    assert starts[-1] - starts[0] >= 2.9
+    starts = sorted(asyncio.run(go()))  # each request's wait from the same instant: its start
+    assert starts == pytest.approx([k / 10 for k in range(31)]) and sorted(paced) == starts[1:]
+    assert most_in_one_second(starts) == 10
 
 
-def test_tokens_per_minute_limit_holds():
+def test_tokens_per_minute_limit_holds(paced):
     limiter = RateLimiter(tokens_per_minute=6000)  # 100 tokens/s, burst 100
 
     async def go():
-        started = time.perf_counter()
-        for _ in range(4):
-            await limiter.acquire(100)
-        return time.perf_counter() - started
+        return [await limiter.acquire(100) for _ in range(4)]
 
-    assert asyncio.run(go()) >= 2.9  # 400 tokens at 100/s with 100 saved up
+    # 400 tokens at 100/s with 100 saved up: the 2nd, 3rd and 4th request start 1, 2 and 3 s after the first
+    assert asyncio.run(go()) == pytest.approx([0.0, 1.0, 2.0, 3.0]) and paced == pytest.approx([1.0, 2.0, 3.0])
 
 
 def test_retry_after_parsing():

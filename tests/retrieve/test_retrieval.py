@@ -171,8 +171,10 @@ def test_coherence_model_learns_a_synthetic_task(tmp_path):
                                  lr=3e-3)
     trained = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
     held = trained.metrics["heldout"]
-    # Random replacements come from other topics (easy); same-document ones only break the word sequence.
-    assert held["roc_auc_random"] > 0.95 and held["roc_auc"] > 0.8 and held["accuracy"] > 0.7, held
+    # Random replacements come from other topics (easy); same-document ones only break the word sequence. Bounds
+    # well under what it learns (ROC AUC 0.96 / 0.97, accuracy 0.93 at 1 and 2 threads) and far above chance (0.5):
+    # float summation order at another thread count cannot cross them.
+    assert held["roc_auc_random"] > 0.9 and held["roc_auc"] > 0.85 and held["accuracy"] > 0.8, held
     again = train_or_load(contexts, sentences, "synthetic", settings, 1, root=tmp_path)
     assert again.reused and again.folder == trained.folder
 
