@@ -98,7 +98,9 @@ def test_a_stage_that_does_not_advance_still_speaks_every_interval():
         silent_from = len(out.getvalue())
         time.sleep(0.3)  # an ended stage is not repeated
     lines = out.getvalue().splitlines()
-    assert sum(line.startswith("retrieve: 3/10 (30 %)") and "ETA" in line for line in lines) >= 4
+    assert lines[0].startswith("retrieve: 3/10 (30 %) · 0 s elapsed")  # the start: no time yet, so no rate
+    # then the heartbeat, with the rate and the time left at it
+    assert sum(line.startswith("retrieve: 3/10 (30 %)") and "ETA" in line for line in lines[1:]) >= 3
     assert out.getvalue()[silent_from:] == ""
 
 
