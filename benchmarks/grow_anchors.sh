@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 chunks=${1:-24}; per_chunk=${2:-50}
 out=data/growth; kept=benchmarks/data/anchors_1200
 mkdir -p "$out" "$kept"
-for k in $(seq -w 1 "$chunks"); do
+for k in $(seq -f "%02g" 1 "$chunks"); do
   run=chunk-$k
   if [[ -f $kept/$run/manifest.json ]]; then  # committed: restore it beside the runs to come
     [[ -d $out/$run/generate-sts-triples ]] || { mkdir -p "$out/$run"; cp -r "$kept/$run" "$out/$run/generate-sts-triples"; }
