@@ -37,5 +37,5 @@ def test_cosine_matches_in_blocks_are_each_rows_nearest_evaluation_vector():
     expected = [max(range(3), key=lambda k: float(VECTORS[i] @ evals[k])) for i in range(len(VECTORS))]
     for block in (1, 3, 4096):
         best, score = cosine_matches(VECTORS, evals, block=block)
-        assert best.dtype.kind == "i" and best.tolist() == expected, block
+        assert best.dtype.kind == "i" and score.dtype.kind == "f" and best.tolist() == expected, block
         assert np.allclose(score, [float(VECTORS[i] @ evals[k]) for i, k in enumerate(expected)]), block
