@@ -23,5 +23,7 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
   for f in triples.parquet rejected.parquet manifest.json; do
     [[ -f $out/$run/generate-sts-triples/$f ]] && cp "$out/$run/generate-sts-triples/$f" "$kept/$run/"
   done
+  # The committed manifest names no local path: the checkout's own prefix becomes repository-relative.
+  sed -i "s#$PWD/##g" "$kept/$run/manifest.json"
   echo "grow_anchors: $run done at $(date -u +%FT%TZ)"
 done
