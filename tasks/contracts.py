@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from tasks.core.config import ConfigError
-from tasks.core.store import read_input_table, read_manifest, sentence_id, verify_outputs  # noqa: F401
+from tasks.core.store import local_path, read_input_table, read_manifest, sentence_id, verify_outputs  # noqa: F401
 
 if TYPE_CHECKING:
     from models.coherence import CoherenceModel, Vocab
@@ -254,6 +254,8 @@ def load_trained(folder: Path) -> TrainedCoherence | None:
     encoder = manifest.get("encoder")
     if encoder:
         from tasks.llm.local_models import encoder_identity
+
+        encoder = {**encoder, "source": local_path(encoder["source"])}  # a folder is named portably (store.portable)
 
         if encoder_identity(encoder["source"])[1] != encoder["sha256"]:
             return None  # the encoder under the head is not the one it was fit on: refit (or refuse, in stage 3)

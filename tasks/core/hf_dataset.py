@@ -66,7 +66,7 @@ def public_path(path: str) -> str:
     an installed package as `package: path inside it`, anything else by its file name — never a local folder."""
     if ":" in path.split("/")[0]:  # pypi:…, gensim:…, npm:… references are no local paths
         return path
-    parts = Path(path).parts
+    parts = [p.strip("<>") for p in Path(path).parts]  # `<site-packages>/…`: a manifest's portable form
     if "site-packages" in parts:
         inside = parts[parts.index("site-packages") + 1:]
         return f"{inside[0]} package: {'/'.join(inside[1:])}" if len(inside) > 1 else inside[0]

@@ -10,8 +10,10 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
+import sysconfig
 import tempfile
 from importlib import metadata
 from pathlib import Path
@@ -164,15 +166,53 @@ def project_revision() -> str | None:
         return None
 
 
+def path_roots() -> list[tuple[str, str]]:
+    """(absolute prefix, what a manifest writes instead), longest first: the Python environment's packages, the
+    caches ($STSGEN_HOME), the project checkout (repository-relative)."""
+    from tasks.core.home import stsgen_home
+
+    roots = [(sysconfig.get_paths()["purelib"], "<site-packages>/"), (str(stsgen_home()), "$STSGEN_HOME/"),
+             (str(Path(__file__).resolve().parents[2]), "")]
+    return sorted(((str(Path(p).resolve()), name) for p, name in roots), key=lambda r: -len(r[0]))
+
+
+def portable(value: Any, roots: list[tuple[str, str]] | None = None) -> Any:
+    """`value` with every absolute path under a `path_roots` prefix rewritten relative to it, recursively: a manifest
+    names no local path (it travels with the data, and a card is built from it), and stays reproducible from the
+    checkout, the installed packages and the caches."""
+    roots = path_roots() if roots is None else roots
+    if isinstance(value, dict):
+        return {k: portable(v, roots) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [portable(v, roots) for v in value]
+    if isinstance(value, str) and value.startswith("/"):
+        for prefix, name in roots:
+            if value == prefix or value.startswith(prefix + "/"):
+                return (name + value[len(prefix) + 1:]) or "."
+    return value
+
+
+def local_path(value: str) -> str:
+    """The inverse of `portable` for a path a manifest names: this machine's absolute path (a registered model's name,
+    or anything else that is not a path under a root, comes back as it is)."""
+    for prefix, name in path_roots():
+        if name and value.startswith(name):
+            return str(Path(prefix) / value[len(name):])
+    project = Path(__file__).resolve().parents[2]
+    if value and not value.startswith("/") and (project / value).exists():
+        return str(project / value)
+    return value
+
+
 def write_manifest(folder: Path, manifest: dict[str, Any], outputs: dict[str, str]) -> Path:
     """Commit a stage folder: `outputs` maps file name -> sha256 of files already written in `folder`."""
     body = dict(manifest)
     body["outputs"] = {name: {"sha256": digest} for name, digest in sorted(outputs.items())}
     body.setdefault("packages", package_versions())
     body.setdefault("project_revision", project_revision())
-    body.setdefault("command", " ".join(sys.argv[:1]))
+    body.setdefault("command", shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "")
     path = Path(folder) / MANIFEST
-    write_json(path, body)
+    write_json(path, portable(body))
     return path
 
 

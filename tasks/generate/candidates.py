@@ -64,13 +64,6 @@ def rank(kind: str, anchor: str, candidates: list[str], encode: Callable[[list[s
     return sorted(range(len(candidates)), key=key), cosines
 
 
-def choose(kind: str, anchor: str, candidates: list[str], encode: Callable[[list[str]], np.ndarray],
-           negative_choice: NegativeChoice = "farthest") -> tuple[str, int, list[float]]:
-    """(the kept candidate, its index, each candidate's cosine to the anchor)."""
-    order, cosines = rank(kind, anchor, candidates, encode, negative_choice)
-    return candidates[order[0]], order[0], cosines
-
-
 @dataclass(frozen=True)
 class Chooser:
     """The best-of-N rule of a run: the pattern's negative choice and the encoder (loaded once per process, only

@@ -35,7 +35,7 @@ from tasks.core.config import ConfigError, LLMSettings
 from tasks.core.device import device_info, resolve_device, resolve_lm_dtype
 from tasks.core.runners import map_shards, runner_kind
 from tasks.core.stage import StageFolder, run_logger, stage_key
-from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs
+from tasks.core.store import fingerprint, local_path, read_manifest, sha256_path, verify_outputs
 from tasks.label.label_quality import (
     fit_calibration,
     gold_agreement,
@@ -77,6 +77,7 @@ def _coherence_dir(contexts: Path, given: str | None) -> tuple[str | None, str |
     if folder is None:
         manifest = read_manifest(contexts.parent) or {}
         folder = manifest.get("coherence_model", {}).get("folder")
+        folder = folder and local_path(folder)
     if folder is None:
         raise ConfigError(f"No coherence model: {contexts.parent}/manifest.json names none. Pass coherence_dir, or "
                           "set label.lambda_disc to 0 to label with the LM terms only.")

