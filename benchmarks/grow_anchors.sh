@@ -1,29 +1,48 @@
 #!/usr/bin/env bash
 # Grow the data-value anchor set (issue 62) in resumable chunks, in the background, over several sessions:
 #   nice -n 19 benchmarks/grow_anchors.sh [chunks] [per_chunk]      (defaults: 24 chunks of 50 = 1,200 anchors)
-# Each chunk is one stage-1 run at today's defaults over the default corpus (`./stsgen generate --n <per_chunk>
-# --seed <100+k> --avoid-used-sources`) under data/growth/; a finished chunk's triples, quarantine and manifest are
-# copied to benchmarks/data/anchors_1200/chunk-<k>/ (committed), so a later session (whose data/ is empty) restores
-# the committed chunks first — the next chunk avoids their sources — and goes on with the first missing chunk.
-# A chunk killed half-way restarts from its own response cache within a session, from scratch across sessions.
+# Each chunk is one run under data/growth/chunk-<k>/ at today's defaults over the default corpus:
+#   stage 1  `./stsgen generate --n <per_chunk> --seed <100+k> --avoid-used-sources`,
+#   stage 2  `./stsgen retrieve` over its triples, stage 3 `./stsgen label` with the main job's labeler (the quick
+#            preset: each sentence's 8 best-fitting of 16 candidate contexts).
+# Each finished stage's committed files go to benchmarks/data/anchors_1200/chunk-<k>/ (stage 1's at the top, stage
+# 3's under label-pairs/; stage 2's contexts are only the label's input and stay out of git), so a later session
+# (whose data/ is empty) restores the committed chunks first — the next chunk avoids their sources — and goes on
+# with the first missing stage. A stage killed half-way resumes from its own cache within a session.
+# Dedup and decontamination are build-dataset's, over the chunks: `./stsgen build-dataset --runs-dir data/growth`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 chunks=${1:-24}; per_chunk=${2:-50}
 out=data/growth; kept=benchmarks/data/anchors_1200
 mkdir -p "$out" "$kept"
+
+keep() {  # keep <stage folder> <committed folder>: the manifest and every output it lists, paths repository-relative
+  local from=$1 to=$2
+  mkdir -p "$to"
+  for f in $(.venv/bin/python -c 'import json,sys; print(*json.load(open(sys.argv[1]))["outputs"])' "$from/manifest.json"); do
+    cp "$from/$f" "$to/"
+  done
+  cp "$from/manifest.json" "$to/"
+  sed -i "s#$PWD/##g" "$to/manifest.json"  # manifests written before store.portable named the checkout
+}
+
 for k in $(seq -f "%02g" 1 "$chunks"); do
-  run=chunk-$k
+  run=chunk-$k; gen=$out/$run/generate-sts-triples; lab=$out/$run/label-pairs
   if [[ -f $kept/$run/manifest.json ]]; then  # committed: restore it beside the runs to come
-    [[ -d $out/$run/generate-sts-triples ]] || { mkdir -p "$out/$run"; cp -r "$kept/$run" "$out/$run/generate-sts-triples"; }
+    [[ -f $gen/manifest.json ]] || { mkdir -p "$gen"; cp "$kept/$run"/*.parquet "$kept/$run/manifest.json" "$gen/"; }
+  else
+    echo "grow_anchors: $run stage 1 ($per_chunk anchors, seed $((100 + 10#$k))) from $(date -u +%FT%TZ)"
+    ./stsgen generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
+    keep "$gen" "$kept/$run"
+  fi
+  if [[ -f $kept/$run/label-pairs/manifest.json ]]; then
+    [[ -f $lab/manifest.json ]] || { mkdir -p "$lab"; cp "$kept/$run/label-pairs"/* "$lab/"; }
     continue
   fi
-  echo "grow_anchors: $run ($per_chunk anchors, seed $((100 + 10#$k))) from $(date -u +%FT%TZ)"
-  ./stsgen generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
-  mkdir -p "$kept/$run"
-  for f in triples.parquet rejected.parquet manifest.json; do
-    [[ -f $out/$run/generate-sts-triples/$f ]] && cp "$out/$run/generate-sts-triples/$f" "$kept/$run/"
-  done
-  # The committed manifest names no local path: the checkout's own prefix becomes repository-relative.
-  sed -i "s#$PWD/##g" "$kept/$run/manifest.json"
+  echo "grow_anchors: $run stages 2-3 from $(date -u +%FT%TZ)"
+  ./stsgen retrieve --sentences "$gen/triples.parquet" --output-dir "$out" --run "$run"
+  ./stsgen label --triples "$gen/triples.parquet" --contexts "$out/$run/retrieve-contexts/contexts.parquet" \
+    --contexts-scored 8 --candidates 16 --output-dir "$out" --run "$run"
+  keep "$lab" "$kept/$run/label-pairs"
   echo "grow_anchors: $run done at $(date -u +%FT%TZ)"
 done
