@@ -16,6 +16,16 @@ def given(**flags: Any) -> dict:
     return {name: value for name, value in flags.items() if value is not None}
 
 
+def default_of(settings: type, *path: str) -> str:
+    """A settings field's default as a flag's help shows it (`--n … (default: 30)`), read from the settings class:
+    the value stays in its one home and the help cannot drift from it."""
+    field = settings.model_fields[path[0]]
+    value = field.default_factory() if field.default_factory else field.default
+    for name in path[1:]:  # a nested field: its value in the parent's default (the recipe's, for train's losses)
+        value = getattr(value, name)
+    return "none" if value is None else str(value)
+
+
 def choices_of(settings: type, *path: str) -> tuple[str, ...]:
     """The values a settings field takes (its Literal, `X | None` unwrapped), for a flag's `choices`: a CLI that
     restated them would drift from the settings."""
@@ -65,28 +75,31 @@ def add_engine_argument(p: argparse.ArgumentParser) -> None:
 
 def add_generate_arguments(p: argparse.ArgumentParser) -> None:
     """Stage 1's flags (GenerateSettings, tasks/generate/settings.py): unset ones keep the settings' defaults."""
-    p.add_argument("--n", type=int, default=None, help="source sentences (default: GenerateSettings.n)")
     from tasks.generate.settings import GenerateSettings
 
+    p.add_argument("--n", type=int, default=None, help=f"source sentences (default: {default_of(GenerateSettings, 'n')})")
+
     p.add_argument("--pattern", choices=choices_of(GenerateSettings, "pattern", "kind"), default=None,
-                   help="pattern kind (default: PatternSettings.kind)")
+                   help=f"pattern kind (default: {default_of(GenerateSettings, 'pattern', 'kind')})")
     p.add_argument("--corpus", default=None, help="source corpus: a path (file, folder, zip; default: the embedded "
                    "corpus)")
     p.add_argument("--pattern-source", default=None, help="SemEval TSV / SICK file of the pattern's examples")
     p.add_argument("--intermediate-base", choices=choices_of(GenerateSettings, "pattern", "intermediate_base"),
                    default=None, help="what STS intermediates are derived from (default: "
-                   "PatternSettings.intermediate_base; 'positive' as in NGCSE)")
+                   f"{default_of(GenerateSettings, 'pattern', 'intermediate_base')}; 'positive' as in NGCSE)")
     p.add_argument("--seed", type=int, default=None,
                    help="the run's seed, set in every seeded setting (sampling, judge, coherence model, written contexts, rating, training; default: tasks/core/config.DEFAULT_SEED): another seed "
                    "recomputes every stage and re-asks the LLM")
-    p.add_argument("--max-attempts", type=int, default=None, help="generations tried per slot")
+    p.add_argument("--max-attempts", type=int, default=None,
+                   help=f"generations tried per slot (default: {default_of(GenerateSettings, 'max_attempts')})")
     p.add_argument("--candidates", type=int, default=None,
-                   help="best of N: choices per request (default: SamplingSettings.candidates; 1 = one sample "
-                   "per request)")
+                   help="best of N: choices per request (default: "
+                   f"{default_of(GenerateSettings, 'sampling', 'candidates')}; 1 = one sample per request)")
     p.add_argument("--intermediate-choice", default=None,
                    choices=choices_of(GenerateSettings, "sampling", "intermediate_choice"),
                    help="best of N for intermediates: the choice adding the fewest words to its base, or the one "
-                   "nearest the pattern's cosine (default: SamplingSettings.intermediate_choice)")
+                   "nearest the pattern's cosine (default: "
+                   f"{default_of(GenerateSettings, 'sampling', 'intermediate_choice')})")
     p.add_argument("--avoid-used-sources", action="store_true", default=None,
                    help="sample no source sentence an earlier run under --output-dir used (grow one dataset)")
     p.add_argument("--batch-api", action="store_true",

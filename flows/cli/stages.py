@@ -15,6 +15,7 @@ from flows.cli.options import (
     add_runner_arguments,
     check_override_stages,
     choices_of,
+    default_of,
     device_fields,
     execution_fields,
     generate_fields,
@@ -28,6 +29,7 @@ from flows.presets import PRESETS
 from tasks.core.config import CorpusSettings
 from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.home import latest_output
+from tasks.label.settings import LabelSettings
 from tasks.retrieve.settings import RetrieveSettings
 from tasks.train.settings import TrainSettings
 
@@ -35,7 +37,7 @@ from tasks.train.settings import TrainSettings
 def add_context_source_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contexts-source", choices=choices_of(RetrieveSettings, "source", "source"), default=None,
                    help="stage 2's contexts: retrieved from the corpus, written by the LLM around each sentence, "
-                   "or both (default: ContextSourceSettings.source; tasks/retrieve/generated_contexts.py)")
+                   f"or both (default: {default_of(RetrieveSettings, 'source', 'source')}; tasks/retrieve/generated_contexts.py)")
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -84,10 +86,11 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     # the labeler scores.
     p.add_argument("--contexts-scored", dest="contexts_per_sentence", type=int, default=None,
                    help="of each sentence's retrieved contexts, how many the labeler scores (label."
-                   "contexts_per_sentence; default: LabelSettings')")
+                   f"contexts_per_sentence; default: {default_of(LabelSettings, 'contexts_per_sentence')})")
     p.add_argument("--candidates", dest="candidates_per_sentence", type=int, default=None,
                    help="of each sentence's retrieved contexts, how many are scored to choose the --contexts-scored "
-                   "best fitting (label.candidates_per_sentence; the main job's quick preset: 16)")
+                   "best fitting (label.candidates_per_sentence; default: "
+                   f"{default_of(LabelSettings, 'candidates_per_sentence')}, the main job's quick preset: 16)")
     add_llm_arguments(p)
     p.add_argument("--calibration", help="labeled pairs.parquet (label, gold) to fit a monotone map onto 0-5")
     add_runner_arguments(p)
@@ -101,20 +104,21 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dataset", default=None, help="a dataset version from build-dataset (its triples and pairs) "
                    "instead of --triples / --pairs")
     p.add_argument("--backbone", choices=choices_of(TrainSettings, "backbone", "kind"), default=None,
-                   help="backbone kind (default: BackboneSettings.kind)")
+                   help=f"backbone kind (default: {default_of(TrainSettings, 'backbone', 'kind')})")
     p.add_argument("--model", default=None, help="backbone source (default: the kind's model, tasks/train/backbones.py)")
     p.add_argument("--bidirectional-layers", type=int, default=None)
     p.add_argument("--train-layers", type=int, default=None, help="train only the top k layers")
     p.add_argument("--lora-rank", type=int, default=None, help="train only rank-r LoRA adapters (merged on export)")
     p.add_argument("--wise-alpha", type=float, default=None, help="WiSE-FT: ship (1 − α)·backbone + α·the trained "
-                   "weights (default: TrainSettings.wise_alpha)")
+                   f"weights (default: {default_of(TrainSettings, 'wise_alpha')})")
     p.add_argument("--infonce", type=float, default=None, help="InfoNCE weight")
     p.add_argument("--ht", type=float, default=None, help="hierarchical triplet weight β")
     p.add_argument("--regression", type=float, default=None, help="weight of the regression onto stage-3 labels")
     p.add_argument("--regression-loss", choices=choices_of(TrainSettings, "losses", "regression_loss"), default=None,
                    help="CosineSimilarityLoss (L2 on the cosine) or CoSENTLoss (the labels' order only)")
     p.add_argument("--backbone-anchor", type=float, default=None, help="weight of 1 − cos(student, frozen backbone) "
-                   "on every training sentence: the space stays nearer the backbone's (LossSettings.backbone_anchor)")
+                   "on every training sentence: the space stays nearer the backbone's (default: "
+                   f"{default_of(TrainSettings, 'losses', 'backbone_anchor')})")
     p.add_argument("--infonce-mini-batch", type=int, default=None,
                    help="CachedMultipleNegativesRankingLoss with this mini-batch (large batches, bounded memory)")
     p.add_argument("--label-source", choices=choices_of(TrainSettings, "label_source"), default=None,
@@ -124,9 +128,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
                    "teacher fetch`) or a sentence-transformers folder")
     p.add_argument("--negatives", choices=choices_of(TrainSettings, "losses", "negatives"), default=None,
                    help="InfoNCE's hard negatives: the LLM's s⁻, mined from the corpus (--mine N), or both (default: "
-                   "LossSettings.negatives)")
+                   f"{default_of(TrainSettings, 'losses', 'negatives')})")
     p.add_argument("--mine", type=int, default=None,
-                   help="hard negatives to mine per triple (default: MiningSettings.num_negatives, none)")
+                   help=f"hard negatives to mine per triple (default: {default_of(TrainSettings, 'mining', 'num_negatives')})")
     p.add_argument("--mining-corpus", default=None, help="corpus to mine from (stage 1's: a path; default: the "
                    "embedded corpus)")
     p.add_argument("--cross-encoder", default=None, help="a local cross-encoder folder to rescore mined candidates")
@@ -135,7 +139,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None)
     p.add_argument("--batch-size", type=int, default=None)
     p.add_argument("--lr", type=lambda v: v if v == "auto" else float(v), default=None,
-                   help="peak learning rate, or 'auto' (by the training anchors: TrainSettings.lr, the default)")
+                   help="peak learning rate, or 'auto' (by the training anchors; default: "
+                   f"{default_of(TrainSettings, 'lr')})")
     p.add_argument("--eval-every", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--eval-set", action="append", default=None, help="'stsb-test' (report it once, at the end), an "
