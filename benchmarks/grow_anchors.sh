@@ -9,9 +9,11 @@
 # 3's under label-pairs/; stage 2's contexts are only the label's input and stay out of git), so a later session
 # (whose data/ is empty) restores the committed chunks first — the next chunk avoids their sources — and goes on
 # with the first missing stage. A stage killed half-way resumes from its own cache within a session.
-# Dedup and decontamination are build-dataset's, over the chunks: `./stsgen build-dataset --runs-dir data/growth`.
+# `grow_anchors.sh --restore` only restores the committed chunks (what benchmarks/anchors_curve.sh reads); dedup and
+# decontamination are build-dataset's, over the chunks (anchors_curve.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+restore_only=false; [[ ${1:-} == --restore ]] && { restore_only=true; shift; }
 chunks=${1:-24}; per_chunk=${2:-50}
 out=data/growth; kept=benchmarks/data/anchors_1200
 mkdir -p "$out" "$kept"
@@ -30,7 +32,8 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
   run=chunk-$k; gen=$out/$run/generate-sts-triples; lab=$out/$run/label-pairs
   if [[ -f $kept/$run/manifest.json ]]; then  # committed: restore it beside the runs to come
     [[ -f $gen/manifest.json ]] || { mkdir -p "$gen"; cp "$kept/$run"/*.parquet "$kept/$run/manifest.json" "$gen/"; }
-  else
+  elif $restore_only; then
+    continue
     echo "grow_anchors: $run stage 1 ($per_chunk anchors, seed $((100 + 10#$k))) from $(date -u +%FT%TZ)"
     ./stsgen generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
     keep "$gen" "$kept/$run"
@@ -39,6 +42,7 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
     [[ -f $lab/manifest.json ]] || { mkdir -p "$lab"; cp "$kept/$run/label-pairs"/* "$lab/"; }
     continue
   fi
+  $restore_only && continue
   echo "grow_anchors: $run stages 2-3 from $(date -u +%FT%TZ)"
   ./stsgen retrieve --sentences "$gen/triples.parquet" --output-dir "$out" --run "$run"
   ./stsgen label --triples "$gen/triples.parquet" --contexts "$out/$run/retrieve-contexts/contexts.parquet" \
