@@ -59,6 +59,8 @@ def pytest_collection_modifyitems(config, items):
     if os.environ.get("STSGEN_TEST_REVERSE") == "1":  # opt-in: the items in reverse order (an order-dependence check)
         items.reverse()
     for item in items:
+        if "prefect_harness" in getattr(item, "fixturenames", ()):  # directly or through another fixture
+            item.add_marker(pytest.mark.prefect)
         group = next((g for f, g in XDIST_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
         if group:
             item.add_marker(pytest.mark.xdist_group(group))

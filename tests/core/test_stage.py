@@ -142,3 +142,24 @@ def test_a_shard_is_finished_only_when_its_marker_matches_its_file(tmp_path):
     commit_shard(out, pa.table({"x": [1]}), {"rows": 1})
     out.write_bytes(out.read_bytes() + b"x")  # the file altered after its marker
     assert finished_shard(out) is None
+
+
+def test_a_json_output_is_committed_with_its_digest_and_scratch_space_is_keyed_and_outside_the_outputs(tmp_path):
+    seen = {}
+
+    def compute(out):
+        scratch = out.work_dir("shards", "0123456789abcdef-the-rest")
+        scratch.mkdir(parents=True)
+        (scratch / "part.txt").write_text("half done")
+        seen["scratch"] = scratch
+        out.write_json("eval.json", {"dev": 87.5})
+        return {}
+
+    run_stage("toy", tmp_path, "k1", StageIO(reads={}, writes={"eval.json": ()}), compute)
+    folder = tmp_path / "toy"
+    assert seen["scratch"] == folder / ".shards" / "0123456789abcdef"  # the key's first 16 characters
+    assert json.loads((folder / "eval.json").read_text()) == {"dev": 87.5}
+    manifest = read_manifest(folder)
+    assert set(manifest["outputs"]) == {"eval.json"} and verify_outputs(folder)  # scratch is no output
+    (folder / "eval.json").write_text('{"dev": 99}')
+    assert not verify_outputs(folder)  # its digest is the file's: an edit is seen

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.core.config import LLMSettings, settings_problem
-from tasks.generate.candidates import Chooser, rank
+from tasks.generate.candidates import Chooser, pattern_targets, rank
 from tasks.generate.generation import Judge, Plan, Slot, generate_slots
 from tasks.generate.settings import GenerateSettings, SamplingSettings, ValidationSettings, VerifierSettings
 from tasks.generate.stage import chooser_of
@@ -307,3 +307,18 @@ def test_a_rerun_with_best_of_n_sends_nothing_and_writes_the_same_triples(prefec
     a, b = (pq.read_table(p["triples"]).drop(list(VOLATILE_COLUMNS)) for p in (first, again))
     assert a.num_rows == 4 and a.equals(b)
     assert pq.read_table(first["rejected"]).equals(pq.read_table(again["rejected"]))
+
+
+def test_pattern_targets_are_each_kinds_mean_encoder_cosine_and_skip_kinds_without_pairs():
+    from sentence_transformers import util
+
+    from tasks.llm.local_models import load_encoder
+
+    pairs = [(ANCHOR, KEEPS_FAR), (ANCHOR, "A cat sleeps on the warm sofa all afternoon.")]
+    model = load_encoder("all-minilm-l6-v2")
+    cosines = [float(util.cos_sim(model.encode(a), model.encode(b))) for a, b in pairs]  # one pair at a time
+    targets = pattern_targets({"intermediate": [(DROPS, DROPS)], "positive": [], "negative": pairs})
+    assert [kind for kind, _ in targets] == ["intermediate", "negative"]  # in order; a kind without pairs: no target
+    assert dict(targets)["intermediate"] == 1.0  # a sentence with itself
+    # rounded to 4 places, batched: within 6e-5 of the pairs' mean one by one (the two cosines are 0.1+ apart)
+    assert abs(dict(targets)["negative"] - sum(cosines) / 2) < 6e-5 and cosines[1] < cosines[0] - 0.1
