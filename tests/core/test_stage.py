@@ -4,14 +4,19 @@ lists every file written through it, and a shard counts as finished only when it
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+from types import SimpleNamespace
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+import tasks.core.stage as stage_module
 from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
-from tasks.core.stage import StageIO, key_fields, run_stage, stage_key
+from tasks.core.stage import StageFolder, StageIO, key_fields, run_stage, stage_key
 from tasks.core.store import read_manifest, verify_outputs
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.label.settings import LabelSettings
@@ -163,3 +168,91 @@ def test_a_json_output_is_committed_with_its_digest_and_scratch_space_is_keyed_a
     assert set(manifest["outputs"]) == {"eval.json"} and verify_outputs(folder)  # scratch is no output
     (folder / "eval.json").write_text('{"dev": 99}')
     assert not verify_outputs(folder)  # its digest is the file's: an edit is seen
+
+
+def test_the_stage_key_is_the_sha256_of_its_sorted_json_so_keys_recorded_by_earlier_releases_still_match():
+    # Earlier runs' outputs are found by this key: its layout ("stage" beside the parts) is part of the contract.
+    assert stage_key("s", n=3) == hashlib.sha256(b'{"n": 3, "stage": "s"}').hexdigest()
+
+
+def test_check_written_checks_only_parquet_tables_and_skips_only_optional_ones_left_out(tmp_path):
+    io = StageIO(reads={}, writes={"model": (), "notes.jsonl": ("text",), "rows.parquet": ("x",),
+                                   "pairs.parquet": ("p",)})
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "rows.parquet")
+    (tmp_path / "notes.jsonl").write_text('{"text": "a"}\n')  # declared fields of a non-table output: not read
+    io.check_written("toy", tmp_path, optional=("pairs.parquet",))  # the optional table was left out: fine
+    with pytest.raises(FileNotFoundError):  # a table that is not optional must have been written
+        io.check_written("toy", tmp_path)
+    pq.write_table(pa.table({"q": [1]}), tmp_path / "pairs.parquet")  # written after all: checked like the rest
+    with pytest.raises(RuntimeError, match=r"toy wrote pairs.parquet .* \(q\) .* \(p\)"):
+        io.check_written("toy", tmp_path, optional=("pairs.parquet",))
+
+
+def test_check_written_goes_on_past_a_skipped_output_and_names_every_column_in_its_error(tmp_path):
+    # A non-table output first: the tables after it are still checked.
+    io = StageIO(reads={}, writes={"model": (), "rows.parquet": ("a", "b", "x")})
+    pq.write_table(pa.table({"x": [1]}), tmp_path / "rows.parquet")
+    with pytest.raises(RuntimeError, match=r"toy wrote rows.parquet with columns its IO.writes does not declare "
+                                           r"\(none\) or without declared ones \(a, b\)"):
+        io.check_written("toy", tmp_path)
+    pq.write_table(pa.table({"x": [1], "c": [2], "d": [3]}), tmp_path / "rows.parquet")
+    io = StageIO(reads={}, writes={"rows.parquet": ("x",)})
+    with pytest.raises(RuntimeError, match=r"does not declare \(c, d\) or without declared ones \(none\)"):
+        io.check_written("toy", tmp_path)
+
+
+def test_add_commits_a_single_file_and_refuses_one_never_written_naming_it(tmp_path):
+    out = StageFolder("toy", tmp_path, "k1", {})
+    (tmp_path / "plot.png").write_bytes(b"png")
+    assert out.add(tmp_path / "plot.png") == tmp_path / "plot.png"
+    assert out.digests == {"plot.png": hashlib.sha256(b"png").hexdigest()}
+    with pytest.raises(FileNotFoundError, match=r"missing\.png: a stage output that was never written"):
+        out.add(tmp_path / "missing.png")
+
+
+def test_compute_reusable_and_publish_are_handed_the_stage_folder(tmp_path):
+    seen = []
+
+    def compute(out):
+        seen.append(("compute", out.stage, out.folder))
+        out.write_parquet("rows.parquet", pa.table({"x": [1]}))
+        return {}
+
+    def publish(out, body):  # the artifacts link to the committed files
+        seen.append(("publish", out.stage, out.committed))
+
+    run_stage("toy", tmp_path, "k1", ROWS, compute, publish)
+    run_stage("toy", tmp_path, "k1", ROWS, compute, reusable=lambda folder: seen.append(("reusable", folder)))
+    folder = tmp_path / "toy"
+    assert seen == [("compute", "toy", folder),
+                    ("publish", "toy", {"rows.parquet": folder / "rows.parquet",
+                                        "manifest.json": folder / "manifest.json"}),
+                    ("reusable", folder), ("compute", "toy", folder)]  # refused by `reusable`: computed again
+
+
+def test_a_later_run_reuses_an_earlier_runs_stage_by_its_key_without_computing(tmp_path):
+    for run in ("run-a", "run-b"):  # versioned runs (what open_run makes): their stages are indexed by key
+        (tmp_path / run).mkdir()
+        (tmp_path / run / ".run.json").write_text("{}")
+    calls = []
+    run_stage("toy", tmp_path / "run-a", "k1", ROWS, _compute(calls))
+    assert json.loads((tmp_path / ".stage-index" / "toy" / "k1.json").read_text())["key"] == "k1"
+    paths = run_stage("toy", tmp_path / "run-b", "k1", ROWS, _compute(calls))
+    assert calls == ["k1"] and paths["rows"] == str(tmp_path / "run-b" / "toy" / "rows.parquet")
+    assert read_manifest(tmp_path / "run-b" / "toy")["cache_key"] == "k1" and verify_outputs(tmp_path / "run-b" / "toy")
+
+
+def test_a_reused_stage_is_logged_with_its_key_and_folder_on_the_modules_logger_outside_a_run(tmp_path, caplog):
+    run_stage("toy", tmp_path, "0123456789abcdef", ROWS, _compute([]))
+    caplog.set_level(logging.INFO, logger="tasks.core.stage")
+    run_stage("toy", tmp_path, "0123456789abcdef", ROWS, _compute([]))
+    [record] = [r for r in caplog.records if "reusing" in r.getMessage()]
+    assert record.name == "tasks.core.stage"
+    # the key's first 12 characters and the folder reused: what tells the user the stage was skipped, and why
+    assert f"(key 0123456789ab…): reusing {tmp_path / 'toy'}" in record.getMessage()
+
+
+def test_total_s_counts_from_when_the_stage_began_preparing_to_the_millisecond(tmp_path, monkeypatch):
+    monkeypatch.setattr(stage_module, "time", SimpleNamespace(perf_counter=lambda: 112.3456))
+    run_stage("toy", tmp_path, "k1", ROWS, _compute([]), started=100.0)
+    assert read_manifest(tmp_path / "toy")["timings"] == {"work_s": 0.1, "total_s": 12.346}

@@ -53,10 +53,35 @@ def test_stsb_dev_is_read_from_the_installed_package_with_its_version():
         {"source": "stsb-dev", "sentences": 3000, "version": stsb_version()}]
 
 
+def test_stsb_test_is_read_from_the_installed_package_like_stsb_dev():
+    evals = load_eval_sentences(["stsb-test"])
+    # 1379 pairs in the STS-B test split; its first pair's first sentence, by hand from the package's file
+    assert evals.ids[0] == "stsb-test:0:s1" and evals.texts[0] == "A girl is styling her hair."
+    assert evals.sources == [{"source": "stsb-test", "sentences": 2758, "version": stsb_version()}]
+
+
+def test_sts_b_layout_tsv_and_csv_sets_are_read_as_pairs_and_blank_sentences_dropped(tmp_path):
+    # STS-B layout: genre, file, year, id, score, s1, s2 — a tab-separated file whichever of the two suffixes,
+    # the suffix in any case. Read as lines of text instead, each whole line would be one "sentence".
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("main-captions\tMSRvid\t2012test\t0001\t5.000\tA plane is taking off.\tAn air plane is taking off.\n"
+                   "main-news\tMSRpar\t2012test\t0002\t1.000\tStocks fell sharply today.\t  \n", encoding="utf-8")
+    csv = tmp_path / "more.CSV"
+    csv.write_text("main-forums\tdeft\t2014\t0003\t3.000\tA woman is slicing onions.\tA woman cuts an onion.\n",
+                   encoding="utf-8")
+    evals = load_eval_sentences([str(tsv), str(csv)])
+    # the blank s2 of row 1 is no sentence (but counted among the set's read sentences)
+    assert evals.texts == ["A plane is taking off.", "Stocks fell sharply today.", "An air plane is taking off.",
+                           "A woman is slicing onions.", "A woman cuts an onion."]
+    assert evals.ids == ["pairs.tsv:0:s1", "pairs.tsv:1:s1", "pairs.tsv:0:s2", "more.CSV:0:s1", "more.CSV:0:s2"]
+    assert [s["sentences"] for s in evals.sources] == [4, 2]
+
+
 def test_a_missing_or_unreadable_set_is_refused_naming_it(tmp_path):
     with pytest.raises(ConfigError, match="no_such.tsv: no such file or folder"):
         load_eval_sentences([str(tmp_path / "no_such.tsv")])
     latin = tmp_path / "latin1.txt"
     latin.write_bytes("Caf\xe9 au lait.\n".encode("latin-1"))
-    with pytest.raises(ConfigError, match="latin1.txt cannot be read as UTF-8"):
+    # the message names the decoding error, so the user knows it is the encoding, not the layout
+    with pytest.raises(ConfigError, match=r"latin1.txt cannot be read as UTF-8 text \(UnicodeDecodeError\)"):
         load_eval_sentences([str(latin)])

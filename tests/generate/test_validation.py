@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.generate.settings import ValidationSettings
-from tasks.generate.validation import RULES, normalize, validate
+from tasks.generate.validation import RULES, Verdict, added_words, char_jaccard, normalize, similarity, validate
 
 ANCHOR = "The climate of Western Alaska is determined in large part by the Bering Sea and the Gulf of Alaska."
 POSITIVE = "The Bering Sea and the Gulf of Alaska largely shape the weather of western Alaska."
@@ -96,3 +96,90 @@ def test_duplicate_of_a_sibling_generation():
 
 def test_normalize():
     assert normalize("  Café, au  LAIT! ") == "cafe au lait"
+
+
+def test_verdict_lists_the_rules_passed_before_the_failure():
+    assert check(POSITIVE) == Verdict(True, None, "", RULES)  # a pass carries no failure detail
+    verdict = check("Sentence 2: The Bering Sea largely shapes the weather of western Alaska.")
+    assert verdict.ok is False and verdict.passed == ("empty", "multiline", "refusal_or_meta")
+    # a one-letter answer in quotes is still reported as quoted output, not merely as too short
+    assert check('"A"').reason == "leftover_label"
+
+
+def test_length_bounds_are_inclusive():
+    # a negative, so that only the length rule decides (no fact rules, nothing like the anchor)
+    assert check("Alaska is cold.", kind="negative", base=POSITIVE, min_words=3, max_words=3).ok
+    # against its base: at most max_length_ratio (3) times its words, a one-word base counting as one word
+    assert check("Heavy rain fell on the town.", kind="negative", base="Rain fell.").ok  # 6 = 3 x 2 words
+    assert check("Heavy rain fell on the old town.", kind="negative", base="Rain fell.").reason == "length"
+    assert check("Heavy rain fell.", kind="negative", base="Rain.").ok  # 3 = 3 x 1 word
+    assert check("Heavy rain fell today.", kind="negative", base="Rain.").reason == "length"
+
+
+def test_intermediate_as_long_as_its_base_is_not_shorter():
+    base = "Nearby seas shape the weather of Alaska."
+    assert check("The seas decide what Alaska's weather is.", kind="intermediate", base=base).reason == "not_shorter"
+
+
+def test_copy_names_the_sentence_it_copies():
+    assert check(ANCHOR, kind="negative", base=POSITIVE).detail.endswith("the anchor")
+    assert check(POSITIVE.upper(), kind="negative", base=POSITIVE).detail.endswith("the base")
+    # one phrase reworded: not identical after normalization, but a near-copy (similarity ~0.95)
+    near = check("The climate of Western Alaska is determined largely by the Bering Sea and the Gulf of Alaska.")
+    assert near.reason == "copy" and near.detail.startswith("near-copy of the anchor")
+
+
+def test_near_copy_threshold_is_inclusive():
+    # "cats eat " (9 of 13 characters) is shared and "fish"/"meat" have no letter in common: ratio 2*9/26 = 9/13
+    assert similarity("Cats eat fish.", "Cats eat meat.") == 9 / 13
+    verdict = validate("Cats eat fish.", kind="negative", base="Dogs sleep all day.", anchor="Cats eat meat.",
+                       settings=ValidationSettings(near_copy_threshold=9 / 13))
+    assert verdict.reason == "copy"
+
+
+def test_one_word_changed_in_a_long_sentence_is_a_near_copy():
+    # over 200 characters: difflib's "autojunk" heuristic would drop its frequent letters and call it dissimilar
+    anchor = ("The committee that oversees the public library in the northern part of the county voted on Tuesday "
+              "evening to extend its opening hours on weekends, to hire two more librarians, and to buy new books "
+              "for the children who visit after school.")
+    text = anchor.replace("public", "city")
+    assert similarity(text, anchor) > 0.95  # 4 of ~235 characters differ
+    assert validate(text, kind="positive", base=anchor, anchor=anchor).reason == "copy"
+
+
+def test_copied_example_threshold_is_inclusive():
+    example = "A group of children are playing in the park."
+    verdict = validate(example, kind="negative", base=POSITIVE, anchor=ANCHOR, examples=(example,),
+                       settings=ValidationSettings(copy_jaccard=1.0))
+    assert verdict.reason == "copied_example"
+
+
+def test_char_jaccard_of_five_grams():
+    # "planet" {plane, lanet} vs "planes" {plane, lanes}: 1 shared of 3
+    assert char_jaccard("planet", "planes") == pytest.approx(1 / 3)
+    # texts shorter than 5 characters are compared whole
+    assert char_jaccard("hi", "Hi!") == 1.0
+    assert char_jaccard("cat", "bat") == 0.0
+
+
+def test_added_words_are_what_a_deletion_could_not_produce():
+    assert added_words("It was there.", "The dog was there.") == []  # function words only
+    # the words before the common part are added, the common part is not
+    assert added_words("Tall old trees.", "Trees.") == ["tall", "old"]
+    assert added_words("Very tall trees fell.", "Trees fell.") == ["very", "tall"]
+    assert added_words("Big dogs bark.", "Cats sleep.") == ["big", "dogs", "bark"]  # nothing in common
+    assert added_words("Rain and more rain.", "Rain.") == ["more", "rain"]  # the source's one "rain" counts once
+    # "storm hit" is in order in the source, after an earlier "hit"
+    assert added_words("The storm hit.", "Hit by floods, the storm hit again.") == []
+
+
+def test_not_deletion_counts_against_the_closer_source():
+    anchor = "The old farmer sold his sheep at the busy market."
+    base = "The elderly farmer sold his sheep at the crowded market."
+    text = "The elderly farmer quickly sold sheep."  # adds "quickly" to the base; "elderly" and "quickly" to the anchor
+    verdict = validate(text, kind="intermediate", base=base, anchor=anchor,
+                       settings=ValidationSettings(deletion_allowance=1))
+    assert verdict.ok
+    verdict = validate(text, kind="intermediate", base=base, anchor=anchor,
+                       settings=ValidationSettings(deletion_allowance=0))
+    assert verdict.reason == "not_deletion" and "quickly" in verdict.detail
