@@ -414,3 +414,19 @@ def test_pattern_targets_are_cosines_whatever_the_encoders_norms(monkeypatch):
     # ("a", "b"): 8 / (5 · 2) = 0.8; ("b", "c"): 0
     assert pattern_targets({"intermediate": [("a", "a"), ("a", "b")], "negative": [("b", "c")]}, "some/folder") == (
         ("intermediate", 0.9), ("negative", 0.0))
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda(), reason="a GPU path: the encoder on CUDA (none here)")
+def test_on_a_gpu_the_chooser_and_the_pattern_targets_get_arrays_back_from_the_encoder():
+    """On CUDA, sentence-transformers returns GPU tensors unless asked for NumPy: the chooser and the pattern targets
+    ask (mutmut's 6 `convert_to_numpy` survivors differ only here)."""
+    order, cosines = Chooser().rank("negative", ANCHOR, [KEEPS_CLOSE, KEEPS_FAR, DROPS])
+    assert sorted(order) == [0, 1, 2] and all(isinstance(c, float) for c in cosines)
+    targets = pattern_targets({"negative": [(ANCHOR, KEEPS_FAR)]})
+    assert [kind for kind, _ in targets] == ["negative"] and isinstance(targets[0][1], float)
