@@ -59,11 +59,10 @@ def pytest_collection_modifyitems(config, items):
     if os.environ.get("STSGEN_TEST_REVERSE") == "1":  # opt-in: the items in reverse order (an order-dependence check)
         items.reverse()
     for item in items:
-        if "prefect_harness" in getattr(item, "fixturenames", ()):  # directly or through another fixture
-            item.add_marker(pytest.mark.prefect)
-        group = next((g for f, g in XDIST_GROUPS.items() if f in getattr(item, "fixturenames", ())), None)
-        if group:
-            item.add_marker(pytest.mark.xdist_group(group))
+        fixtures = getattr(item, "fixturenames", ())  # direct and through other fixtures
+        group = [pytest.mark.xdist_group(g) for f, g in XDIST_GROUPS.items() if f in fixtures][:1]
+        for mark in group + ([pytest.mark.prefect] if "prefect_harness" in fixtures else []):  # (mutmut leaves out)
+            item.add_marker(mark)
 
 
 @pytest.fixture(scope="session", autouse=True)

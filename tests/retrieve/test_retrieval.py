@@ -356,10 +356,12 @@ def test_flow_ranks_with_a_frozen_encoder_head(prefect_harness, tiny_corpus, que
     assert not np.allclose(bilstm["coherence_score"].head(3), frame["coherence_score"].head(3))  # another ranker
     # Stage 3's discriminative term reads the same model back from the manifest and scores through the encoder.
     from tasks.contracts import load_trained_cached
+    from tasks.core.store import local_path
     from tasks.label.labeling import disc_log_probs
     from tasks.label.pair_units import Unit
 
-    folder = manifest["coherence_model"]["folder"]
+    folder = local_path(manifest["coherence_model"]["folder"])  # written portably: `$STSGEN_HOME/coherence/…`
+    assert manifest["coherence_model"]["folder"].startswith("$STSGEN_HOME/")
     trained = load_trained_cached(folder, json.loads(open(f"{folder}/manifest.json").read())["outputs"]["model.pt"][
         "sha256"])
     lefts, rights = frame["left"].tolist(), frame["right"].tolist()
