@@ -33,6 +33,7 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
     [[ -f $gen/manifest.json ]] || { mkdir -p "$gen"; cp "$kept/$run"/*.parquet "$kept/$run/manifest.json" "$gen/"; }
   elif $restore_only; then
     continue
+  else
     echo "grow_anchors: $run stage 1 ($per_chunk anchors, seed $((100 + 10#$k))) from $(date -u +%FT%TZ)"
     ./stsgen generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
     keep "$gen" "$kept/$run"
