@@ -11,11 +11,13 @@
 # with the first missing stage. A stage killed half-way resumes from its own cache within a session.
 # `grow_anchors.sh --restore` only restores the committed chunks (what benchmarks/anchors_curve.sh reads); dedup and
 # decontamination are build-dataset's, over the chunks (anchors_curve.sh).
+# GROW_OUT, GROW_KEPT and STSGEN move the run folder, the committed folder and the command (the tests' recording
+# stand-in: tests/benchmarks/test_anchor_scripts.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 restore_only=false; [[ ${1:-} == --restore ]] && { restore_only=true; shift; }
 chunks=${1:-24}; per_chunk=${2:-50}
-out=data/growth; kept=benchmarks/data/anchors_1200
+out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 mkdir -p "$out" "$kept"
 
 keep() {  # keep <stage folder> <committed folder>: the manifest (naming no local path: store.portable) and its outputs
@@ -35,7 +37,7 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
     continue
   else
     echo "grow_anchors: $run stage 1 ($per_chunk anchors, seed $((100 + 10#$k))) from $(date -u +%FT%TZ)"
-    ./stsgen generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
+    "$stsgen" generate --n "$per_chunk" --seed $((100 + 10#$k)) --avoid-used-sources --output-dir "$out" --run "$run"
     keep "$gen" "$kept/$run"
   fi
   if [[ -f $kept/$run/label-pairs/manifest.json ]]; then
@@ -44,8 +46,8 @@ for k in $(seq -f "%02g" 1 "$chunks"); do
   fi
   $restore_only && continue
   echo "grow_anchors: $run stages 2-3 from $(date -u +%FT%TZ)"
-  ./stsgen retrieve --sentences "$gen/triples.parquet" --output-dir "$out" --run "$run"
-  ./stsgen label --triples "$gen/triples.parquet" --contexts "$out/$run/retrieve-contexts/contexts.parquet" \
+  "$stsgen" retrieve --sentences "$gen/triples.parquet" --output-dir "$out" --run "$run"
+  "$stsgen" label --triples "$gen/triples.parquet" --contexts "$out/$run/retrieve-contexts/contexts.parquet" \
     --contexts-scored 8 --candidates 16 --output-dir "$out" --run "$run"
   keep "$lab" "$kept/$run/label-pairs"
   echo "grow_anchors: $run done at $(date -u +%FT%TZ)"

@@ -1,0 +1,102 @@
+"""benchmarks/grow_anchors.sh's chunk bookkeeping, with a recording stand-in for `./stsgen` (STSGEN): which stage
+runs for which chunk, what is committed, what a later session (an empty run folder) restores and goes on from. The
+stand-in writes each stage's manifest and outputs the way the real stages name them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import PROJECT
+
+GROW = PROJECT / "benchmarks" / "grow_anchors.sh"
+
+# `stsgen <stage> … --output-dir O --run R`: log the call, write <O>/<R>/<stage folder>/{outputs, manifest.json};
+# STAND_IN_FAIL=<stage> fails that stage.
+STAND_IN = """\
+import json, os, sys
+from pathlib import Path
+stage, args = sys.argv[1], sys.argv[2:]
+opt = lambda name: args[args.index(name) + 1]
+with open(os.environ["STAND_IN_LOG"], "a") as log:
+    log.write(" ".join([stage, opt("--run")] + ([opt("--seed"), opt("--n")] if stage == "generate" else [])) + "\\n")
+if os.environ.get("STAND_IN_FAIL") == stage:
+    sys.exit(3)
+folder, outputs = {"generate": ("generate-sts-triples", ["triples.parquet", "rejected.parquet"]),
+                   "retrieve": ("retrieve-contexts", ["contexts.parquet"]),
+                   "label": ("label-pairs", ["pairs.parquet", "rejected.parquet"])}[stage]
+out = Path(opt("--output-dir")) / opt("--run") / folder
+out.mkdir(parents=True, exist_ok=True)
+for name in outputs:
+    (out / name).write_text(f"{stage} {opt('--run')} {name}")
+(out / "manifest.json").write_text(json.dumps({"outputs": outputs}))
+"""
+
+
+@pytest.fixture
+def grow(tmp_path):
+    """grow(*args, fail=None) runs the script against tmp folders; returns (rc, the stand-in's calls so far)."""
+    stand_in = tmp_path / "stsgen"
+    stand_in.write_text(f"#!{sys.executable}\n{STAND_IN}")
+    stand_in.chmod(0o755)
+    log = tmp_path / "calls.log"
+    log.touch()
+
+    def run(*args, fail: str | None = None) -> tuple[int, list[str]]:
+        env = {**os.environ, "STSGEN": str(stand_in), "GROW_OUT": str(tmp_path / "growth"),
+               "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
+        done = subprocess.run(["bash", str(GROW), *map(str, args)], env=env, capture_output=True, text=True)
+        return done.returncode, log.read_text().splitlines()
+    return run
+
+
+def test_each_chunk_runs_its_three_stages_in_order_and_is_committed(grow, tmp_path):
+    rc, calls = grow(2, 5)
+    assert rc == 0
+    assert calls == ["generate chunk-01 101 5", "retrieve chunk-01", "label chunk-01",
+                     "generate chunk-02 102 5", "retrieve chunk-02", "label chunk-02"]
+    kept = tmp_path / "kept"
+    for chunk in ("chunk-01", "chunk-02"):
+        assert sorted(p.name for p in (kept / chunk).iterdir()) == ["label-pairs", "manifest.json",
+                                                                   "rejected.parquet", "triples.parquet"]
+        assert sorted(p.name for p in (kept / chunk / "label-pairs").iterdir()) == ["manifest.json",
+                                                                                   "pairs.parquet",
+                                                                                   "rejected.parquet"]
+        assert (kept / chunk / "label-pairs" / "pairs.parquet").read_text() == f"label {chunk} pairs.parquet"
+    assert not list(kept.rglob("contexts.parquet"))  # stage 2's contexts stay out of git
+    assert grow(2, 5) == (0, calls)  # all committed: nothing runs again
+
+
+def test_a_later_session_restores_the_committed_chunks_and_goes_on_with_the_next(grow, tmp_path):
+    grow(1, 5)
+    (tmp_path / "growth").rename(tmp_path / "previous-session")
+    rc, calls = grow("--restore", 3, 5)
+    assert rc == 0 and len(calls) == 3  # restoring runs nothing, and stops at the committed ones
+    restored = tmp_path / "growth" / "chunk-01"
+    assert json.loads((restored / "generate-sts-triples" / "manifest.json").read_text())["outputs"]
+    assert (restored / "label-pairs" / "pairs.parquet").read_text() == "label chunk-01 pairs.parquet"
+    assert not (tmp_path / "growth" / "chunk-02").exists()
+    rc, calls = grow(3, 5)
+    assert rc == 0 and calls[3:] == ["generate chunk-02 102 5", "retrieve chunk-02", "label chunk-02",
+                                     "generate chunk-03 103 5", "retrieve chunk-03", "label chunk-03"]
+
+
+def test_a_chunk_committed_at_stage_1_goes_on_with_stages_2_and_3(grow, tmp_path):
+    rc, calls = grow(1, 5, fail="label")
+    assert rc != 0 and calls == ["generate chunk-01 101 5", "retrieve chunk-01", "label chunk-01"]
+    kept = tmp_path / "kept" / "chunk-01"
+    assert (kept / "triples.parquet").exists() and not (kept / "label-pairs").exists()  # a failed stage: not kept
+    rc, calls = grow(1, 5)
+    assert rc == 0 and calls[3:] == ["retrieve chunk-01", "label chunk-01"]  # stage 1 is not redone
+    assert (kept / "label-pairs" / "manifest.json").exists()
+
+
+def test_a_chunk_whose_stage_1_fails_is_not_committed_and_nothing_after_it_runs(grow, tmp_path):
+    rc, calls = grow(2, 5, fail="generate")
+    assert rc != 0 and calls == ["generate chunk-01 101 5"]
+    assert not (tmp_path / "kept" / "chunk-01").exists()
+
