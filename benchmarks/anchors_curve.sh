@@ -2,45 +2,57 @@
 # The data-value curve of issue 62 over the 1,200-anchor set that benchmarks/grow_anchors.sh commits, without
 # generating anything:
 #   benchmarks/anchors_curve.sh dataset                       # the decontaminated dataset of the labeled chunks
-#   benchmarks/anchors_curve.sh encoder [sizes] [seeds]       # all-MiniLM-L6-v2: triples; the recipe (+ pairs)
+#   benchmarks/anchors_curve.sh encoder [sizes] [seeds]       # all-MiniLM-L6-v2 at the product's budget: triples
+#                                                             #   (the triples-only recipe), the recipe (+ pairs)
+#   benchmarks/anchors_curve.sh encoder-search [sizes] [seeds] # the same two rows, each budget searched on dev
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
 # `dataset` restores the committed chunks under data/growth, builds one version from the labeled ones (dedup, and
 # decontamination against STS-B dev and test and SICK trial) and commits its tables under
-# benchmarks/data/anchors_1200/dataset/ — the anchors in chunk order, so the first N are a row's N anchors. Each
-# curve row's budget (steps, lr) is searched on STS-B dev the same way (benchmarks/data_value.py --search-budget);
-# the per-seed rows go to benchmarks/results/anchors_1200_<backbone>_<data>.csv.
+# benchmarks/data/anchors_1200/dataset/ — the anchors in chunk order, so the first N are a row's N anchors.
+# `encoder` trains what every entry point ships (TrainSettings' defaults, tasks/train/settings.py): 200 steps, the
+# recipe at lr `auto` (1e-4 from 75 training anchors), triples alone at the triples-only recipe's 3e-5. `bellm` and
+# `encoder-search` search each row's budget (steps, lr) on STS-B dev the same way (benchmarks/data_value.py
+# --search-budget): hours per size on a GPU-less machine. The per-seed rows go to
+# benchmarks/results/anchors_1200_<backbone>_<name>.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?dataset, encoder or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
-kept=benchmarks/data/anchors_1200; version=$kept/dataset
+what=${1:?dataset, encoder, encoder-search or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
+# GROW_OUT, GROW_KEPT and STSGEN as for grow_anchors.sh (the tests' stand-in).
+out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
+version=$kept/dataset; datasets=$out/datasets
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
-search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4 --seeds "$seeds" --sizes "$sizes")
+search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
+recipe=(--data triples+pairs:label --regression-loss cosent --backbone-anchor 50)
 
 curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
   .venv/bin/python -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
-    --backbone "$backbone" "${search[@]}" "$@" --table-out "benchmarks/results/anchors_1200_${backbone}_${name}.csv"
+    --backbone "$backbone" --seeds "$seeds" --sizes "$sizes" "$@" \
+    --table-out "benchmarks/results/anchors_1200_${backbone}_${name}.csv"
 }
 
 case $what in
   dataset)
     benchmarks/grow_anchors.sh --restore
     runs=()
-    for chunk in data/growth/chunk-*/; do
+    for chunk in "$out"/chunk-*/; do
       [[ -f $chunk/label-pairs/manifest.json ]] && runs+=(--run "${chunk%/}")
     done
-    ./stsgen build-dataset "${runs[@]}" --output-dir data/datasets-anchors --eval-set "$sick"
+    "$stsgen" build-dataset "${runs[@]}" --output-dir "$datasets" --eval-set "$sick"
     rm -rf "$version"; mkdir -p "$version"
-    cp data/datasets-anchors/latest/{triples,pairs,removed}.parquet data/datasets-anchors/latest/{manifest.json,README.md} \
-      "$version/"
+    cp "$datasets"/latest/{triples,pairs,removed}.parquet "$datasets"/latest/{manifest.json,README.md} "$version/"
     ;;
   encoder)
-    curve encoder triples --data triples
-    curve encoder recipe --data triples+pairs:label --regression-loss cosent --backbone-anchor 50
+    curve encoder triples --data triples --steps 200 --lr 3e-5
+    curve encoder recipe "${recipe[@]}" --steps 200 --lr 1e-4
+    ;;
+  encoder-search)
+    curve encoder triples_searched --data triples "${search[@]}"
+    curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
   bellm)
-    curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent
+    curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
-  *) echo "anchors_curve.sh: dataset, encoder or bellm, not '$what'" >&2; exit 2 ;;
+  *) echo "anchors_curve.sh: dataset, encoder, encoder-search or bellm, not '$what'" >&2; exit 2 ;;
 esac

@@ -1,6 +1,7 @@
-"""benchmarks/grow_anchors.sh's chunk bookkeeping, with a recording stand-in for `./stsgen` (STSGEN): which stage
-runs for which chunk, what is committed, what a later session (an empty run folder) restores and goes on from. The
-stand-in writes each stage's manifest and outputs the way the real stages name them."""
+"""benchmarks/grow_anchors.sh's chunk bookkeeping and anchors_curve.sh's dataset, with a recording stand-in for
+`./stsgen` (STSGEN): which stage runs for which chunk, what is committed, what a later session (an empty run folder)
+restores and goes on from, which chunks the curve's dataset is built from. The stand-in writes each stage's manifest
+and outputs the way the real stages name them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import PROJECT
 
 GROW = PROJECT / "benchmarks" / "grow_anchors.sh"
+CURVE = PROJECT / "benchmarks" / "anchors_curve.sh"
 
 # `stsgen <stage> … --output-dir O --run R`: log the call, write <O>/<R>/<stage folder>/{outputs, manifest.json};
 # STAND_IN_FAIL=<stage> fails that stage.
@@ -22,6 +25,15 @@ import json, os, sys
 from pathlib import Path
 stage, args = sys.argv[1], sys.argv[2:]
 opt = lambda name: args[args.index(name) + 1]
+if stage == "build-dataset":  # log the runs (folder names) and evaluation sets; write the version's tables
+    with open(os.environ["STAND_IN_LOG"], "a") as log:
+        named = [Path(a).name for o, a in zip(args, args[1:]) if o in ("--run", "--eval-set")]
+        log.write(" ".join([stage, *named]) + "\\n")
+    latest = Path(opt("--output-dir")) / "latest"
+    latest.mkdir(parents=True)
+    for name in ("triples.parquet", "pairs.parquet", "removed.parquet", "manifest.json", "README.md"):
+        (latest / name).write_text(name)
+    sys.exit(0)
 with open(os.environ["STAND_IN_LOG"], "a") as log:
     log.write(" ".join([stage, opt("--run")] + ([opt("--seed"), opt("--n")] if stage == "generate" else [])) + "\\n")
 if os.environ.get("STAND_IN_FAIL") == stage:
@@ -46,10 +58,10 @@ def grow(tmp_path):
     log = tmp_path / "calls.log"
     log.touch()
 
-    def run(*args, fail: str | None = None) -> tuple[int, list[str]]:
+    def run(*args, fail: str | None = None, script: Path = GROW) -> tuple[int, list[str]]:
         env = {**os.environ, "STSGEN": str(stand_in), "GROW_OUT": str(tmp_path / "growth"),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
-        done = subprocess.run(["bash", str(GROW), *map(str, args)], env=env, capture_output=True, text=True)
+        done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         return done.returncode, log.read_text().splitlines()
     return run
 
@@ -100,3 +112,15 @@ def test_a_chunk_whose_stage_1_fails_is_not_committed_and_nothing_after_it_runs(
     assert rc != 0 and calls == ["generate chunk-01 101 5"]
     assert not (tmp_path / "kept" / "chunk-01").exists()
 
+
+
+def test_the_curves_dataset_is_built_from_the_labeled_chunks_and_committed(grow, tmp_path):
+    grow(2, 5)
+    grow(3, 5, fail="label")  # chunk-03: stage 1 only
+    (tmp_path / "growth").rename(tmp_path / "previous-session")  # a later session: restored from the commits
+    rc, calls = grow("dataset", script=CURVE)
+    assert rc == 0
+    assert calls[-1] == "build-dataset chunk-01 chunk-02 SICK_trial.txt"  # not chunk-03, and SICK trial out of it
+    version = tmp_path / "kept" / "dataset"
+    assert sorted(p.name for p in version.iterdir()) == ["README.md", "manifest.json", "pairs.parquet",
+                                                         "removed.parquet", "triples.parquet"]
