@@ -5,6 +5,7 @@
 #   benchmarks/anchors_curve.sh encoder [sizes] [seeds]       # all-MiniLM-L6-v2 at the product's budget: triples
 #                                                             #   (the triples-only recipe), the recipe (+ pairs)
 #   benchmarks/anchors_curve.sh encoder-search [sizes] [seeds] # the same two rows, each budget searched on dev
+#   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
 # `dataset` restores the committed chunks under data/growth, builds one version from the labeled ones (dedup, and
@@ -14,16 +15,26 @@
 # recipe at lr `auto` (1e-4 from 75 training anchors), triples alone at the triples-only recipe's 3e-5. `bellm` and
 # `encoder-search` search each row's budget (steps, lr) on STS-B dev the same way (benchmarks/data_value.py
 # --search-budget): hours per size on a GPU-less machine. The per-seed rows go to
-# benchmarks/results/anchors_1200_<backbone>_<name>.csv.
+# benchmarks/results/anchors_1200_<backbone>_<name>.csv. `weekly` runs the real deployment
+# (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a Prefect server of its own)
+# over the labeled chunks, decontaminated against SICK trial too and reporting it (neither changes what it trains);
+# its eval.json and manifest go to benchmarks/results/anchors_1200_weekly/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?dataset, encoder, encoder-search or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
+what=${1:?dataset, encoder, encoder-search, weekly or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT and STSGEN as for grow_anchors.sh (the tests' stand-in).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
-version=$kept/dataset; datasets=$out/datasets
+version=$kept/dataset; datasets=$out-datasets
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
 recipe=(--data triples+pairs:label --regression-loss cosent --backbone-anchor 50)
+
+stop_serving() {  # the runner pauses its deployments on SIGTERM, so it goes before the server (killed if it hangs)
+  [[ -n ${serving:-} ]] || return 0
+  kill "$serving" 2>/dev/null || return 0
+  for _ in $(seq 30); do kill -0 "$serving" 2>/dev/null || return 0; sleep 1; done
+  kill -9 "$serving"
+}
 
 curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
@@ -51,8 +62,28 @@ case $what in
     curve encoder triples_searched --data triples "${search[@]}"
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
+  weekly)
+    benchmarks/grow_anchors.sh --restore
+    labeled=()  # the run folders the deployment builds from, as a JSON list
+    for chunk in "$out"/chunk-*/; do
+      [[ -f $chunk/label-pairs/manifest.json ]] && labeled+=("\"${chunk%/}\"")
+    done
+    export PREFECT_HOME=$PWD/$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
+    rm -rf "$PREFECT_HOME"; export PREFECT_API_URL=http://127.0.0.1:${WEEKLY_PORT:-4242}/api
+    ./stsgen ui --port "${WEEKLY_PORT:-4242}" > "$out-weekly.server.log" 2>&1 & server=$!
+    trap 'stop_serving; kill $server' EXIT
+    until curl -sf "$PREFECT_API_URL/health" > /dev/null; do sleep 2; done
+    ./stsgen serve > "$out-weekly.serve.log" 2>&1 & serving=$!
+    until .venv/bin/prefect deployment inspect train-on-dataset/weekly > /dev/null 2>&1; do sleep 3; done
+    .venv/bin/prefect deployment run train-on-dataset/weekly --watch -p runs="[$(IFS=,; echo "${labeled[*]}")]" \
+      -p datasets_dir="$out-weekly-datasets" -p output_dir="$out-weekly" \
+      -p dataset='{"eval_sets": ["stsb-dev", "stsb-test", "'"$sick"'"]}' \
+      -p train='{"eval_sets": ["stsb-test", "'"$sick"'"]}'
+    mkdir -p benchmarks/results/anchors_1200_weekly
+    cp "$out-weekly"/latest/train-surrogate/{eval.json,manifest.json} benchmarks/results/anchors_1200_weekly/
+    ;;
   bellm)
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
-  *) echo "anchors_curve.sh: dataset, encoder, encoder-search or bellm, not '$what'" >&2; exit 2 ;;
+  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, weekly or bellm, not '$what'" >&2; exit 2 ;;
 esac

@@ -228,18 +228,23 @@ def test_train_surrogate_on_a_dataset_version(prefect_harness, scripted, tiny_co
 def test_the_weekly_flow_falls_back_to_the_triples_only_recipe_without_pairs(prefect_harness, scripted, tiny_corpus,
                                                                              tiny_encoder_dir, tmp_path):
     """train-on-dataset trains the recipe (the pairs' regression); over runs that never ran label-pairs the train
-    stage trains the triples-only one (`for_data`), keeping what the caller set — instead of refusing."""
+    stage trains the triples-only one (`for_data`), keeping what the caller set — instead of refusing. `runs` names
+    the run folders to build from instead of every finished run under `runs_dir`."""
     from flows.train_on_dataset import train_on_dataset
     from tasks.contracts import dataset_has_pairs
     from tasks.train.backbones import BackboneSettings
     from tasks.train.settings import TrainSettings
 
     make_run(scripted, tmp_path, tiny_corpus, "r1", 6)
+    make_run(scripted, tmp_path, tiny_corpus, "r2", 2)
     train = TrainSettings(steps=2, batch_size=4, eval_every=2, warmup_steps=0, heldout_fraction=0.2,
                           dev_pairs=20, backbone=BackboneSettings(source=str(tiny_encoder_dir)))
-    paths = train_on_dataset(runs_dir=str(tmp_path / "runs"), dataset=NGRAMS_ONLY, datasets_dir=str(tmp_path / "ds"),
-                             train=train, output_dir=str(tmp_path / "trained"))
+    paths = train_on_dataset(runs_dir=str(tmp_path / "elsewhere"), runs=[str(tmp_path / "runs" / "r1")],
+                             dataset=NGRAMS_ONLY, datasets_dir=str(tmp_path / "ds"), train=train,
+                             output_dir=str(tmp_path / "trained"))
     assert not dataset_has_pairs(Path(paths["build-dataset"]["dataset"]))
+    built = json.loads(Path(paths["build-dataset"]["manifest"]).read_text())
+    assert [run["run"] for run in built["runs"]] == ["r1"]
     manifest = json.loads(Path(paths["train-surrogate"]["manifest"]).read_text())
     losses, parameters = manifest["parameters"]["losses"], manifest["parameters"]
     assert (losses["infonce"], losses["hierarchical_triplet"], losses["regression"], losses["backbone_anchor"]) == (
