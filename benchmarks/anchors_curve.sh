@@ -15,9 +15,9 @@
 # recipe at lr `auto` (1e-4 from 75 training anchors), triples alone at the triples-only recipe's 3e-5. `bellm` and
 # `encoder-search` search each row's budget (steps, lr) on STS-B dev the same way (benchmarks/data_value.py
 # --search-budget): hours per size on a GPU-less machine. The per-seed rows go to
-# benchmarks/results/anchors_1200_<backbone>_<name>.csv. `weekly` runs the real deployment
-# (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a Prefect server of its own)
-# over the labeled chunks, decontaminated against SICK trial too and reporting it (neither changes what it trains);
+# benchmarks/results/anchors_1200_<backbone>_<name>_<sizes>.csv (a size added later: a CSV of its own). `weekly`
+# runs the real deployment (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a
+# Prefect server of its own) over the labeled chunks, decontaminated against SICK trial too and reporting it (neither changes what it trains);
 # its eval.json and manifest go to benchmarks/results/anchors_1200_weekly/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,7 +40,7 @@ curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
   .venv/bin/python -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
     --backbone "$backbone" --seeds "$seeds" --sizes "$sizes" "$@" \
-    --table-out "benchmarks/results/anchors_1200_${backbone}_${name}.csv"
+    --table-out "benchmarks/results/anchors_1200_${backbone}_${name}_${sizes//,/-}.csv"
 }
 
 case $what in
