@@ -8,23 +8,26 @@
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
-# `dataset` restores the committed chunks under data/growth, builds one version from the labeled ones (dedup, and
-# decontamination against STS-B dev and test and SICK trial) and commits its tables under
-# benchmarks/data/anchors_1200/dataset/ — the anchors in chunk order, so the first N are a row's N anchors.
+# `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
+# test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
+# order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
+# build-dataset orders them by name whichever session grew which.
 # `encoder` trains what every entry point ships (TrainSettings' defaults, tasks/train/settings.py): 200 steps, the
 # recipe at lr `auto` (1e-4 from 75 training anchors), triples alone at the triples-only recipe's 3e-5. `bellm` and
 # `encoder-search` search each row's budget (steps, lr) on STS-B dev the same way (benchmarks/data_value.py
 # --search-budget): hours per size on a GPU-less machine. The per-seed rows go to
 # benchmarks/results/anchors_1200_<backbone>_<name>_<sizes>.csv (a size added later: a CSV of its own). `weekly`
 # runs the real deployment (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a
-# Prefect server of its own) over the labeled chunks, decontaminated against SICK trial too and reporting it (neither changes what it trains);
-# its eval.json and manifest go to benchmarks/results/anchors_1200_weekly/.
+# Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
+# against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
+# benchmarks/results/anchors_1200_weekly/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, weekly or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT and STSGEN as for grow_anchors.sh (the tests' stand-in).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
-version=$kept/dataset; datasets=$out-datasets
+[[ $out == /* ]] || out=$PWD/$out
+version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
 recipe=(--data triples+pairs:label --regression-loss cosent --backbone-anchor 50)
@@ -36,6 +39,28 @@ stop_serving() {  # the runner pauses its deployments on SIGTERM, so it goes bef
   kill -9 "$serving"
 }
 
+labeled_runs() {  # labeled_runs: copies of the committed labeled chunks as run folders, printed in name order
+  rm -rf "$labeled"; mkdir -p "$labeled"
+  local chunk run
+  for chunk in "$kept"/chunk-*/; do
+    [[ -f $chunk/label-pairs/manifest.json ]] || continue
+    run=$labeled/$(basename "$chunk"); mkdir -p "$run/generate-sts-triples"
+    cp "$chunk"/*.parquet "$chunk/manifest.json" "$run/generate-sts-triples/"
+    cp -r "$chunk/label-pairs" "$run/"
+    echo "$run"
+  done
+}
+
+wait_for() {  # wait_for <pid> <what> <command…>: until the command succeeds; fails if the process died or 2 min pass
+  local pid=$1 what=$2; shift 2
+  for _ in $(seq 60); do
+    "$@" > /dev/null 2>&1 && return 0
+    kill -0 "$pid" 2>/dev/null || { echo "anchors_curve: $what exited (its log: $out-weekly.*.log)" >&2; return 1; }
+    sleep 2
+  done
+  echo "anchors_curve: no $what after 2 min" >&2; return 1
+}
+
 curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
   .venv/bin/python -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
@@ -45,11 +70,9 @@ curve() {  # curve <backbone> <name> <data_value flags…>
 
 case $what in
   dataset)
-    benchmarks/grow_anchors.sh --restore
-    runs=()
-    for chunk in "$out"/chunk-*/; do
-      [[ -f $chunk/label-pairs/manifest.json ]] && runs+=(--run "${chunk%/}")
-    done
+    mapfile -t chunks < <(labeled_runs)
+    (( ${#chunks[@]} )) || { echo "anchors_curve: no labeled chunk under $kept" >&2; exit 1; }
+    runs=(); for run in "${chunks[@]}"; do runs+=(--run "$run"); done
     "$stsgen" build-dataset "${runs[@]}" --output-dir "$datasets" --eval-set "$sick"
     rm -rf "$version"; mkdir -p "$version"
     cp "$datasets"/latest/{triples,pairs,removed}.parquet "$datasets"/latest/{manifest.json,README.md} "$version/"
@@ -63,24 +86,30 @@ case $what in
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
   weekly)
-    benchmarks/grow_anchors.sh --restore
-    labeled=()  # the run folders the deployment builds from, as a JSON list
-    for chunk in "$out"/chunk-*/; do
-      [[ -f $chunk/label-pairs/manifest.json ]] && labeled+=("\"${chunk%/}\"")
-    done
-    export PREFECT_HOME=$PWD/$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
-    rm -rf "$PREFECT_HOME"; export PREFECT_API_URL=http://127.0.0.1:${WEEKLY_PORT:-4242}/api
-    ./stsgen ui --port "${WEEKLY_PORT:-4242}" > "$out-weekly.server.log" 2>&1 & server=$!
-    trap 'stop_serving; kill $server' EXIT
-    until curl -sf "$PREFECT_API_URL/health" > /dev/null; do sleep 2; done
+    mapfile -t chunks < <(labeled_runs)
+    (( ${#chunks[@]} )) || { echo "anchors_curve: no labeled chunk under $kept" >&2; exit 1; }
+    export PREFECT_HOME=$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
+    rm -rf "$PREFECT_HOME" "$out-weekly"; export PREFECT_API_URL=http://127.0.0.1:$port/api
+    if curl -sf "$PREFECT_API_URL/health" > /dev/null; then
+      echo "anchors_curve: a server already answers on port $port: set WEEKLY_PORT" >&2; exit 1
+    fi
+    trap 'stop_serving || true; [[ -z ${server:-} ]] || kill "$server" 2>/dev/null || true' EXIT
+    # The scheduler off: `serve` registers every deployment, and a nightly one must not start during the measurement.
+    PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED=false ./stsgen ui --port "$port" > "$out-weekly.server.log" 2>&1 &
+    server=$!
+    wait_for "$server" "Prefect server" curl -sf "$PREFECT_API_URL/health"
     ./stsgen serve > "$out-weekly.serve.log" 2>&1 & serving=$!
-    until .venv/bin/prefect deployment inspect train-on-dataset/weekly > /dev/null 2>&1; do sleep 3; done
-    .venv/bin/prefect deployment run train-on-dataset/weekly --watch -p runs="[$(IFS=,; echo "${labeled[*]}")]" \
+    wait_for "$serving" "served weekly deployment" .venv/bin/prefect deployment inspect train-on-dataset/weekly
+    json_runs=$(printf '"%s",' "${chunks[@]}")
+    .venv/bin/prefect deployment run train-on-dataset/weekly --watch -p runs="[${json_runs%,}]" \
       -p datasets_dir="$out-weekly-datasets" -p output_dir="$out-weekly" \
       -p dataset='{"eval_sets": ["stsb-dev", "stsb-test", "'"$sick"'"]}' \
       -p train='{"eval_sets": ["stsb-test", "'"$sick"'"]}'
-    mkdir -p benchmarks/results/anchors_1200_weekly
-    cp "$out-weekly"/latest/train-surrogate/{eval.json,manifest.json} benchmarks/results/anchors_1200_weekly/
+    results=benchmarks/results/anchors_1200_weekly; mkdir -p "$results"
+    cp "$out-weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
+    if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
+      echo "anchors_curve: $results names a local path" >&2; exit 1
+    fi
     ;;
   bellm)
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"

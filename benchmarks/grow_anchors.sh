@@ -21,9 +21,11 @@ out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; s
 mkdir -p "$out" "$kept"
 
 keep() {  # keep <stage folder> <committed folder>: the manifest (naming no local path: store.portable) and its outputs
-  local from=$1 to=$2
+  local from=$1 to=$2 files
+  # On a line of its own so that a manifest without outputs stops the script (set -e) instead of keeping nothing.
+  files=$(.venv/bin/python -c 'import json,sys; print(*json.load(open(sys.argv[1]))["outputs"])' "$from/manifest.json")
   mkdir -p "$to"
-  for f in $(.venv/bin/python -c 'import json,sys; print(*json.load(open(sys.argv[1]))["outputs"])' "$from/manifest.json"); do
+  for f in $files; do
     cp "$from/$f" "$to/"
   done
   cp "$from/manifest.json" "$to/"

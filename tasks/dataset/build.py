@@ -84,9 +84,10 @@ class BuildJob:
 def prepare_build(runs_dir: str | Path, runs: list[str] | None, settings: DatasetSettings) -> BuildJob:
     """Every run and evaluation set read and checked: a run that is not finished, mixed patterns, an unreadable
     evaluation file fail here with one message, before the output folder is touched. `runs`: run folders to use;
-    None: every finished run under `runs_dir` (the others are listed in the card as skipped)."""
+    None: every finished run under `runs_dir` (the others are listed in the card as skipped); an empty list is
+    refused, not taken as every run."""
     t0 = time.perf_counter()
-    if runs:
+    if runs is not None:
         folders, skipped = [Path(r) if Path(r).is_dir() or os.sep in r else Path(runs_dir) / r for r in runs], []
     else:
         folders, skipped = finished_runs(Path(runs_dir))

@@ -18,34 +18,43 @@ from tests.conftest import PROJECT
 GROW = PROJECT / "benchmarks" / "grow_anchors.sh"
 CURVE = PROJECT / "benchmarks" / "anchors_curve.sh"
 
-# `stsgen <stage> … --output-dir O --run R`: log the call, write <O>/<R>/<stage folder>/{outputs, manifest.json};
-# STAND_IN_FAIL=<stage> fails that stage.
+# `stsgen <stage> … --output-dir O --run R`: refuse a missing input file; log the call; write <O>/<R>/<stage folder>/
+# its outputs and a manifest naming them as tasks/core/store.py write_manifest does. STAND_IN_FAIL=<stage> fails it.
+# `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names (in the order given) and the
+# evaluation sets; write the version's tables under <output-dir>/latest.
 STAND_IN = """\
 import json, os, sys
 from pathlib import Path
 stage, args = sys.argv[1], sys.argv[2:]
 opt = lambda name: args[args.index(name) + 1]
-if stage == "build-dataset":  # log the runs (folder names) and evaluation sets; write the version's tables
-    with open(os.environ["STAND_IN_LOG"], "a") as log:
-        named = [Path(a).name for o, a in zip(args, args[1:]) if o in ("--run", "--eval-set")]
-        log.write(" ".join([stage, *named]) + "\\n")
+def log(*words):
+    with open(os.environ["STAND_IN_LOG"], "a") as fh:
+        fh.write(" ".join(words) + "\\n")
+if stage == "build-dataset":
+    runs = [Path(a) for o, a in zip(args, args[1:]) if o == "--run"]
+    for run in runs:
+        if not all((run / s / "manifest.json").is_file() for s in ("generate-sts-triples", "label-pairs")):
+            sys.exit(f"{run}: not a labeled run folder")
+    log(stage, *[r.name for r in runs], *[Path(a).name for o, a in zip(args, args[1:]) if o == "--eval-set"])
     latest = Path(opt("--output-dir")) / "latest"
     latest.mkdir(parents=True)
     for name in ("triples.parquet", "pairs.parquet", "removed.parquet", "manifest.json", "README.md"):
         (latest / name).write_text(name)
     sys.exit(0)
-with open(os.environ["STAND_IN_LOG"], "a") as log:
-    log.write(" ".join([stage, opt("--run")] + ([opt("--seed"), opt("--n")] if stage == "generate" else [])) + "\\n")
+for flag in ("--sentences", "--triples", "--contexts"):
+    if flag in args and not Path(opt(flag)).is_file():
+        sys.exit(f"{flag} {opt(flag)}: no such file")
+log(stage, opt("--run"), *([opt("--seed"), opt("--n")] if stage == "generate" else []))
 if os.environ.get("STAND_IN_FAIL") == stage:
     sys.exit(3)
 folder, outputs = {"generate": ("generate-sts-triples", ["triples.parquet", "rejected.parquet"]),
-                   "retrieve": ("retrieve-contexts", ["contexts.parquet"]),
-                   "label": ("label-pairs", ["pairs.parquet", "rejected.parquet"])}[stage]
+                   "retrieve": ("retrieve-contexts", ["contexts.parquet", "rejected.parquet"]),
+                   "label": ("label-pairs", ["pairs.parquet", "rejected.parquet", "label_distribution.png"])}[stage]
 out = Path(opt("--output-dir")) / opt("--run") / folder
 out.mkdir(parents=True, exist_ok=True)
 for name in outputs:
     (out / name).write_text(f"{stage} {opt('--run')} {name}")
-(out / "manifest.json").write_text(json.dumps({"outputs": outputs}))
+(out / "manifest.json").write_text(json.dumps({"outputs": {name: {"sha256": "0" * 64} for name in outputs}}))
 """
 
 
@@ -62,6 +71,7 @@ def grow(tmp_path):
         env = {**os.environ, "STSGEN": str(stand_in), "GROW_OUT": str(tmp_path / "growth"),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
+        print(done.stderr)  # shown when a test fails
         return done.returncode, log.read_text().splitlines()
     return run
 
@@ -75,11 +85,11 @@ def test_each_chunk_runs_its_three_stages_in_order_and_is_committed(grow, tmp_pa
     for chunk in ("chunk-01", "chunk-02"):
         assert sorted(p.name for p in (kept / chunk).iterdir()) == ["label-pairs", "manifest.json",
                                                                    "rejected.parquet", "triples.parquet"]
-        assert sorted(p.name for p in (kept / chunk / "label-pairs").iterdir()) == ["manifest.json",
-                                                                                   "pairs.parquet",
-                                                                                   "rejected.parquet"]
+        assert sorted(p.name for p in (kept / chunk / "label-pairs").iterdir()) == [
+            "label_distribution.png", "manifest.json", "pairs.parquet", "rejected.parquet"]
         assert (kept / chunk / "label-pairs" / "pairs.parquet").read_text() == f"label {chunk} pairs.parquet"
-    assert not list(kept.rglob("contexts.parquet"))  # stage 2's contexts stay out of git
+    assert not list(kept.rglob("contexts.parquet"))  # stage 2's outputs stay out of git
+    assert (kept / "chunk-01" / "rejected.parquet").read_text() == "generate chunk-01 rejected.parquet"
     assert grow(2, 5) == (0, calls)  # all committed: nothing runs again
 
 
@@ -113,14 +123,24 @@ def test_a_chunk_whose_stage_1_fails_is_not_committed_and_nothing_after_it_runs(
     assert not (tmp_path / "kept" / "chunk-01").exists()
 
 
-
-def test_the_curves_dataset_is_built_from_the_labeled_chunks_and_committed(grow, tmp_path):
+def test_the_curves_dataset_is_built_from_the_labeled_chunks_in_chunk_order(grow, tmp_path):
     grow(2, 5)
     grow(3, 5, fail="label")  # chunk-03: stage 1 only
-    (tmp_path / "growth").rename(tmp_path / "previous-session")  # a later session: restored from the commits
+    (tmp_path / "growth").rename(tmp_path / "previous-session")  # a later session: only the commits are left
     rc, calls = grow("dataset", script=CURVE)
     assert rc == 0
     assert calls[-1] == "build-dataset chunk-01 chunk-02 SICK_trial.txt"  # not chunk-03, and SICK trial out of it
+    runs = sorted((tmp_path / "growth-labeled").iterdir())
+    assert [r.name for r in runs] == ["chunk-01", "chunk-02"]
+    assert not any((r / ".run.json").exists() for r in runs)  # build-dataset then orders them by name
+    assert (runs[0] / "generate-sts-triples" / "triples.parquet").read_text() == "generate chunk-01 triples.parquet"
     version = tmp_path / "kept" / "dataset"
     assert sorted(p.name for p in version.iterdir()) == ["README.md", "manifest.json", "pairs.parquet",
                                                          "removed.parquet", "triples.parquet"]
+
+
+def test_the_curves_dataset_is_refused_without_a_labeled_chunk(grow, tmp_path):
+    grow(1, 5, fail="label")
+    rc, calls = grow("dataset", script=CURVE)
+    assert rc != 0 and not any(c.startswith("build-dataset") for c in calls)
+    assert not (tmp_path / "kept" / "dataset").exists()

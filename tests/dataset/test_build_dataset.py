@@ -264,6 +264,8 @@ def test_bad_inputs_fail_with_one_message_and_write_nothing(prefect_harness, scr
                       settings=NGRAMS_ONLY, output_dir=str(out))
     with pytest.raises(ConfigError, match=r"different patterns \(nli: nli; sts: sts\).*--allow-mixed"):
         build_dataset(runs_dir=str(tmp_path / "runs"), settings=NGRAMS_ONLY, output_dir=str(out))
+    with pytest.raises(ConfigError, match=r"No finished run"):  # no run named is not every run under runs_dir
+        build_dataset(runs_dir=str(tmp_path / "runs"), runs=[], settings=NGRAMS_ONLY, output_dir=str(out))
     (tmp_path / "eval.bin").write_bytes(b"\xff\xfe\x00binary")
     with pytest.raises(ConfigError, match=r"eval.bin cannot be read as UTF-8"):
         build_dataset(runs=[str(tmp_path / "runs" / "sts")], output_dir=str(out),
