@@ -44,10 +44,15 @@ def untrained_of(rows: pd.DataFrame, given: str | None) -> float:
 
 
 def budget_title(rows: pd.DataFrame) -> str:
-    """The trained rows' budget: one steps / lr for all, else each row's own (searched on dev)."""
+    """The trained rows' budget: one steps / lr for all; each data's own where every row's was fixed (`budget`
+    "fixed", e.g. the shipped recipe's and the triples-only recipe's); else each row's own, searched on dev."""
     trained = rows[rows["data"] != "backbone"]
     if trained["steps"].nunique() == 1 and trained["lr"].nunique() == 1:
         return f"{int(trained['steps'].iloc[0])} steps, lr {trained['lr'].iloc[0]:g}"
+    if "budget" in trained and (trained["budget"] == "fixed").all():
+        fixed = trained.groupby("data", sort=False)[["steps", "lr"]].agg(lambda v: sorted(set(v)))
+        return "\n".join(f"{data}: {'/'.join(str(int(s)) for s in r['steps'])} steps, lr "
+                         f"{'/'.join(f'{lr:g}' for lr in r['lr'])}" for data, r in fixed.iterrows())
     return "each row's budget (steps, lr) chosen on STS-B dev"
 
 

@@ -210,7 +210,8 @@ def write_manifest(folder: Path, manifest: dict[str, Any], outputs: dict[str, st
     body["outputs"] = {name: {"sha256": digest} for name, digest in sorted(outputs.items())}
     body.setdefault("packages", package_versions())
     body.setdefault("project_revision", project_revision())
-    body.setdefault("command", shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else "")
+    # Each argument made portable on its own: the joined command line does not start with a path.
+    body.setdefault("command", shlex.join([Path(sys.argv[0]).name, *portable(sys.argv[1:])]) if sys.argv else "")
     path = Path(folder) / MANIFEST
     write_json(path, portable(body))
     return path

@@ -103,6 +103,17 @@ def test_the_plot_reads_the_backbone_row(harness, capsys, monkeypatch, tmp_path)
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
+def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_searched():
+    from benchmarks.data_value_plot import budget_title
+
+    rows = pd.DataFrame({"data": ["backbone", "triples", "triples", "recipe"], "steps": [0, 200, 200, 200],
+                         "lr": [None, 3e-5, 3e-5, 1e-4], "budget": ["untrained", "fixed", "fixed", "fixed"]})
+    assert budget_title(rows) == "triples: 200 steps, lr 3e-05\nrecipe: 200 steps, lr 0.0001"
+    assert budget_title(rows.assign(budget=["untrained", "fixed", "fixed", "100@3e-05 → 200@3e-05"])) == (
+        "each row's budget (steps, lr) chosen on STS-B dev")
+    assert budget_title(rows[rows["data"] != "recipe"]) == "200 steps, lr 3e-05"
+
+
 @pytest.mark.parametrize("pool_favours", [1, 2])
 def test_sts12_train_is_in_no_selection_and_no_mean(harness, capsys, pool_favours):
     """Two trained checkpoints (steps 1 and 2) differ only in STS12 train's score; the backbone (step 0) is better on

@@ -17,7 +17,7 @@ import tasks.core.stage as stage_module
 from tasks.core.config import LLMSettings
 from tasks.core.shards import commit_shard, finished_shard
 from tasks.core.stage import StageFolder, StageIO, key_fields, run_stage, stage_key
-from tasks.core.store import read_manifest, verify_outputs
+from tasks.core.store import PROJECT, read_manifest, verify_outputs, write_manifest
 from tasks.generate.settings import GenerateSettings, PatternSettings, SamplingSettings, VerifierSettings
 from tasks.label.settings import LabelSettings
 from tasks.train.settings import TrainSettings
@@ -256,3 +256,13 @@ def test_total_s_counts_from_when_the_stage_began_preparing_to_the_millisecond(t
     monkeypatch.setattr(stage_module, "time", SimpleNamespace(perf_counter=lambda: 112.3456))
     run_stage("toy", tmp_path, "k1", ROWS, _compute([]), started=100.0)
     assert read_manifest(tmp_path / "toy")["timings"] == {"work_s": 0.1, "total_s": 12.346}
+
+
+def test_the_manifests_command_names_no_local_path(tmp_path, monkeypatch):
+    """An argument that is an absolute path under the checkout is written relative to it, the program by its name;
+    a path outside every root (a relative one) is kept as given."""
+    monkeypatch.setattr("sys.argv", ["/opt/venv/bin/stsgen", "build-dataset", "--run", str(PROJECT / "data" / "g" / "c1"),
+                                     "--eval-set", "../shared/SICK trial.txt"])
+    (tmp_path / "rows.parquet").write_bytes(b"x")
+    write_manifest(tmp_path, {"stage": "toy"}, {"rows.parquet": hashlib.sha256(b"x").hexdigest()})
+    assert read_manifest(tmp_path)["command"] == "stsgen build-dataset --run data/g/c1 --eval-set '../shared/SICK trial.txt'"
