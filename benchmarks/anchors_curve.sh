@@ -51,6 +51,11 @@ labeled_runs() {  # labeled_runs: copies of the committed labeled chunks as run 
   done
 }
 
+labeled_chunks() {  # labeled_chunks: `chunks`, the labeled runs' folders; the script stops when there is none
+  mapfile -t chunks < <(labeled_runs)
+  (( ${#chunks[@]} )) || { echo "anchors_curve: no labeled chunk under $kept" >&2; exit 1; }
+}
+
 wait_for() {  # wait_for <pid> <what> <command…>: until the command succeeds; fails if the process died or 2 min pass
   local pid=$1 what=$2; shift 2
   for _ in $(seq 60); do
@@ -70,8 +75,7 @@ curve() {  # curve <backbone> <name> <data_value flags…>
 
 case $what in
   dataset)
-    mapfile -t chunks < <(labeled_runs)
-    (( ${#chunks[@]} )) || { echo "anchors_curve: no labeled chunk under $kept" >&2; exit 1; }
+    labeled_chunks
     runs=(); for run in "${chunks[@]}"; do runs+=(--run "$run"); done
     "$stsgen" build-dataset "${runs[@]}" --output-dir "$datasets" --eval-set "$sick"
     rm -rf "$version"; mkdir -p "$version"
@@ -86,8 +90,7 @@ case $what in
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
   weekly)
-    mapfile -t chunks < <(labeled_runs)
-    (( ${#chunks[@]} )) || { echo "anchors_curve: no labeled chunk under $kept" >&2; exit 1; }
+    labeled_chunks
     export PREFECT_HOME=$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
     rm -rf "$PREFECT_HOME" "$out-weekly"; export PREFECT_API_URL=http://127.0.0.1:$port/api
     if curl -sf "$PREFECT_API_URL/health" > /dev/null; then
