@@ -17,6 +17,9 @@ generated runs' complete triples, the first N of them. A trained row keeps its b
   the corpus `--save-anchor-corpus` wrote), InfoNCE only (no intermediate); anchors it has no triple for are left out;
 - `hardneg`: stsgen's triples with the `--nli-runs` negative of the same anchor as a second hard negative beside s⁻
   (InfoNCE reads both: losses.negatives = "both") + hierarchical triplet;
+- `mined`: stsgen's triples with a hard negative mined by the untrained backbone itself from the default corpus
+  beside s⁻ — the train stage's `mining.num_negatives` 1 at its defaults (tasks/train/hard_negatives.py), mined per
+  seed as the stage does — + hierarchical triplet; a triple no candidate passes for is left out, as in the stage;
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
   (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
   teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
@@ -84,7 +87,8 @@ TRIPLE_COLUMNS = ["source_id", "doc_id", "position", "anchor", "positive", "inte
 SENTENCE_COLUMNS = TRIPLE_COLUMNS[3:]
 SIMCSE = ("simcse", "simcse-paper")
 LOSSES = {"simcse": LossSettings(simcse=True), "simcse-paper": LossSettings(simcse=True), "neighbours": LossSettings(hierarchical_triplet=0.0),
-          "triples": LossSettings(), "nli": LossSettings(), "hardneg": LossSettings(negatives="both")}
+          "triples": LossSettings(), "nli": LossSettings(), "hardneg": LossSettings(negatives="both"),
+          "mined": LossSettings(negatives="both")}
 
 
 def read_triples(sources: list[str]) -> pd.DataFrame:
@@ -115,10 +119,17 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
 
 
 def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None,
-                   nli: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py)."""
+                   nli: pd.DataFrame | None = None, model=None) -> pd.DataFrame:
+    """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py; `mined`: `model` mines
+    from `sentences`, the corpus)."""
     if kind is None:  # the pairs alone
         return triples.iloc[:0][SENTENCE_COLUMNS]
+    if kind == "mined":
+        from tasks.train.hard_negatives import MiningSettings, mine
+
+        usable = sentences.loc[sentences["usable"], "text"].tolist()
+        mined, _ = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed)
+        return mined
     if kind == "nli":
         return baselines.same_anchor_rows(triples, nli)
     if kind == "hardneg":
@@ -207,7 +218,7 @@ def main() -> None:
     if args.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(0).permutation(len(dev))[: args.dev_pairs])]
     sentences = None
-    if "neighbours" in args.data:  # the corpus the anchors came from (stage 1's default)
+    if {"neighbours", "mined"} & {recipe(kind)[0] for kind in args.data.split(",")}:  # stage 1's default corpus
         from tasks.core.config import CorpusSettings
         from tasks.corpus.sentences import load_corpus
 
@@ -260,7 +271,7 @@ def main() -> None:
         for kind, (triple_kind, losses, label_source) in recipes.items():
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
                 else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
-            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli)
+            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli, untrained)
                       for seed in args.seeds.split(",")}
             datas = {seed: TrainingData(f.reset_index(drop=True), pairs, f.iloc[:0]) for seed, f in frames.items()}
             settings = base.model_copy(update={"losses": losses})

@@ -52,11 +52,12 @@ def named(name: str) -> pd.DataFrame:
 def harness(monkeypatch, tmp_path):
     """Scripted data_value: `dev_at(settings, step)` is the trainer's dev record at an evaluation, `held_at(set,
     weight)` a held-out set's score of a trained weight; returns (run(argv…) → (CSV rows, output), calls)."""
-    calls = {"train": [], "evaluate": []}
+    calls = {"train": [], "evaluate": [], "data": []}
     script = {"dev_at": lambda settings, step: 80.0, "held_at": lambda name, w: 70.0}
 
     def fake_train(model, data, dev, settings, workdir, on_eval=None, **kwargs):
         calls["train"].append(settings)
+        calls["data"].append(data)
         for step in range(0, settings.steps + 1, settings.eval_every):
             with torch.no_grad():
                 model.w.fill_(step)
@@ -179,3 +180,42 @@ def test_the_harness_searches_every_rows_budget_the_same_way_and_records_it(harn
         assert budgets.count((steps, lr, 4)) == 4
     assert len(calls["train"]) == 2 * 5 * 2 + 2
     assert sorted(w for name, w in calls["evaluate"] if name == POOL) == [0.0, 1.0, 1.0] + [2.0] * 4
+
+
+def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed(harness, capsys, monkeypatch):
+    import tasks.corpus.sentences as corpus_module
+    import tasks.train.hard_negatives as hard_negatives
+
+    harness_run, calls, _ = harness
+    corpus = pd.DataFrame({"doc_id": ["d", "d", "e"], "position": [0, 1, 0], "usable": [True, False, True],
+                           "text": ["A usable corpus sentence.", "too short", "Another usable sentence."]})
+    monkeypatch.setattr(corpus_module, "load_corpus", lambda settings: type("C", (), {"sentences": corpus}))
+    mined = []
+
+    def fake_mine(triples, candidates, model, settings, seed, *args, **kwargs):
+        mined.append((seed, candidates, float(model.w.detach()), settings.num_negatives))
+        return triples.assign(mined_negative_1=candidates[0]), {}
+
+    monkeypatch.setattr(hard_negatives, "mine", fake_mine)
+    rows, _ = harness_run(capsys, "--data", "mined", "--steps", 2)
+    assert set(rows["data"]) == {"backbone", "mined"}
+    usable = ["A usable corpus sentence.", "Another usable sentence."]
+    assert mined == [(13, usable, 0.0, 1), (14, usable, 0.0, 1)]  # per seed, by the untrained backbone
+    assert [s.losses.negatives for s in calls["train"]] == ["both", "both"]  # InfoNCE reads s⁻ and the mined one
+    assert all((d.triples["mined_negative_1"] == usable[0]).all() and len(d.triples) == 4 for d in calls["data"])
+
+
+def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tiny_encoder_dir):
+    from tasks.train.backbones import BackboneSettings, load_sentence_transformer
+    from tests.train.test_training import synthetic_data
+
+    model = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))[0]
+    triples = synthetic_data()[0]
+    others = ["The farmers sold their wheat at the market.", "The orchestra tuned the strings before the concert."]
+    sentences = pd.DataFrame({"text": others + list(triples["anchor"]) + ["The river rose again in spring."],
+                              "usable": [True] * (len(others) + len(triples)) + [False]})
+    frame = data_value.training_frame("mined", triples, 13, sentences, model=model)
+    assert list(frame.columns) == data_value.SENTENCE_COLUMNS + ["mined_negative_1"]
+    got = frame["mined_negative_1"].dropna()
+    assert len(got) > 0  # never an anchor, a triple's own positive, or an unusable sentence:
+    assert set(got) <= set(others) | set(triples["positive"]) and not (got == frame.loc[got.index, "positive"]).any()
