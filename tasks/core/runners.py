@@ -48,15 +48,17 @@ def task_runner(workers: str, dask_address: str | None, max_workers: int):
 
 
 def map_shards(shard_task, parameters: list[dict], execution: ExecutionSettings, threads: int,
-               progress=None) -> list:
+               progress=None, weights: list[int] | None = None) -> list:
     """Run `shard_task` once per parameter set on the chosen runner; results in submission order, `progress`
-    advanced as each finishes. Each shard task writes its own file (skipped when it exists and verifies), so an
-    interrupted stage resumes at the first unfinished shard. `threads`: the stage's pool size on threads."""
+    advanced as each finishes (by its entry of `weights`, default 1: the work a shard holds, where shards differ or
+    the stage's progress counts other work too). Each shard task writes its own file (skipped when it exists and
+    verifies), so an interrupted stage resumes at the first unfinished shard. `threads`: the stage's pool size on
+    threads."""
     results = []
     with task_runner(execution.workers, execution.dask_address, execution.pool_size(threads)) as runner:
         futures = [runner.submit(shard_task, parameters=params) for params in parameters]
-        for future in futures:
+        for n, future in enumerate(futures):
             results.append(future.result())
             if progress is not None:
-                progress.advance(1)
+                progress.advance(weights[n] if weights else 1)
     return results

@@ -204,16 +204,22 @@ def label_all(job: LabelJob, out: StageFolder) -> dict:
     shard_dir = out.work_dir("shards", scorer_key)
     shards = [units[i : i + shard_size] for i in range(0, len(units), shard_size)] if uses_contexts(settings) else []
     n_pairs = sum(len(u.pairs) for u in units)
-    # Work units: a shard each, and a pair each to rate (every pair, before scoring quarantines any).
-    progress = Progress("label", len(shards) + (n_pairs if uses_rating(settings) else 0),
-                        f"{len(units)} units ({n_pairs} pairs) in {len(shards)} shards"
-                        + (f", {n_pairs} pairs to rate" if uses_rating(settings) else ""))
+    # Work in pairs (every pair, before scoring quarantines any): a shard counts the pairs it scores, and each pair
+    # counts once more when rated. Scoring a pair's contexts and rating it cost about the same (rate_s ≈ label_s in
+    # the growth chunks' manifests), so the ETA holds from the first shard; a shard counted as 1 beside hundreds of
+    # ratings made it read hours for a stage of minutes.
+    shard_pairs = [sum(len(u.pairs) for u in shard) for shard in shards]
+    progress = Progress("label", sum(shard_pairs) + (n_pairs if uses_rating(settings) else 0),
+                        f"{len(units)} units, {n_pairs} pairs"
+                        + (f": context-scored in {len(shards)} shards" if shards else "")
+                        + (", then rated" if uses_rating(settings) and shards else
+                           ": rated" if uses_rating(settings) else ""))
     t1 = time.perf_counter()
     results = map_shards(label_shard, [{
         "units": shard, "settings": settings, "reference": reference, "coherence_dir": job.coherence[0],
         "lm_path": job.lm_path and str(job.lm_path), "lm_sha256": job.lm_sha,
         "out_path": str(shard_dir / f"{fingerprint([asdict(u) for u in shard])[:16]}.parquet")}
-        for shard in shards], execution, LABEL_THREADS, progress)
+        for shard in shards], execution, LABEL_THREADS, progress, shard_pairs)
     timings["label_s"] = round(time.perf_counter() - t1, 3)
 
     merged = pa.concat_tables([pq.read_table(r["path"], schema=SHARD_SCHEMA) for r in results]) if results \

@@ -310,6 +310,24 @@ def run_label(stage2, tmp_path, tiny_lm_dir, settings=None, **kw):
                        output_dir=str(tmp_path / "out"), **kw)
 
 
+def test_progress_counts_the_pairs_each_shard_scored(stage2, tmp_path, tiny_lm_dir):
+    """The label stage's progress (the CLI's line, the UI's artifact) advances by the pairs a shard scored, not by
+    one per shard: a shard of two triples (6 pairs each) is 12 of the 21 pairs, so the ETA holds from the first
+    shard."""
+    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
+
+    seen = []
+    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
+    add_progress_listener(listener)
+    try:
+        run_label(stage2, tmp_path, tiny_lm_dir, settings=context_settings(tiny_lm_dir, shard_size=2))
+    finally:
+        remove_progress_listener(listener)
+    # units: the 3 triples (6 pairs each), then their 3 cross pairs (1 each), 2 to a shard: 12 + 7 + 2.
+    assert seen == [(0, 21), (12, 21), (19, 21), (21, 21)]
+    assert latest_artifacts()["label-progress"].data == 100.0
+
+
 def test_flow_writes_pairs_manifest_and_artifacts(stage2, tmp_path, tiny_lm_dir, caplog):
     from tasks.contracts import PAIRS_SCHEMA, REJECTED_PAIRS_SCHEMA
 
@@ -515,7 +533,16 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                              method="combined", rating_weight=0.6, tfidf_weight=0.15, similarity="contrast")
     rater.push(("status", 400, {}), "ok", ("status", 400, {}))  # two calls fail for good (a 400 is not retried)
-    first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
+    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
+
+    seen = []
+    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
+    add_progress_listener(listener)
+    try:
+        first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
+    finally:
+        remove_progress_listener(listener)
+    assert seen[1] == (21, 42) and seen[-1] == (42, 42)  # the one shard's 21 pairs scored, then each pair rated
     pairs = pq.read_table(first["pairs"]).to_pandas()
     rejected = pq.read_table(first["rejected"]).to_pandas()
     failed = rejected[rejected["reason"] == "llm_error"]
