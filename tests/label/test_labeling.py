@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -300,6 +301,20 @@ def context_settings(tiny_lm_dir, **fields):
                          **fields)
 
 
+@contextmanager
+def label_progress():
+    """The (done, total) reports the label stage's progress listeners hear while the block runs."""
+    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
+
+    seen = []
+    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
+    add_progress_listener(listener)
+    try:
+        yield seen
+    finally:
+        remove_progress_listener(listener)
+
+
 def run_label(stage2, tmp_path, tiny_lm_dir, settings=None, **kw):
     """label-pairs on `stage2` with `settings` (default: context_settings); `kw`: more label_pairs arguments."""
     from flows.label_pairs import label_pairs
@@ -314,15 +329,8 @@ def test_progress_counts_the_pairs_each_shard_scored(stage2, tmp_path, tiny_lm_d
     """The label stage's progress (the CLI's line, the UI's artifact) advances by the pairs a shard scored, not by
     one per shard: a shard of two triples (6 pairs each) is 12 of the 21 pairs, so the ETA holds from the first
     shard."""
-    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
-
-    seen = []
-    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
-    add_progress_listener(listener)
-    try:
+    with label_progress() as seen:
         run_label(stage2, tmp_path, tiny_lm_dir, settings=context_settings(tiny_lm_dir, shard_size=2))
-    finally:
-        remove_progress_listener(listener)
     # units: the 3 triples (6 pairs each), then their 3 cross pairs (1 each), 2 to a shard: 12 + 7 + 2.
     assert seen == [(0, 21), (12, 21), (19, 21), (21, 21)]
     assert latest_artifacts()["label-progress"].data == 100.0
@@ -533,15 +541,8 @@ def test_combined_labels_mix_rating_and_context_labels_and_quarantine_failed_cal
     settings = LabelSettings(lm=str(tiny_lm_dir), contexts_per_sentence=3, reference_sentences=4,
                              method="combined", rating_weight=0.6, tfidf_weight=0.15, similarity="contrast")
     rater.push(("status", 400, {}), "ok", ("status", 400, {}))  # two calls fail for good (a 400 is not retried)
-    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
-
-    seen = []
-    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
-    add_progress_listener(listener)
-    try:
+    with label_progress() as seen:
         first = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
-    finally:
-        remove_progress_listener(listener)
     assert seen[1] == (21, 42) and seen[-1] == (42, 42)  # the one shard's 21 pairs scored, then each pair rated
     pairs = pq.read_table(first["pairs"]).to_pandas()
     rejected = pq.read_table(first["rejected"]).to_pandas()
@@ -634,19 +635,13 @@ def _expected_rating(s1, s2):
 
 def test_llm_rating_method_needs_no_contexts_and_fails_fast_on_a_bad_endpoint(stage2, tmp_path, tiny_lm_dir,
                                                                                rater):
-    from tasks.core.artifacts import add_progress_listener, remove_progress_listener
     from tasks.core.config import LLMSettings
     from tasks.label.settings import LabelSettings
 
     llm = LLMSettings(base_url=rater.base_url, model="rater", cache_path="off")
     settings = LabelSettings(lm="not-a-model", method="llm_rating")  # the LM is never loaded
-    seen = []
-    listener = lambda stage, done, total: seen.append((done, total)) if stage == "label" else None  # noqa: E731
-    add_progress_listener(listener)
-    try:
+    with label_progress() as seen:
         paths = run_label(stage2, tmp_path, tiny_lm_dir, settings=settings, llm=llm)
-    finally:
-        remove_progress_listener(listener)
     pairs = pq.read_table(paths["pairs"]).to_pandas()
     assert len(pairs) == 21 and pairs["context_label"].isna().all()  # every pair, with or without contexts
     # Progress counts the rated pairs (the CLI's progress line and the UI's progress artifact): 0 → 21 of 21.
