@@ -5,6 +5,9 @@
 #   benchmarks/anchors_curve.sh encoder [sizes] [seeds]       # all-MiniLM-L6-v2 at the product's budget: triples
 #                                                             #   (the triples-only recipe), the recipe (+ pairs)
 #   benchmarks/anchors_curve.sh encoder-search [sizes] [seeds] # the same two rows, each budget searched on dev
+#   benchmarks/anchors_curve.sh lever <name> [sizes] [seeds]  # the recipe with one change, where the curve flattens:
+#                                                             #   400steps, anchor10 (backbone anchor 10, not 50) or
+#                                                             #   mined (+ a hard negative the backbone mines itself)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -23,9 +26,12 @@
 # benchmarks/results/anchors_1200_weekly/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?dataset, encoder, encoder-search, weekly or bellm}; sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
-# GROW_OUT, GROW_KEPT and STSGEN as for grow_anchors.sh (the tests' stand-in).
+what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
+[[ $what == lever ]] && { lever=${2:?lever 400steps, anchor10 or mined}; shift; }
+sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
+# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
+python=${PYTHON:-.venv/bin/python}
 [[ $out == /* ]] || out=$PWD/$out
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
@@ -68,7 +74,7 @@ wait_for() {  # wait_for <pid> <what> <command…>: until the command succeeds; 
 
 curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
-  .venv/bin/python -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
+  "$python" -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
     --backbone "$backbone" --seeds "$seeds" --sizes "$sizes" "$@" \
     --table-out "benchmarks/results/anchors_1200_${backbone}_${name}_${sizes//,/-}.csv"
 }
@@ -88,6 +94,14 @@ case $what in
   encoder-search)
     curve encoder triples_searched --data triples "${search[@]}"
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
+    ;;
+  lever)  # the shipped recipe's flags, then the one that changes (the harness takes a repeated flag's last value)
+    case $lever in
+      400steps) curve encoder recipe_400steps "${recipe[@]}" --steps 400 --lr 1e-4 ;;
+      anchor10) curve encoder recipe_anchor10 "${recipe[@]}" --steps 200 --lr 1e-4 --backbone-anchor 10 ;;
+      mined) curve encoder recipe_mined "${recipe[@]}" --steps 200 --lr 1e-4 --data mined+pairs:label ;;
+      *) echo "anchors_curve.sh lever: 400steps, anchor10 or mined, not '$lever'" >&2; exit 2 ;;
+    esac
     ;;
   weekly)
     labeled_chunks
@@ -117,5 +131,5 @@ case $what in
   bellm)
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
-  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, weekly or bellm, not '$what'" >&2; exit 2 ;;
+  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, weekly or bellm, not '$what'" >&2; exit 2 ;;
 esac

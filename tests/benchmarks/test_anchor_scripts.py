@@ -66,9 +66,13 @@ def grow(tmp_path):
     stand_in.chmod(0o755)
     log = tmp_path / "calls.log"
     log.touch()
+    python = tmp_path / "python"  # the curve's harness: `python -m benchmarks.data_value …` logs its arguments
+    python.write_text(f"#!{sys.executable}\nimport os, sys\n"
+                      "open(os.environ['STAND_IN_LOG'], 'a').write(' '.join(sys.argv[2:]) + '\\n')\n")
+    python.chmod(0o755)
 
     def run(*args, fail: str | None = None, script: Path = GROW) -> tuple[int, list[str]]:
-        env = {**os.environ, "STSGEN": str(stand_in), "GROW_OUT": str(tmp_path / "growth"),
+        env = {**os.environ, "STSGEN": str(stand_in), "PYTHON": str(python), "GROW_OUT": str(tmp_path / "growth"),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails
@@ -144,3 +148,25 @@ def test_the_curves_dataset_is_refused_without_a_labeled_chunk(grow, tmp_path):
     rc, calls = grow("dataset", script=CURVE)
     assert rc != 0 and not any(c.startswith("build-dataset") for c in calls)
     assert not (tmp_path / "kept" / "dataset").exists()
+
+
+def flags(call: str) -> dict[str, str]:
+    """A harness call's options as argparse reads them: a repeated option's last value."""
+    words = call.split()
+    return {w: v for w, v in zip(words, words[1:] + [""]) if w.startswith("--")}
+
+
+def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path):
+    rc, calls = grow("encoder", 200, script=CURVE)
+    assert rc == 0 and [c.split()[0] for c in calls] == ["benchmarks.data_value"] * 2
+    recipe = flags(calls[1])
+    assert recipe["--data"] == "triples+pairs:label" and recipe["--backbone-anchor"] == "50"
+    changes = {"400steps": {"--steps": "400"}, "anchor10": {"--backbone-anchor": "10"},
+               "mined": {"--data": "mined+pairs:label"}}
+    for lever, change in changes.items():
+        rc, calls = grow("lever", lever, 200, script=CURVE)
+        got = flags(calls[-1])
+        assert rc == 0 and set(got) == set(recipe) and {k: v for k, v in got.items() if recipe[k] != v} == {
+            **change, "--table-out": f"benchmarks/results/anchors_1200_encoder_recipe_{lever}_200.csv"}
+    rc, _ = grow("lever", "nothing", script=CURVE)
+    assert rc == 2
