@@ -27,16 +27,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
-[[ $what == lever ]] && { lever=${2:?lever 400steps, anchor10 or mined}; shift; }
+if [[ $what == lever ]]; then lever=${2:?lever 400steps, anchor10 or mined}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
-# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; PYTHON runs the harness (the tests' stand-ins).
+# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
-python=${PYTHON:-.venv/bin/python}
+python=${CURVE_PYTHON:-.venv/bin/python}
 [[ $out == /* ]] || out=$PWD/$out
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
 recipe=(--data triples+pairs:label --regression-loss cosent --backbone-anchor 50)
+shipped=(--steps 200 --lr 1e-4)  # the recipe's budget in every entry point (TrainSettings: lr `auto` from 75 anchors)
 
 stop_serving() {  # the runner pauses its deployments on SIGTERM, so it goes before the server (killed if it hangs)
   [[ -n ${serving:-} ]] || return 0
@@ -89,17 +90,17 @@ case $what in
     ;;
   encoder)
     curve encoder triples --data triples --steps 200 --lr 3e-5
-    curve encoder recipe "${recipe[@]}" --steps 200 --lr 1e-4
+    curve encoder recipe "${recipe[@]}" "${shipped[@]}"
     ;;
   encoder-search)
     curve encoder triples_searched --data triples "${search[@]}"
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
-  lever)  # the shipped recipe's flags, then the one that changes (the harness takes a repeated flag's last value)
+  lever)  # the shipped recipe's flags, then the one that changes (argparse keeps a repeated option's last value)
     case $lever in
-      400steps) curve encoder recipe_400steps "${recipe[@]}" --steps 400 --lr 1e-4 ;;
-      anchor10) curve encoder recipe_anchor10 "${recipe[@]}" --steps 200 --lr 1e-4 --backbone-anchor 10 ;;
-      mined) curve encoder recipe_mined "${recipe[@]}" --steps 200 --lr 1e-4 --data mined+pairs:label ;;
+      400steps) curve encoder recipe_400steps "${recipe[@]}" "${shipped[@]}" --steps 400 ;;
+      anchor10) curve encoder recipe_anchor10 "${recipe[@]}" "${shipped[@]}" --backbone-anchor 10 ;;
+      mined) curve encoder recipe_mined "${recipe[@]}" "${shipped[@]}" --data mined+pairs:label ;;
       *) echo "anchors_curve.sh lever: 400steps, anchor10 or mined, not '$lever'" >&2; exit 2 ;;
     esac
     ;;

@@ -103,12 +103,13 @@ def read_triples(sources: list[str]) -> pd.DataFrame:
 
 
 def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, LossSettings, str]:
-    """(triple data, losses, label source) of a data variant: `simcse`, `neighbours`, `triples`, `pairs:SOURCE` or
-    `triples+pairs:SOURCE`; the pairs' regression in the form `regression_loss` (LossSettings.regression_loss)."""
+    """(triple data, losses, label source) of a data variant: one of LOSSES (`simcse`, `neighbours`, `triples`,
+    `mined`, …), `pairs:SOURCE`, or a triple variant + `pairs:SOURCE` (SimCSE aside); the pairs' regression in the
+    form `regression_loss` (LossSettings.regression_loss)."""
     parts = kind.split("+")
     sources = [p for p in parts if p.startswith("pairs:")]
     bases = [p for p in parts if not p.startswith("pairs:")]
-    if len(sources) > 1 or len(bases) > 1 or (bases and bases[0] not in LOSSES) or (sources and bases[0] in SIMCSE):
+    if len(sources) > 1 or len(bases) > 1 or (bases and bases[0] not in LOSSES) or (sources and bases and bases[0] in SIMCSE):
         raise SystemExit(f"--data {kind}: one of {', '.join(LOSSES)} and/or one pairs:SOURCE (SimCSE takes no pairs)")
     base, source = (bases or [None])[0], (sources or [""])[0]
     if not source:
@@ -124,12 +125,14 @@ def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences
     from `sentences`, the corpus)."""
     if kind is None:  # the pairs alone
         return triples.iloc[:0][SENTENCE_COLUMNS]
-    if kind == "mined":
-        from tasks.train.hard_negatives import MiningSettings, mine
+    if kind == "mined":  # as the train stage: a triple no candidate passed for is left out (trainer.training_datasets)
+        from tasks.train.hard_negatives import MiningSettings, mine, mined_columns
 
-        usable = sentences.loc[sentences["usable"], "text"].tolist()
-        mined, _ = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed)
-        return mined
+        usable = sentences.loc[sentences["usable"], "text"].tolist()  # the Corpus's `usable`, on its sentences table
+        mined, counts = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed)
+        print(f"seed {seed}: {counts['with_mined_negatives']} of {counts['triples']} triples with a mined negative "
+              f"(from {counts['candidates']} candidates)", flush=True)
+        return mined[mined[mined_columns(mined)].notna().all(axis=1)].reset_index(drop=True)
     if kind == "nli":
         return baselines.same_anchor_rows(triples, nli)
     if kind == "hardneg":
@@ -209,8 +212,12 @@ def main() -> None:
         baselines.anchor_corpus(triples.iloc[:largest]).to_parquet(args.save_anchor_corpus, index=False)
         print(f"{min(largest, len(triples))} anchors → {args.save_anchor_corpus}")
         return
+    recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
+    bases = {base for base, _, _ in recipes.values()}
+    if not args.pairs and any(losses.regression for _, losses, _ in recipes.values()):
+        raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
     nli = None
-    if {"nli", "hardneg"} & set(args.data.split(",")):
+    if {"nli", "hardneg"} & bases:
         if not args.nli_runs:
             raise SystemExit("--data nli / hardneg need --nli-runs (a run of the NLI pattern on the same anchors)")
         nli = read_triples(args.nli_runs.split(","))
@@ -218,12 +225,11 @@ def main() -> None:
     if args.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(0).permutation(len(dev))[: args.dev_pairs])]
     sentences = None
-    if {"neighbours", "mined"} & {recipe(kind)[0] for kind in args.data.split(",")}:  # stage 1's default corpus
+    if {"neighbours", "mined"} & bases:  # stage 1's default corpus
         from tasks.core.config import CorpusSettings
         from tasks.corpus.sentences import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
-    recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
     if args.backbone_anchor:
         recipes = {kind if base in SIMCSE else f"{kind} anchor{args.backbone_anchor:g}":
                    (base, losses if base in SIMCSE else losses.model_copy(
@@ -231,8 +237,6 @@ def main() -> None:
                    for kind, (base, losses, source) in recipes.items()}
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
                .drop_duplicates(["s1", "s2"]).reset_index(drop=True)) if args.pairs else None  # runs may share pairs
-    if labeled is None and any(losses.regression for _, losses, _ in recipes.values()):
-        raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
     backbone = BackboneSettings(kind=args.backbone, source=args.source)
     device = resolve_device(args.device)
     targets = {source: regression_targets(labeled, source, args.teacher, str(device), args.pairs)[0]

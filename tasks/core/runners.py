@@ -54,11 +54,14 @@ def map_shards(shard_task, parameters: list[dict], execution: ExecutionSettings,
     the stage's progress counts other work too). Each shard task writes its own file (skipped when it exists and
     verifies), so an interrupted stage resumes at the first unfinished shard. `threads`: the stage's pool size on
     threads."""
+    weights = [1] * len(parameters) if weights is None else weights
+    if len(weights) != len(parameters):  # checked before any shard runs, not after the work
+        raise ValueError(f"map_shards: {len(weights)} weights for {len(parameters)} shards")
     results = []
     with task_runner(execution.workers, execution.dask_address, execution.pool_size(threads)) as runner:
         futures = [runner.submit(shard_task, parameters=params) for params in parameters]
-        for n, future in enumerate(futures):
+        for future, weight in zip(futures, weights):
             results.append(future.result())
             if progress is not None:
-                progress.advance(weights[n] if weights else 1)
+                progress.advance(weight)
     return results

@@ -72,7 +72,7 @@ def grow(tmp_path):
     python.chmod(0o755)
 
     def run(*args, fail: str | None = None, script: Path = GROW) -> tuple[int, list[str]]:
-        env = {**os.environ, "STSGEN": str(stand_in), "PYTHON": str(python), "GROW_OUT": str(tmp_path / "growth"),
+        env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / "growth"),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails

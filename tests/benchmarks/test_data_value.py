@@ -28,6 +28,7 @@ from tests.benchmarks.test_smoke import run
 from tests.conftest import PROJECT
 
 TRIPLES = PROJECT / "benchmarks" / "data" / "data_value_triples_mainjob.parquet"
+PAIRS = PROJECT / "benchmarks" / "data" / "label_pairs_mainjob.parquet"  # stage 3's pairs of the same main job
 BACKBONE = {DEV: 90.0, SICK: 80.0, TEST: 85.0, POOL: 50.0}  # the untrained "model" (weight 0)
 
 
@@ -194,15 +195,22 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
 
     def fake_mine(triples, candidates, model, settings, seed, *args, **kwargs):
         mined.append((seed, candidates, float(model.w.detach()), settings.num_negatives))
-        return triples.assign(mined_negative_1=candidates[0]), {}
+        out = triples.assign(mined_negative_1=[None] + [candidates[0]] * (len(triples) - 1))  # none for the first
+        return out, {"with_mined_negatives": len(out) - 1, "triples": len(out), "candidates": len(candidates)}
 
     monkeypatch.setattr(hard_negatives, "mine", fake_mine)
-    rows, _ = harness_run(capsys, "--data", "mined", "--steps", 2)
-    assert set(rows["data"]) == {"backbone", "mined"}
+    # as the lever runs it: the mined triples beside the labeled pairs, which must not skip loading the corpus
+    rows, out = harness_run(capsys, "--data", "mined+pairs:label", "--pairs", PAIRS, "--steps", 2)
+    assert set(rows["data"]) == {"backbone", "mined+pairs:label"}
     usable = ["A usable corpus sentence.", "Another usable sentence."]
     assert mined == [(13, usable, 0.0, 1), (14, usable, 0.0, 1)]  # per seed, by the untrained backbone
     assert [s.losses.negatives for s in calls["train"]] == ["both", "both"]  # InfoNCE reads s⁻ and the mined one
-    assert all((d.triples["mined_negative_1"] == usable[0]).all() and len(d.triples) == 4 for d in calls["data"])
+    first = data_value.read_triples([str(TRIPLES)])["anchor"][0]
+    for data in calls["data"]:  # the triple without a mined negative is left out, as the train stage leaves it
+        assert len(data.triples) == 3 and first not in set(data.triples["anchor"])
+        assert (data.triples["mined_negative_1"] == usable[0]).all() and len(data.pairs) > 0
+    assert (rows.loc[rows["data"] != "backbone", "rows"] == 3 + len(calls["data"][0].pairs)).all()
+    assert "3 of 4 triples with a mined negative" in out
 
 
 def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tiny_encoder_dir):
@@ -219,3 +227,17 @@ def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tin
     got = frame["mined_negative_1"].dropna()
     assert len(got) > 0  # never an anchor, a triple's own positive, or an unusable sentence:
     assert set(got) <= set(others) | set(triples["positive"]) and not (got == frame.loc[got.index, "positive"]).any()
+
+
+def test_variants_parse_alone_and_beside_pairs_and_ask_for_their_inputs(harness, capsys):
+    base, losses, source = data_value.recipe("pairs:label")  # the pairs alone: no triple data
+    assert base is None and losses.regression == 1.0 and losses.infonce == 0.0 and source == "label"
+    assert data_value.recipe("hardneg+pairs:rating", "cosent")[0] == "hardneg"
+    with pytest.raises(SystemExit, match="SimCSE takes no pairs"):
+        data_value.recipe("simcse+pairs:label")
+    harness_run, calls, _ = harness
+    with pytest.raises(SystemExit, match="need --nli-runs"):  # also where the variant trains beside pairs
+        harness_run(capsys, "--data", "hardneg+pairs:label", "--pairs", PAIRS)
+    with pytest.raises(SystemExit, match="need --pairs"):
+        harness_run(capsys, "--data", "mined+pairs:label")
+    assert calls["train"] == []

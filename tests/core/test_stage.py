@@ -266,3 +266,12 @@ def test_the_manifests_command_names_no_local_path(tmp_path, monkeypatch):
     (tmp_path / "rows.parquet").write_bytes(b"x")
     write_manifest(tmp_path, {"stage": "toy"}, {"rows.parquet": hashlib.sha256(b"x").hexdigest()})
     assert read_manifest(tmp_path)["command"] == "stsgen build-dataset --run data/g/c1 --eval-set '../shared/SICK trial.txt'"
+
+
+def test_map_shards_refuses_weights_that_do_not_match_the_shards_before_running_any():
+    from tasks.core.runners import ExecutionSettings, map_shards
+
+    ran = []
+    with pytest.raises(ValueError, match="1 weights for 2 shards"):
+        map_shards(lambda **kw: ran.append(kw), [{}, {}], ExecutionSettings(), 1, weights=[1])
+    assert ran == []
