@@ -8,7 +8,9 @@
 #   benchmarks/anchors_curve.sh lever <name> [sizes] [seeds]  # the recipe with one change, where the curve flattens:
 #                                                             #   400steps, anchor10 (backbone anchor 10, not 50) or
 #                                                             #   mined (+ a hard negative the backbone mines itself)
-#                                                             #   or pairsonly (the labeled pairs without the triples)
+#                                                             #   pairsonly (the labeled pairs without the triples) or
+#                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
+#                                                             #   as their label: is the label the ceiling?)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -28,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
-if [[ $what == lever ]]; then lever=${2:?lever 400steps, anchor10, mined or pairsonly}; shift; fi
+if [[ $what == lever ]]; then lever=${2:?lever 400steps, anchor10, mined, pairsonly or teacher}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
@@ -103,7 +105,8 @@ case $what in
       anchor10) curve encoder recipe_anchor10 "${recipe[@]}" "${shipped[@]}" --backbone-anchor 10 ;;
       mined) curve encoder recipe_mined "${recipe[@]}" "${shipped[@]}" --data mined+pairs:label ;;
       pairsonly) curve encoder recipe_pairsonly "${recipe[@]}" "${shipped[@]}" --data pairs:label ;;
-      *) echo "anchors_curve.sh lever: 400steps, anchor10, mined or pairsonly, not '$lever'" >&2; exit 2 ;;
+      teacher) curve encoder recipe_teacher "${recipe[@]}" "${shipped[@]}" --data triples+pairs:teacher ;;
+      *) echo "anchors_curve.sh lever: 400steps, anchor10, mined, pairsonly or teacher, not '$lever'" >&2; exit 2 ;;
     esac
     ;;
   weekly)
