@@ -6,8 +6,8 @@
 #                                                             #   (the triples-only recipe), the recipe (+ pairs)
 #   benchmarks/anchors_curve.sh encoder-search [sizes] [seeds] # the same two rows, each budget searched on dev
 #   benchmarks/anchors_curve.sh lever <name> [sizes] [seeds]  # the recipe with one change, where the curve flattens:
-#                                                             #   400steps, anchor10 (backbone anchor 10, not 50) or
-#                                                             #   mined (+ a hard negative the backbone mines itself)
+#                                                             #   400steps, anchor10 (backbone anchor 10, not 50),
+#                                                             #   mined (+ a hard negative the backbone mines itself),
 #                                                             #   pairsonly (the labeled pairs without the triples) or
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
 #                                                             #   as their label: is the label the ceiling?)
