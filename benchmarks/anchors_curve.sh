@@ -30,7 +30,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
-if [[ $what == lever ]]; then lever=${2:?lever 400steps, anchor10, mined, pairsonly or teacher}; shift; fi
+# Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
+declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10" [mined]="--data mined+pairs:label"
+                   [pairsonly]="--data pairs:label" [teacher]="--data triples+pairs:teacher")
+if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
@@ -99,15 +102,10 @@ case $what in
     curve encoder triples_searched --data triples "${search[@]}"
     curve encoder recipe_searched "${recipe[@]}" "${search[@]}"
     ;;
-  lever)  # the shipped recipe's flags, then the one that changes (argparse keeps a repeated option's last value)
-    case $lever in
-      400steps) curve encoder recipe_400steps "${recipe[@]}" "${shipped[@]}" --steps 400 ;;
-      anchor10) curve encoder recipe_anchor10 "${recipe[@]}" "${shipped[@]}" --backbone-anchor 10 ;;
-      mined) curve encoder recipe_mined "${recipe[@]}" "${shipped[@]}" --data mined+pairs:label ;;
-      pairsonly) curve encoder recipe_pairsonly "${recipe[@]}" "${shipped[@]}" --data pairs:label ;;
-      teacher) curve encoder recipe_teacher "${recipe[@]}" "${shipped[@]}" --data triples+pairs:teacher ;;
-      *) echo "anchors_curve.sh lever: 400steps, anchor10, mined, pairsonly or teacher, not '$lever'" >&2; exit 2 ;;
-    esac
+  lever)  # the shipped recipe's flags, then the lever's
+    [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
+    # shellcheck disable=SC2086  # the lever's flags split into words on purpose
+    curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" ${levers[$lever]}
     ;;
   weekly)
     labeled_chunks
