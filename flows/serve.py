@@ -7,10 +7,12 @@ parameters and schedules (a deployment added there is served here too)."""
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 
 import yaml
 from prefect import serve as prefect_serve
+from prefect.client.orchestration import get_client
 from prefect.client.schemas.schedules import CronSchedule
 
 PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
@@ -35,8 +37,30 @@ def runner_deployments(path: Path = PREFECT_YAML) -> list:
         for spec in deployment_specs(path)]
 
 
+def pause_served(full_names: list[str]) -> bool:
+    """Pause the served deployments' schedules (no runner is left to run them: paused, they pile up no late runs).
+    False, after one quick try, where the Prefect server no longer answers."""
+    with get_client(sync_client=True) as client:  # a fresh client: no retries of a refused connection
+        unreachable = client.api_healthcheck()
+        if unreachable is not None:
+            print(f"stsgen serve: the Prefect server at {client.api_url} no longer answers "
+                  f"({type(unreachable).__name__}); the schedules of {', '.join(full_names)} were not paused: pause "
+                  "them once it is back (the UI, or `prefect deployment schedule pause`), or serve again.", file=sys.stderr)
+            return False
+        for name in full_names:
+            client.pause_deployment(client.read_deployment_by_name(name).id)
+    print(f"stsgen serve: stopped; paused the schedules of {', '.join(full_names)}", file=sys.stderr)
+    return True
+
+
 def serve() -> None:
-    prefect_serve(*runner_deployments())
+    deployments = runner_deployments()
+    try:
+        # Not Prefect's own pause on shutdown: where the server is already gone, its client retries each pause for
+        # a minute (a reconnect backoff) and ends in a traceback.
+        prefect_serve(*deployments, pause_on_shutdown=False)
+    finally:
+        pause_served([d.full_name for d in deployments])
 
 
 if __name__ == "__main__":

@@ -25,10 +25,12 @@ PROMISED = {"generate-sts-triples/adhoc", "generate-sts-triples/nightly", "retri
 def test_serve_serves_exactly_the_promised_deployments(monkeypatch):
     import flows.serve
 
-    served = []
-    monkeypatch.setattr(flows.serve, "prefect_serve", lambda *deployments: served.extend(deployments))
+    served, paused = [], []
+    monkeypatch.setattr(flows.serve, "prefect_serve", lambda *deployments, **_: served.extend(deployments))
+    monkeypatch.setattr(flows.serve, "pause_served", paused.extend)  # no server here: tests/pipeline/test_serve_shutdown.py
     flows.serve.serve()  # what `stsgen serve` runs, with Prefect's blocking serve loop replaced by a recorder
     assert {f"{d.flow_name}/{d.name}" for d in served} == PROMISED and len(served) == len(PROMISED)
+    assert set(paused) == PROMISED  # on the way out, what it served
     specs = deployment_specs()
     assert [(d.flow_name, d.name) for d in served] == [(load_flow(s["entrypoint"]).name, s["name"]) for s in specs]
     for spec, deployment in zip(specs, served):
