@@ -156,7 +156,7 @@ def flags(call: str) -> dict[str, str]:
     return {w: v for w, v in zip(words, words[1:] + [""]) if w.startswith("--")}
 
 
-def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path):
+def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys):
     rc, calls = grow("encoder", 200, script=CURVE)
     assert rc == 0 and [c.split()[0] for c in calls] == ["benchmarks.data_value"] * 2
     recipe = flags(calls[1])
@@ -169,5 +169,8 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path):
         got = flags(calls[-1])
         assert rc == 0 and set(got) == set(recipe) and {k: v for k, v in got.items() if recipe[k] != v} == {
             **change, "--table-out": f"benchmarks/results/anchors_1200_encoder_recipe_{lever}_200.csv"}
-    rc, _ = grow("lever", "nothing", script=CURVE)
-    assert rc == 2
+    capsys.readouterr()
+    rc, after = grow("lever", "nothing", script=CURVE)
+    said = capsys.readouterr().out  # the script's stderr, printed by the fixture
+    assert rc == 2 and after == calls  # refused before any training
+    assert "not 'nothing'" in said and all(lever in said for lever in changes)
