@@ -68,3 +68,26 @@ def report(table: pd.DataFrame) -> None:
             print(f"  {size} anchors: " + "; ".join(f"{s} {paired(a[s], b[s])}" for s in (MEAN, DEV, SICK)))
     print(f"\ntotal train s: {trained['train_s'].sum():.0f} (chosen budgets); "
           f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
+    """a − b, two harness CSVs' trained rows (one size and data each: a lever against the recipe, 400 anchors against
+    100), paired by seed, on STS-B dev, SICK trial and their mean."""
+    rows = [t[t["data"] != "backbone"] for t in (a, b)]
+    for t in rows:
+        if t.groupby(["anchors", "data"]).ngroups != 1:
+            raise SystemExit("compare: each CSV must hold one trained row (one size, one data) over its seeds")
+    a_seeds, b_seeds = (t.set_index("seed") for t in rows)
+    if set(a_seeds.index) != set(b_seeds.index):
+        raise SystemExit(f"compare: the seeds differ ({sorted(a_seeds.index)} vs {sorted(b_seeds.index)}): "
+                         "nothing to pair")
+    return {s: paired(a_seeds[s], b_seeds[s]) for s in (DEV, SICK, MEAN)}
+
+
+if __name__ == "__main__":  # python -m benchmarks.data_value_report A.csv B.csv: the results page's paired a − b
+    import sys
+
+    if len(sys.argv) != 3:
+        raise SystemExit("usage: python -m benchmarks.data_value_report A.csv B.csv (prints A − B paired by seed)")
+    for name, cell in compare(*(pd.read_csv(p) for p in sys.argv[1:])).items():
+        print(f"{name}: {cell}")

@@ -241,3 +241,23 @@ def test_variants_parse_alone_and_beside_pairs_and_ask_for_their_inputs(harness,
     with pytest.raises(SystemExit, match="need --pairs"):
         harness_run(capsys, "--data", "mined+pairs:label")
     assert calls["train"] == []
+
+
+def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair():
+    from benchmarks.data_value_report import compare
+
+    def table(size, data, dev, sick, seeds=(13, 14, 15)):
+        rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
+        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [86.0], SICK: [79.0]})
+        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
+
+    a = table(400, "recipe", [87.3, 87.1, 87.2], [80.0, 81.0, 80.5], seeds=(15, 13, 14))  # any row order
+    b = table(100, "recipe", [87.0, 87.0, 87.0], [80.5, 80.5, 80.5])
+    got = compare(a, b)
+    assert got[DEV].startswith("+0.20 [") and "(seeds: +0.10, +0.20, +0.30)" in got[DEV]  # paired on seed 13, 14, 15
+    assert got[SICK].startswith("+0.00 [-1.24, +1.24]")  # differences +0.5, 0, −0.5: t(2) × sd 0.5 / √3
+    assert got[MEAN].startswith("+0.10 [")
+    with pytest.raises(SystemExit, match="seeds differ"):
+        compare(a, table(100, "recipe", [87.0, 87.0], [80.5, 80.5], seeds=(13, 14)))
+    with pytest.raises(SystemExit, match="one trained row"):
+        compare(pd.concat([a, b]), b)
