@@ -119,19 +119,29 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
     return base, losses.model_copy(update={"regression": 1.0, "regression_loss": regression_loss}), label_source
 
 
+def mining_evals():
+    """What a mined negative must not be, as in the train stage: STS-B dev and test, and SICK trial (read in place)."""
+    from benchmarks.held_out import SICK_TRIAL
+    from tasks.core.decontamination import DEFAULT_EVAL_SETS, collect_eval_sentences
+
+    return collect_eval_sentences([*DEFAULT_EVAL_SETS, str(SICK_TRIAL)])
+
+
 def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None,
-                   nli: pd.DataFrame | None = None, model=None) -> pd.DataFrame:
+                   nli: pd.DataFrame | None = None, model=None, evals=None) -> pd.DataFrame:
     """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py; `mined`: `model` mines
-    from `sentences`, the corpus)."""
+    from `sentences`, the corpus, less `evals`' sentences)."""
     if kind is None:  # the pairs alone
         return triples.iloc[:0][SENTENCE_COLUMNS]
     if kind == "mined":  # as the train stage: a triple no candidate passed for is left out (trainer.training_datasets)
         from tasks.train.hard_negatives import MiningSettings, mine, mined_columns
 
         usable = sentences.loc[sentences["usable"], "text"].tolist()  # the Corpus's `usable`, on its sentences table
-        mined, counts = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed)
+        mined, counts = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed,
+                             evals=evals)
         print(f"seed {seed}: {counts['with_mined_negatives']} of {counts['triples']} triples with a mined negative "
-              f"(from {counts['candidates']} candidates)", flush=True)
+              f"(from {counts['candidates']} candidates; {counts.get('eval_overlap_removed', 0)} evaluation "
+              "sentences left out)", flush=True)
         return mined[mined[mined_columns(mined)].notna().all(axis=1)].reset_index(drop=True)
     if kind == "nli":
         return baselines.same_anchor_rows(triples, nli)
@@ -230,6 +240,7 @@ def main() -> None:
         from tasks.corpus.sentences import load_corpus
 
         sentences = load_corpus(CorpusSettings()).sentences
+    evals = mining_evals() if "mined" in bases else None
     if args.backbone_anchor:
         recipes = {kind if base in SIMCSE else f"{kind} anchor{args.backbone_anchor:g}":
                    (base, losses if base in SIMCSE else losses.model_copy(
@@ -275,7 +286,7 @@ def main() -> None:
         for kind, (triple_kind, losses, label_source) in recipes.items():
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
                 else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
-            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli, untrained)
+            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli, untrained, evals)
                       for seed in args.seeds.split(",")}
             datas = {seed: TrainingData(f.reset_index(drop=True), pairs, f.iloc[:0]) for seed, f in frames.items()}
             settings = base.model_copy(update={"losses": losses})

@@ -36,8 +36,9 @@ def corpus_sentences() -> list[str]:
 
 def contamination(args) -> None:
     """Every usable default-corpus sentence checked as an anchor would be, at the default thresholds."""
-    from tasks.dataset.decontamination import cosine_matches, load_eval_sentences, ngram_containment
+    from tasks.core.decontamination import cosine_matches, ngram_containment
     from tasks.dataset.embeddings import encode_cached
+    from tasks.dataset.eval_sets import load_eval_sentences
     from tasks.dataset.settings import DatasetSettings
 
     s = DatasetSettings()

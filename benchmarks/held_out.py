@@ -11,6 +11,7 @@ import pandas as pd
 from tasks.core.sts_data import read_sick
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SICK_TRIAL = SHARED_DATA / "sick2014" / "SICK_trial.txt"
 
 
 def held_out_pairs(name: str) -> pd.DataFrame:
@@ -18,7 +19,7 @@ def held_out_pairs(name: str) -> pd.DataFrame:
     from ../shared/data: the held-out domains labelers and trained models are confirmed on."""
     data = SHARED_DATA
     if name == "sick-trial":
-        frame = read_sick(data / "sick2014" / "SICK_trial.txt")
+        frame = read_sick(SICK_TRIAL)
     else:
         frame = pd.concat([pd.read_csv(f, sep="\t", header=None, names=["gold", "s1", "s2"], quoting=3)
                            for f in sorted((data / "sts12-train").glob("*.tsv"))], ignore_index=True)

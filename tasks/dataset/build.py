@@ -31,12 +31,13 @@ import pyarrow.compute as pc
 from tasks.contracts import PAIRS_SCHEMA, TRIPLE_SLOTS, TRIPLES_SCHEMA, StageIO
 from tasks.core.artifacts import publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, key_fields
+from tasks.core.decontamination import EvalSentences, cosine_matches, ngram_containment
 from tasks.core.hf_dataset import EXPORTS, corpus_source_lines, hub_metadata, save_st_copy
 from tasks.core.runs import RunFolderBusy, lock_file, point_latest
 from tasks.core.store import fingerprint, read_manifest, sha256_path, verify_outputs, write_manifest, write_parquet
-from tasks.dataset.decontamination import EvalSentences, cosine_matches, load_eval_sentences, ngram_containment
 from tasks.dataset.dedup import dedup_anchors
 from tasks.dataset.embeddings import encode_cached
+from tasks.dataset.eval_sets import load_eval_sentences
 from tasks.dataset.settings import DatasetSettings
 from tasks.dataset.sources import RunInput, finished_runs, read_runs
 from tasks.llm.local_models import encoder_identity

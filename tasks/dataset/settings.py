@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from tasks.core.config import Settings
+from tasks.core.decontamination import DEFAULT_EVAL_SETS, EVAL_CONTAINMENT, EVAL_NGRAM
 from tasks.core.defaults import DEFAULT_ENCODER
 
 
@@ -24,11 +25,11 @@ class DatasetSettings(Settings):
     encoder: str = Field(DEFAULT_ENCODER, description="Sentence encoder of the embedding checks (registered "
                          "name or a local sentence-transformers folder).")
     # Decontamination against evaluation sentences.
-    eval_sets: list[str] = Field(["stsb-dev", "stsb-test"], description="Evaluation sets whose sentences must not "
+    eval_sets: list[str] = Field(list(DEFAULT_EVAL_SETS), description="Evaluation sets whose sentences must not "
                                  "enter the data: stsb-dev / stsb-test, a SICK file, a SemEval STS folder, an STS-B "
                                  "layout .tsv/.csv, a Parquet with sentence columns, or a text file (one per line).")
-    eval_ngram: int = Field(3, ge=1, le=13, description="Word n-gram size of the overlap check.")
-    eval_containment: float = Field(0.8, gt=0, le=1, description="Share of an evaluation sentence's word n-grams "
+    eval_ngram: int = Field(EVAL_NGRAM, ge=1, le=13, description="Word n-gram size of the overlap check.")
+    eval_containment: float = Field(EVAL_CONTAINMENT, gt=0, le=1, description="Share of an evaluation sentence's word n-grams "
                                     "found in a dataset sentence at or above which it is contaminated.")
     eval_cosine: float | None = Field(0.9, gt=0, le=1, description="Encoder cosine between an anchor and an "
                                       "evaluation sentence at or above which the anchor is contaminated; None: the "

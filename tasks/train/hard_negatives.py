@@ -6,9 +6,10 @@ the backbone finds close to the anchor but not too close to be paraphrases, thro
 Candidates: the corpus without the triples' anchors (they come from the same corpus: an anchor's nearest corpus
 sentence is itself) and positives; `mine_hard_negatives` adds every triple's positive back, so another triple's
 positive can be a negative, never the triple's own (nor its anchor: checked after mining). The held-out triples'
-sentences are excluded too (`exclude`): their text never reaches training. Triples with fewer than k passing
-candidates get no mined negatives and are left out of training when mined negatives are used (the manifest counts
-them: `counts.mined_negatives.without`).
+sentences are excluded too (`exclude`): their text never reaches training, nor does an evaluation set's (`evals`:
+STS-B dev and test and the run's eval sets, matched as build-dataset matches them; the manifest counts them:
+`counts.mined_negatives.eval_overlap_removed`). Triples with fewer than k passing candidates get no mined negatives
+and are left out of training when mined negatives are used (`counts.mined_negatives.without`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pandas as pd
 from pydantic import Field
 
 from tasks.core.config import ConfigError, CorpusSettings, Settings
+from tasks.core.decontamination import EvalSentences, without_eval_sentences
 
 MINED_PREFIX = "mined_negative_"
 
@@ -54,9 +56,11 @@ def candidate_sentences(corpus: list[str], triples: pd.DataFrame, limit: int, se
 
 
 def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettings, seed: int,
-         batch_size: int = 64, exclude: pd.DataFrame | None = None) -> tuple[pd.DataFrame, dict]:
+         batch_size: int = 64, exclude: pd.DataFrame | None = None,
+         evals: EvalSentences | None = None) -> tuple[pd.DataFrame, dict]:
     """`triples` with `mined_negative_1..k` columns (None where too few candidates passed) and counts. `exclude`:
-    more triples whose sentences must not become candidates (the held-out split: its text never trains)."""
+    more triples whose sentences must not become candidates (the held-out split: its text never trains); `evals`:
+    evaluation sentences that must not either."""
     import random
 
     from datasets import Dataset
@@ -65,6 +69,7 @@ def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettin
     k = settings.num_negatives
     everyone = triples if exclude is None else pd.concat([triples, exclude], ignore_index=True)
     candidates = candidate_sentences(corpus, everyone, settings.max_corpus_sentences, seed)
+    candidates, eval_overlap = without_eval_sentences(candidates, evals) if evals else (candidates, 0)
     if len(candidates) < k:
         raise ConfigError(f"Hard-negative mining needs a corpus with at least {k} sentences besides the triples' "
                           f"own (found {len(candidates)}): pass a larger mining corpus or set "
@@ -92,7 +97,8 @@ def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettin
     out = triples.drop(columns=mined_columns(triples)).merge(mined, on=["anchor", "positive"], how="left")
     with_all = out[mined_columns(out)].notna().all(axis=1) if len(mined_columns(out)) == k else \
         pd.Series(False, index=out.index)
-    counts = {"candidates": len(candidates), "triples": len(out), "with_mined_negatives": int(with_all.sum()),
+    counts = {"candidates": len(candidates), "eval_overlap_removed": eval_overlap, "triples": len(out),
+              "with_mined_negatives": int(with_all.sum()),
               "without": int((~with_all).sum()), "own_anchor_or_positive_mined": int(own.any(axis=1).sum()),
               "per_triple": k}
     return out, counts

@@ -29,6 +29,7 @@ from models.lora import merge_lora
 from tasks.contracts import TRIPLE_SLOTS, StageIO, dataset_tables, read_triples
 from tasks.core.artifacts import Progress, publish_image, publish_links, publish_markdown, publish_table
 from tasks.core.config import ConfigError, CorpusSettings
+from tasks.core.decontamination import DEFAULT_EVAL_SETS, EvalSentences, collect_eval_sentences
 from tasks.core.device import device_info, resolve_device, scaled_batch
 from tasks.core.hf_dataset import public_path
 from tasks.core.stage import StageFolder, run_logger, stage_key
@@ -101,6 +102,7 @@ class TrainJob:
     backbone: dict  # its identity (kind, source, path, sha256): loaded only when the stage computes
     device: object
     eval_sources: list[str]
+    mining_evals: EvalSentences | None = None  # sentences no mined negative may be (with candidates)
 
     @functools.cached_property
     def eval_hashes(self) -> list[str]:
@@ -111,9 +113,11 @@ class TrainJob:
         """What training depends on: inputs, settings and the backbone's content (not its path). Checkpoints are
         keyed by it alone: adding an evaluation set retrains nothing."""
         cross_encoder = self.settings.mining.cross_encoder
+        mining_evals = {"mining_evals": [s.get("sha256") or s["version"] for s in self.mining_evals.sources]} \
+            if self.mining_evals else {}  # what the mined negatives were kept clear of, by content
         return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs],
                          cross_encoder=sha256_path(Path(cross_encoder)) if cross_encoder else None,
-                         settings=self.settings, backbone=self.backbone["sha256"])
+                         settings=self.settings, backbone=self.backbone["sha256"], **mining_evals)
 
     def key(self) -> str:
         wise = {"wise_alpha": self.settings.wise_alpha} if self.settings.wise_alpha != 1.0 else {}
@@ -168,13 +172,14 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
     data = split_data(triples_frame, pairs_frame, settings.heldout_fraction, settings.seed)
     check_training_data(data, settings.losses, triples, pairs or "pairs")
     settings = resolved_settings(settings, data, device)  # 'auto' lr and precision made concrete before the key
-    candidates = None
+    candidates, mining_evals = None, None
     if settings.mining.num_negatives:
         corpus = load_corpus(settings.mining.corpus or CorpusSettings())  # an empty one fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
+        mining_evals = collect_eval_sentences(list(dict.fromkeys([*DEFAULT_EVAL_SETS, *evaluation_sets(settings)])))
     return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,
-                    evaluation_sets(settings))
+                    evaluation_sets(settings), mining_evals)
 
 
 def _for_data(settings: TrainSettings, has_pairs: bool, source: str) -> TrainSettings:
@@ -205,11 +210,12 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
         data.pairs, _ = regression_targets(data.pairs, "teacher", settings.teacher, str(device))
     mining = None
     if job.candidates is not None:
-        data.triples, mining = _mined(data, job.candidates, model, settings, workdir,
+        data.triples, mining = _mined(data, job.candidates, job.mining_evals, model, settings, workdir,
                                       scaled_batch(settings.encode_batch, device))
-        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences (the other %d "
-                    "train without: left out)", mining["per_triple"], mining["with_mined_negatives"],
-                    mining["triples"], mining["candidates"], mining["without"])
+        logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences (%d more left out: "
+                    "evaluation sentences; the other %d triples train without: left out)", mining["per_triple"],
+                    mining["with_mined_negatives"], mining["triples"], mining["candidates"],
+                    mining["eval_overlap_removed"], mining["without"])
     dev = read_stsb("dev")
     if settings.dev_pairs:
         dev = dev.iloc[np.sort(np.random.default_rng(settings.seed).permutation(len(dev))[: settings.dev_pairs])]
@@ -325,14 +331,15 @@ def publish_training(out: StageFolder, manifest: dict) -> None:
     run_logger().info(comparison_markdown(comparison) + "\n" + verdict(shipped, reverted, _alpha(selection)))
 
 
-def _mined(data, candidates: list[str], model, settings: TrainSettings, workdir: Path, batch: int):
+def _mined(data, candidates: list[str], evals: EvalSentences | None, model, settings: TrainSettings, workdir: Path,
+           batch: int):
     """The training triples with mined negatives, mined once per training key (a resumed run trains on the same)."""
     cache = workdir / "mined_triples.parquet"
     if cache.is_file():
         meta = json.loads((workdir / "mined_counts.json").read_text())
         return pd.read_parquet(cache), meta
     triples, counts = mine(data.triples, candidates, model, settings.mining, settings.seed, batch,
-                           exclude=data.heldout)
+                           exclude=data.heldout, evals=evals)
     workdir.mkdir(parents=True, exist_ok=True)
     write_parquet(cache, pa.Table.from_pandas(triples, preserve_index=False))
     write_json(workdir / "mined_counts.json", counts)

@@ -193,7 +193,11 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
     monkeypatch.setattr(corpus_module, "load_corpus", lambda settings: type("C", (), {"sentences": corpus}))
     mined = []
 
+    evals = object()  # what the train stage keeps a mined negative clear of: STS-B dev, test and SICK trial
+    monkeypatch.setattr(data_value, "mining_evals", lambda: evals)
+
     def fake_mine(triples, candidates, model, settings, seed, *args, **kwargs):
+        assert kwargs.get("evals") is evals
         mined.append((seed, candidates, float(model.w.detach()), settings.num_negatives))
         out = triples.assign(mined_negative_1=[None] + [candidates[0]] * (len(triples) - 1))  # none for the first
         return out, {"with_mined_negatives": len(out) - 1, "triples": len(out), "candidates": len(candidates)}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tasks.dataset.decontamination import cosine_matches
+from tasks.core.decontamination import cosine_matches
 from tasks.dataset.dedup import cosine_pairs
 
 # Unit vectors whose cosines are exact in binary where they sit on the threshold (0.6 = 1 × 0.6 + 0 × …).

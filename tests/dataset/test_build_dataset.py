@@ -148,7 +148,7 @@ def test_embedding_checks_remove_paraphrases_with_the_real_encoder(tmp_path):
 
     from tasks.contracts import TRIPLES_SCHEMA, sentence_id
     from tasks.dataset.build import select_triples
-    from tasks.dataset.decontamination import load_eval_sentences
+    from tasks.dataset.eval_sets import load_eval_sentences
 
     anchors = ["The council opened the school as a shelter for families after the flood.",
                "After the flood, the council opened the school to shelter families.",
@@ -309,7 +309,7 @@ def test_evaluation_sets_of_every_form_and_every_slot(tmp_path):
 
     from tasks.contracts import TRIPLES_SCHEMA, sentence_id
     from tasks.dataset.build import select_triples
-    from tasks.dataset.decontamination import load_eval_sentences
+    from tasks.dataset.eval_sets import load_eval_sentences
 
     semeval = PROJECT / "data" / "examples" / "sts-semeval"
     news = (semeval / "STS.input.news.txt").read_text().splitlines()[0].split("\t")[0]

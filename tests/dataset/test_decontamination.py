@@ -1,10 +1,10 @@
-"""Decontamination's n-gram containment (tasks/dataset/decontamination.py) on tiny hand-counted inputs: the share is
+"""Decontamination's n-gram containment (tasks/core/decontamination.py) on tiny hand-counted inputs: the share is
 of the evaluation sentence's distinct n-grams, the shortest sentence the check still covers, and the answer when no
 evaluation sentence is long enough."""
 
 from __future__ import annotations
 
-from tasks.dataset.decontamination import EvalSentences, ngram_containment
+from tasks.core.decontamination import EvalSentences, ngram_containment
 
 
 def _evals(*texts: str) -> EvalSentences:

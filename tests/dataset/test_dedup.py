@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
+from tasks.core.decontamination import EvalSentences, ngram_containment
 from tasks.dataset import dedup
-from tasks.dataset.decontamination import EvalSentences, ngram_containment
 from tasks.dataset.dedup import cosine_pairs, exact_pairs, keep_first, minhash_pairs, normalized, shingles
 from tasks.dataset.settings import DatasetSettings
 

@@ -1,4 +1,4 @@
-"""build-dataset's evaluation sets read as decontamination needs them (tasks/dataset/decontamination.py): every
+"""build-dataset's evaluation sets read as decontamination needs them (tasks/dataset/eval_sets.py): every
 format a user may pass, each sentence with the id of its first occurrence, duplicates and blanks out, a bad set
 refused by name before anything is built."""
 
@@ -10,7 +10,7 @@ import pytest
 from tasks.core.config import ConfigError
 from tasks.core.store import sha256_path
 from tasks.core.sts_data import read_stsb, stsb_version
-from tasks.dataset.decontamination import load_eval_sentences
+from tasks.dataset.eval_sets import load_eval_sentences
 
 SICK_HEADER = "pair_ID\tsentence_A\tsentence_B\trelatedness_score\tentailment_judgment\n"
 

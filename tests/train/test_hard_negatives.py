@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tasks.core.config import ConfigError
+from tasks.core.decontamination import EvalSentences
 from tasks.train.hard_negatives import MiningSettings, candidate_sentences, mine, mined_columns
 from tasks.train.trainer import infonce_columns, training_datasets
 from tasks.train.training import LossSettings, TrainSettings, split_data
@@ -45,6 +46,14 @@ def test_mined_negatives_are_corpus_sentences_never_the_anchor_or_positive(tiny_
     again, _ = mine(triples.iloc[2:], corpus + list(held["anchor"]), tiny_model,
                     MiningSettings(num_negatives=1, relative_margin=0.0, range_max=3), seed=0, exclude=held)
     assert not set(again["mined_negative_1"].dropna()) & set(held["anchor"])
+    # An evaluation sentence, or one holding it, is never a candidate (nor, so, a negative); the manifest counts them.
+    evals = EvalSentences(["dev:0:s1", "dev:1:s1"], ["The river rose again in spring.", "The farmers sold their wheat."],
+                          [])
+    clean, counts = mine(triples, corpus, tiny_model, MiningSettings(num_negatives=1, relative_margin=0.0,
+                                                                     range_max=3), seed=0, evals=evals)
+    negatives = set(clean["mined_negative_1"].dropna())
+    assert counts["eval_overlap_removed"] == 2 and counts["candidates"] == 1 and negatives
+    assert not negatives & {"The river rose again in spring.", "The farmers sold their wheat at the market."}
     with pytest.raises(ConfigError, match="at least 2 sentences besides the triples' own"):
         mine(triples, list(triples["anchor"]) + ["only one other sentence."], tiny_model,
              MiningSettings(num_negatives=2), seed=0)

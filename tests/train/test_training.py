@@ -350,6 +350,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     pq.write_table(pa.Table.from_pandas(pairs, preserve_index=False), tmp_path / "pairs.parquet")
     # Mining on (LLM negatives + mined ones): the corpus is an input of the manifest but no dataset row of the card.
     corpus = write_tiny_corpus(tmp_path)
+    (corpus / "d.txt").write_text("A man is feeding a mouse to a snake.")  # an STS-B dev sentence: never a mined negative
     mining = MiningSettings(num_negatives=1, relative_margin=0.0, corpus=CorpusSettings(source=str(corpus)))
     settings = SETTINGS.model_copy(update={"backbone": BackboneSettings(source=str(tiny_encoder_dir)),
                                            "dev_pairs": 50, "mining": mining, "eval_sets": ["stsb-test"],
@@ -379,6 +380,7 @@ def test_flow_trains_evaluates_and_exports(prefect_harness, tiny_encoder_dir, tm
     assert manifest["counts"]["steps"] == 6 and "model/model.safetensors" in manifest["outputs"]
     mined = manifest["counts"]["mined_negatives"]
     assert mined["per_triple"] == 1 and mined["with_mined_negatives"] > 0 and mined["candidates"] > 0
+    assert mined["eval_overlap_removed"] == 1  # the dev sentence, kept out of the candidates
     assert {i["role"] for i in manifest["inputs"]} == {"triples", "pairs", "mining corpus"}
     assert "mining corpus" not in card.split("## stsgen provenance")[0]  # the card's datasets: the tables only
     assert manifest["device"]["device"] == ("cuda" if torch.cuda.is_available() else "cpu")  # device "auto"

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from tasks.contracts import load_query_sentences
-from tasks.core.config import ConfigError
 from tasks.core.store import sha256_path
 from tasks.core.sts_data import read_sts_source, stsb_version
 
 TOKEN_PATTERN = r"(?u)\b\w+\b"  # every word, one-letter ones included ("a man is …")
 MIN_EVAL_NGRAMS = 3  # an evaluation sentence needs this many n-grams (5 words at n = 3) for the overlap check
+# The defaults of build-dataset's checks (DatasetSettings) and the mining corpus's filter (stage 4): one place.
+DEFAULT_EVAL_SETS = ("stsb-dev", "stsb-test")
+EVAL_NGRAM = 3
+EVAL_CONTAINMENT = 0.8
 
 
 @dataclass
@@ -33,35 +36,21 @@ class EvalSentences:
     sources: list[dict]  # {"source", "sentences", "sha256" or "version"}
 
 
-def _eval_frame(source: str) -> tuple[pd.DataFrame, str]:
-    """(frame with s1, s2 — or sentence — columns, label) of one evaluation set."""
-    path = Path(source)
-    if source in ("stsb-dev", "stsb-test"):
-        return read_sts_source(source), source
-    if not path.exists():
-        raise ConfigError(f"Evaluation set {source}: no such file or folder (give stsb-dev, stsb-test, a SICK file, a "
-                          "SemEval STS folder, a .tsv/.csv in STS-B layout, a Parquet or a text file).")
-    if path.is_dir() or path.suffix.lower() in (".tsv", ".csv"):
-        return read_sts_source(source), path.name
-    if path.suffix.lower() != ".parquet":  # a text file: a SICK file by its header, else one sentence per line
-        try:
-            with path.open(encoding="utf-8") as handle:
-                first = handle.readline()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"Evaluation set {path} cannot be read as UTF-8 text ({type(exc).__name__}): convert "
-                              "it, or pass Parquet.") from None
-        if "sentence_A" in first:
-            return read_sts_source(source), path.name
-    return load_query_sentences(path)[["sentence"]], path.name
+def sts_eval_frame(source: str) -> tuple[pd.DataFrame, str]:
+    """(frame with s1, s2 columns, label) of an STS evaluation set: stsb-dev / stsb-test, a SemEval STS folder, a SICK
+    file, an STS-B layout .tsv/.csv (build-dataset reads sentence lists too: tasks/dataset/eval_sets.py)."""
+    return read_sts_source(source), source if source in ("stsb-dev", "stsb-test") else Path(source).name
 
 
-def load_eval_sentences(sources: list[str]) -> EvalSentences:
-    """Every evaluation set read (a bad one fails here, before the build writes anything), sentences deduplicated."""
+def collect_eval_sentences(sources: list[str], read_frame: Callable[[str], tuple[pd.DataFrame, str]] = sts_eval_frame
+                           ) -> EvalSentences:
+    """Every evaluation set read by `read_frame` (a bad one fails here, before anything is written), sentences
+    deduplicated."""
     ids: list[str] = []
     texts: list[str] = []
     described = []
     for source in sources:
-        frame, label = _eval_frame(source)
+        frame, label = read_frame(source)
         columns = [c for c in ("s1", "s2", "sentence") if c in frame.columns]
         stacked = pd.concat([pd.DataFrame({"text": frame[c].astype(str).str.strip(),
                                            "id": [f"{label}:{r}:{c}" for r in range(len(frame))]})
@@ -107,3 +96,14 @@ def cosine_matches(vectors: np.ndarray, eval_vectors: np.ndarray, block: int = 4
         best[start:start + block] = sims.argmax(axis=1)
         score[start:start + block] = sims.max(axis=1)
     return best, score
+
+
+def without_eval_sentences(texts: list[str], evals: EvalSentences, n: int = EVAL_NGRAM,
+                           containment: float = EVAL_CONTAINMENT) -> tuple[list[str], int]:
+    """`texts` less those that are an evaluation sentence or hold `containment` of one's word n-grams, and how many
+    went (a corpus that hard negatives are mined from: an evaluation sentence must not train the model)."""
+    if not evals.texts:
+        return texts, 0
+    _, share = ngram_containment(texts, evals, n)
+    keep = (share < containment) & ~pd.Series(texts, dtype=object).isin(set(evals.texts)).to_numpy()
+    return np.asarray(texts, dtype=object)[keep].tolist(), int((~keep).sum())
