@@ -75,6 +75,7 @@ from benchmarks.data_value_selection import (  # noqa: E402
     train_candidate,
     with_mean,
 )
+from tasks.core.decontamination import EvalSentences  # noqa: E402
 from tasks.core.device import autocast_precision, resolve_device, resolve_train_precision  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.train import baselines  # noqa: E402
@@ -119,8 +120,9 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
     return base, losses.model_copy(update={"regression": 1.0, "regression_loss": regression_loss}), label_source
 
 
-def mining_evals():
-    """What a mined negative must not be, as in the train stage: STS-B dev and test, and SICK trial (read in place)."""
+def mining_evals() -> EvalSentences:
+    """What a mined negative must not be: STS-B dev and test (as in the train stage) and SICK trial, read in place
+    (the train stage leaves out SICK trial where it is one of its eval sets)."""
     from benchmarks.held_out import SICK_TRIAL
     from tasks.core.decontamination import DEFAULT_EVAL_SETS, collect_eval_sentences
 
@@ -128,7 +130,7 @@ def mining_evals():
 
 
 def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences: pd.DataFrame | None,
-                   nli: pd.DataFrame | None = None, model=None, evals=None) -> pd.DataFrame:
+                   nli: pd.DataFrame | None = None, model=None, evals: EvalSentences | None = None) -> pd.DataFrame:
     """The rows one data variant trains on, from the same anchors (tasks/train/baselines.py; `mined`: `model` mines
     from `sentences`, the corpus, less `evals`' sentences)."""
     if kind is None:  # the pairs alone
@@ -140,8 +142,8 @@ def training_frame(kind: str | None, triples: pd.DataFrame, seed: int, sentences
         mined, counts = mine(triples[SENTENCE_COLUMNS], usable, model, MiningSettings(num_negatives=1), seed,
                              evals=evals)
         print(f"seed {seed}: {counts['with_mined_negatives']} of {counts['triples']} triples with a mined negative "
-              f"(from {counts['candidates']} candidates; {counts.get('eval_overlap_removed', 0)} evaluation "
-              "sentences left out)", flush=True)
+              f"(from {counts['candidates']} candidates; {counts['eval_overlap_removed']} more left out: they hold "
+              "an evaluation sentence)", flush=True)
         return mined[mined[mined_columns(mined)].notna().all(axis=1)].reset_index(drop=True)
     if kind == "nli":
         return baselines.same_anchor_rows(triples, nli)

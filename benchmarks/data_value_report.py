@@ -75,8 +75,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
     100), paired by seed, on STS-B dev, SICK trial and their mean."""
     rows = [t[t["data"] != "backbone"] for t in (a, b)]
     for t in rows:
-        if t.groupby(["anchors", "data"]).ngroups != 1:
-            raise SystemExit("compare: each CSV must hold one trained row (one size, one data) over its seeds")
+        if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
+            raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed")
     a_seeds, b_seeds = (t.set_index("seed") for t in rows)
     if set(a_seeds.index) != set(b_seeds.index):
         raise SystemExit(f"compare: the seeds differ ({sorted(a_seeds.index)} vs {sorted(b_seeds.index)}): "
@@ -84,10 +84,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
     return {s: paired(a_seeds[s], b_seeds[s]) for s in (DEV, SICK, MEAN)}
 
 
-if __name__ == "__main__":  # python -m benchmarks.data_value_report A.csv B.csv: the results page's paired a − b
+def main(argv: list[str]) -> None:
+    """`python -m benchmarks.data_value_report A.csv B.csv`: the results page's paired A − B."""
+    if len(argv) != 2:
+        raise SystemExit("usage: python -m benchmarks.data_value_report A.csv B.csv (prints A − B paired by seed)")
+    for name, cell in compare(*(pd.read_csv(p) for p in argv)).items():
+        print(f"{name}: {cell}")
+
+
+if __name__ == "__main__":
     import sys
 
-    if len(sys.argv) != 3:
-        raise SystemExit("usage: python -m benchmarks.data_value_report A.csv B.csv (prints A − B paired by seed)")
-    for name, cell in compare(*(pd.read_csv(p) for p in sys.argv[1:])).items():
-        print(f"{name}: {cell}")
+    main(sys.argv[1:])

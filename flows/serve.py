@@ -14,6 +14,7 @@ import yaml
 from prefect import serve as prefect_serve
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.schedules import CronSchedule
+from prefect.exceptions import ObjectNotFound
 
 PREFECT_YAML = Path(__file__).resolve().parents[1] / "prefect.yaml"
 
@@ -37,20 +38,24 @@ def runner_deployments(path: Path = PREFECT_YAML) -> list:
         for spec in deployment_specs(path)]
 
 
-def pause_served(full_names: list[str]) -> bool:
-    """Pause the served deployments' schedules (no runner is left to run them: paused, they pile up no late runs).
-    False, after one quick try, where the Prefect server no longer answers."""
+def pause_served(full_names: list[str]) -> None:
+    """Pause the served deployments (no runner is left to run them: paused, their schedules pile up no late runs);
+    one quick try where the Prefect server does not answer, and a deployment never registered is skipped."""
     with get_client(sync_client=True) as client:  # a fresh client: no retries of a refused connection
         unreachable = client.api_healthcheck()
         if unreachable is not None:
-            print(f"stsgen serve: the Prefect server at {client.api_url} no longer answers "
-                  f"({type(unreachable).__name__}); the schedules of {', '.join(full_names)} were not paused: pause "
-                  "them once it is back (the UI, or `prefect deployment schedule pause`), or serve again.", file=sys.stderr)
-            return False
+            print(f"stsgen serve: the Prefect server at {client.api_url} does not answer "
+                  f"({type(unreachable).__name__}); {', '.join(full_names)} stay active there: pause them in its UI "
+                  "once it is back, or serve again.", file=sys.stderr)
+            return
+        paused = []
         for name in full_names:
-            client.pause_deployment(client.read_deployment_by_name(name).id)
-    print(f"stsgen serve: stopped; paused the schedules of {', '.join(full_names)}", file=sys.stderr)
-    return True
+            try:
+                client.pause_deployment(client.read_deployment_by_name(name).id)
+                paused.append(name)
+            except ObjectNotFound:
+                pass
+    print(f"stsgen serve: stopped; paused {', '.join(paused) or 'nothing (none registered)'}", file=sys.stderr)
 
 
 def serve() -> None:

@@ -98,12 +98,18 @@ def cosine_matches(vectors: np.ndarray, eval_vectors: np.ndarray, block: int = 4
     return best, score
 
 
+def word_form(texts: list[str]) -> pd.Series:
+    """Each text's lowercased words, space-joined: "A man is dancing" and "a man is dancing." are one form."""
+    return pd.Series(texts, dtype=object).str.lower().str.findall(TOKEN_PATTERN).str.join(" ")
+
+
 def without_eval_sentences(texts: list[str], evals: EvalSentences, n: int = EVAL_NGRAM,
                            containment: float = EVAL_CONTAINMENT) -> tuple[list[str], int]:
-    """`texts` less those that are an evaluation sentence or hold `containment` of one's word n-grams, and how many
-    went (a corpus that hard negatives are mined from: an evaluation sentence must not train the model)."""
-    if not evals.texts:
+    """`texts` less those that hold `containment` of an evaluation sentence's word n-grams or are one, in its words
+    (case and punctuation aside: the n-gram check does not cover sentences under MIN_EVAL_NGRAMS n-grams), and how
+    many went. For a corpus hard negatives are mined from: no evaluation sentence may train the model."""
+    if not texts or not evals.texts:
         return texts, 0
     _, share = ngram_containment(texts, evals, n)
-    keep = (share < containment) & ~pd.Series(texts, dtype=object).isin(set(evals.texts)).to_numpy()
+    keep = (share < containment) & ~word_form(texts).isin(set(word_form(evals.texts))).to_numpy()
     return np.asarray(texts, dtype=object)[keep].tolist(), int((~keep).sum())

@@ -7,9 +7,10 @@ Candidates: the corpus without the triples' anchors (they come from the same cor
 sentence is itself) and positives; `mine_hard_negatives` adds every triple's positive back, so another triple's
 positive can be a negative, never the triple's own (nor its anchor: checked after mining). The held-out triples'
 sentences are excluded too (`exclude`): their text never reaches training, nor does an evaluation set's (`evals`:
-STS-B dev and test and the run's eval sets, matched as build-dataset matches them; the manifest counts them:
-`counts.mined_negatives.eval_overlap_removed`). Triples with fewer than k passing candidates get no mined negatives
-and are left out of training when mined negatives are used (`counts.mined_negatives.without`).
+STS-B dev and test and the run's eval sets; a corpus sentence holding one, by build-dataset's n-gram containment, or
+equal to one in its words goes; the manifest counts them: `counts.mined_negatives.eval_overlap_removed`). Triples
+with fewer than k passing candidates get no mined negatives and are left out of training when mined negatives are
+used (`counts.mined_negatives.without`).
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def mine(triples: pd.DataFrame, corpus: list[str], model, settings: MiningSettin
     k = settings.num_negatives
     everyone = triples if exclude is None else pd.concat([triples, exclude], ignore_index=True)
     candidates = candidate_sentences(corpus, everyone, settings.max_corpus_sentences, seed)
-    candidates, eval_overlap = without_eval_sentences(candidates, evals) if evals else (candidates, 0)
+    candidates, eval_overlap = (candidates, 0) if evals is None else without_eval_sentences(candidates, evals)
     if len(candidates) < k:
         raise ConfigError(f"Hard-negative mining needs a corpus with at least {k} sentences besides the triples' "
                           f"own (found {len(candidates)}): pass a larger mining corpus or set "

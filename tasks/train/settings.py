@@ -135,7 +135,9 @@ class TrainSettings(Settings):
     wise_alpha: float = Field(1.0, gt=0, le=1, description="WiSE-FT: ship (1 − α)·backbone + α·trained weights; 1: "
                               "plain fine-tuning, lower keeps more of the backbone on other domains.")
     eval_sets: list[str] = Field([], description="Sets reported at the end beside STS-B dev, never chosen on "
-                                 "('stsb-test', STS12–16 folders, SICK files); none by default: report test once.")
+                                 "('stsb-test', STS12–16 folders, SICK files); none by default: report test once. "
+                                 "With mining, no mined negative is one of their sentences (nor STS-B dev's or "
+                                 "test's).")
 
     @field_validator("losses", mode="before")
     @classmethod

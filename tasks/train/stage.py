@@ -111,10 +111,11 @@ class TrainJob:
     @functools.cached_property
     def train_key(self) -> str:
         """What training depends on: inputs, settings and the backbone's content (not its path). Checkpoints are
-        keyed by it alone: adding an evaluation set retrains nothing."""
+        keyed by it alone: adding an evaluation set retrains nothing, unless negatives are mined (the mining corpus is
+        filtered against the evaluation sets)."""
         cross_encoder = self.settings.mining.cross_encoder
-        mining_evals = {"mining_evals": [s.get("sha256") or s["version"] for s in self.mining_evals.sources]} \
-            if self.mining_evals else {}  # what the mined negatives were kept clear of, by content
+        mining_evals = {"mining_evals": [_eval_hash(s["source"]) for s in self.mining_evals.sources]} \
+            if self.mining_evals is not None else {}  # what the mined negatives were kept clear of, by content
         return stage_key(STAGE, code=CODE_VERSION, inputs=[i["sha256"] for i in self.inputs],
                          cross_encoder=sha256_path(Path(cross_encoder)) if cross_encoder else None,
                          settings=self.settings, backbone=self.backbone["sha256"], **mining_evals)
@@ -177,7 +178,7 @@ def prepare_training(triples: str | None, pairs: str | None, settings: TrainSett
         corpus = load_corpus(settings.mining.corpus or CorpusSettings())  # an empty one fails here, nothing written
         candidates = corpus.usable["text"].tolist()
         inputs += [dict(i, role="mining corpus") for i in corpus.inputs]
-        mining_evals = collect_eval_sentences(list(dict.fromkeys([*DEFAULT_EVAL_SETS, *evaluation_sets(settings)])))
+        mining_evals = collect_eval_sentences(mining_eval_sets(settings))
     return TrainJob(settings, data, inputs, candidates, backbone_identity(settings.backbone), device,
                     evaluation_sets(settings), mining_evals)
 
@@ -198,6 +199,11 @@ def evaluation_sets(settings: TrainSettings) -> list[str]:
     return ["stsb-dev", *dict.fromkeys(s for s in settings.eval_sets if s != "stsb-dev")]
 
 
+def mining_eval_sets(settings: TrainSettings) -> list[str]:
+    """What a mined negative must not be: STS-B dev and test, whether or not test is evaluated, and the eval sets."""
+    return list(dict.fromkeys([*DEFAULT_EVAL_SETS, *evaluation_sets(settings)]))
+
+
 def train_and_select(job: TrainJob, out: StageFolder) -> dict:
     """Train (resuming from the work folder's checkpoints), ship the best weights unless the backbone scores higher
     on the full STS-B dev, export the model and eval.json; returns the manifest's body."""
@@ -213,8 +219,8 @@ def train_and_select(job: TrainJob, out: StageFolder) -> dict:
         data.triples, mining = _mined(data, job.candidates, job.mining_evals, model, settings, workdir,
                                       scaled_batch(settings.encode_batch, device))
         logger.info("Mined %d negatives per triple for %d of %d triples from %d corpus sentences (%d more left out: "
-                    "evaluation sentences; the other %d triples train without: left out)", mining["per_triple"],
-                    mining["with_mined_negatives"], mining["triples"], mining["candidates"],
+                    "they hold an evaluation sentence; the other %d triples train without: left out)",
+                    mining["per_triple"], mining["with_mined_negatives"], mining["triples"], mining["candidates"],
                     mining["eval_overlap_removed"], mining["without"])
     dev = read_stsb("dev")
     if settings.dev_pairs:

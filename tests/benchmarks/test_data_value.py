@@ -200,7 +200,8 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
         assert kwargs.get("evals") is evals
         mined.append((seed, candidates, float(model.w.detach()), settings.num_negatives))
         out = triples.assign(mined_negative_1=[None] + [candidates[0]] * (len(triples) - 1))  # none for the first
-        return out, {"with_mined_negatives": len(out) - 1, "triples": len(out), "candidates": len(candidates)}
+        return out, {"with_mined_negatives": len(out) - 1, "triples": len(out), "candidates": len(candidates),
+                     "eval_overlap_removed": 2}
 
     monkeypatch.setattr(hard_negatives, "mine", fake_mine)
     # as the lever runs it: the mined triples beside the labeled pairs, which must not skip loading the corpus
@@ -214,7 +215,7 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
         assert len(data.triples) == 3 and first not in set(data.triples["anchor"])
         assert (data.triples["mined_negative_1"] == usable[0]).all() and len(data.pairs) > 0
     assert (rows.loc[rows["data"] != "backbone", "rows"] == 3 + len(calls["data"][0].pairs)).all()
-    assert "3 of 4 triples with a mined negative" in out
+    assert "3 of 4 triples with a mined negative (from 2 candidates; 2 more left out" in out
 
 
 def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tiny_encoder_dir):
@@ -247,8 +248,8 @@ def test_variants_parse_alone_and_beside_pairs_and_ask_for_their_inputs(harness,
     assert calls["train"] == []
 
 
-def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair():
-    from benchmarks.data_value_report import compare
+def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
+    from benchmarks.data_value_report import compare, main
 
     def table(size, data, dev, sick, seeds=(13, 14, 15)):
         rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
@@ -265,3 +266,9 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair():
         compare(a, table(100, "recipe", [87.0, 87.0], [80.5, 80.5], seeds=(13, 14)))
     with pytest.raises(SystemExit, match="one trained row"):
         compare(pd.concat([a, b]), b)
+    with pytest.raises(SystemExit, match="once per seed"):
+        compare(pd.concat([a, a[a["data"] != "backbone"]]), b)
+    a.to_csv(tmp_path / "a.csv", index=False)  # the command line the results page names
+    b.to_csv(tmp_path / "b.csv", index=False)
+    main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]

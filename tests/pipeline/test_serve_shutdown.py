@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 from prefect.client.orchestration import get_client
@@ -72,47 +73,50 @@ def paused_states() -> dict[str, bool | None]:
     return states
 
 
-def serve_until_registered(env: dict, api_url: str) -> subprocess.Popen:
-    """`python -m flows.serve` (what `stsgen serve` runs), returned once every deployment is registered and active."""
-    proc = subprocess.Popen([sys.executable, "-m", "flows.serve"], cwd=PROJECT, env=dict(env, PREFECT_API_URL=api_url),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def serve_until_registered(env: dict, api_url: str, log: Path) -> subprocess.Popen:
+    """`python -m flows.serve` (what `stsgen serve` runs), returned once every deployment is registered and active;
+    its output goes to `log` (a file, not a pipe nobody reads while it runs)."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "flows.serve"], cwd=PROJECT,
+                                env=dict(env, PREFECT_API_URL=api_url), stdout=out, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 240
     while set(paused_states().values()) != {False}:
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
-            raise AssertionError(f"serve never registered its deployments:\n{proc.communicate()[0][-3000:]}")
+            raise AssertionError(f"serve never registered its deployments:\n{log.read_text()[-3000:]}")
         time.sleep(1)
     time.sleep(3)  # past registration: into the runner's polling loop
     return proc
 
 
-def stop(proc: subprocess.Popen) -> str:
+def stop(proc: subprocess.Popen, log: Path) -> str:
     proc.send_signal(signal.SIGTERM)
     try:
-        out = proc.communicate(timeout=50)[0]  # Prefect's own pause of a gone server: ≥ 62 s of retries
+        proc.wait(timeout=50)  # Prefect's own pause of a gone server: ≥ 62 s of retries
     except subprocess.TimeoutExpired:
         proc.kill()
-        raise AssertionError(f"serve still running 50 s after SIGTERM:\n{proc.communicate()[0][-3000:]}") from None
-    return out
+        raise AssertionError(f"serve still running 50 s after SIGTERM:\n{log.read_text()[-3000:]}") from None
+    return log.read_text()
 
 
-def test_serve_pauses_what_it_served_and_stops_promptly_when_its_server_is_gone(child_env):
+def test_serve_pauses_what_it_served_and_stops_promptly_when_its_server_is_gone(child_env, tmp_path):
     api_url = child_env["PREFECT_API_URL"]
-    served = serve_until_registered(child_env, api_url)
-    out = stop(served)
+    served = serve_until_registered(child_env, api_url, tmp_path / "serve.log")
+    out = stop(served, tmp_path / "serve.log")
     assert served.returncode == 0, out[-3000:]
     assert set(paused_states().values()) == {True}, out[-3000:]
-    assert "paused the schedules of" in out and "Traceback" not in out, out[-3000:]
+    assert "stopped; paused " + ", ".join(SERVED) in out and "Traceback" not in out, out[-3000:]
 
     parts = urlsplit(api_url)
     relay = Relay(parts.port)
     try:
-        served = serve_until_registered(child_env, urlunsplit(parts._replace(netloc=f"127.0.0.1:{relay.port}")))
+        served = serve_until_registered(child_env, urlunsplit(parts._replace(netloc=f"127.0.0.1:{relay.port}")),
+                                        tmp_path / "serve-relayed.log")
     finally:
         relay.close()  # the server, as this serve process sees it, is gone
     # Stopped a while after the server went (a SIGTERM landing in the very callback that sees the connection drop is
     # swallowed there: Prefect's handler calls sys.exit inside the event loop).
     time.sleep(3)
-    out = stop(served)
-    assert "no longer answers" in out and "were not paused" in out and "Traceback" not in out, out[-3000:]
+    out = stop(served, tmp_path / "serve-relayed.log")
+    assert "does not answer" in out and "stay active there" in out and "Traceback" not in out, out[-3000:]
     assert set(paused_states().values()) == {False}  # re-activated by the second serve, left as they were

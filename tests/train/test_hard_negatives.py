@@ -79,3 +79,19 @@ def test_mined_columns_feed_infonce_in_the_chosen_combination():
     with pytest.raises(ValueError, match="mined negatives are used only with"):
         TrainSettings(mining=MiningSettings(num_negatives=2))  # mined but never used
     TrainSettings(losses=LossSettings(negatives="both"), mining=MiningSettings(num_negatives=2))
+
+
+def test_mining_keeps_clear_of_stsb_test_and_the_eval_sets_and_its_checkpoints_are_keyed_by_them():
+    from tasks.core.decontamination import collect_eval_sentences
+    from tasks.train.stage import TrainJob, mining_eval_sets
+
+    assert mining_eval_sets(TrainSettings()) == ["stsb-dev", "stsb-test"]  # test too, though not evaluated
+    assert mining_eval_sets(TrainSettings(eval_sets=["my_sts", "stsb-test"])) == ["stsb-dev", "stsb-test", "my_sts"]
+
+    def train_key(eval_sources: list[str], mining_sources: list[str] | None) -> str:
+        evals = None if mining_sources is None else collect_eval_sentences(mining_sources)
+        return TrainJob(TrainSettings(), None, [], None if evals is None else [], {"sha256": "b"}, "cpu", eval_sources,
+                        evals).train_key
+
+    assert train_key(["stsb-dev"], None) == train_key(["stsb-dev", "stsb-test"], None)  # reported only: no retraining
+    assert train_key(["stsb-dev"], ["stsb-dev"]) != train_key(["stsb-dev"], ["stsb-dev", "stsb-test"])
