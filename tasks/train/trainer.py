@@ -268,8 +268,9 @@ def train(model, data: TrainingData, dev: pd.DataFrame, settings: TrainSettings,
     resume = last_complete_checkpoint(checkpoints)
     saved = json.loads((resume / "trainer_state.json").read_text()) if resume else {}
     if saved.get("global_step", 0) >= settings.steps:
-        # Finished before (a later failure, or new evaluation sets): the trainer would take one more step.
-        return _finished(model, workdir, saved)
+        # Finished before (a later failure, or new evaluation sets): the trainer would take one more step. The model
+        # goes where a fresh run leaves it (the device), so what follows runs there either way.
+        return _finished(model.to(device), workdir, saved)
     args = SentenceTransformerTrainingArguments(
         output_dir=str(checkpoints), max_steps=settings.steps, per_device_train_batch_size=settings.batch_size,
         learning_rate=settings.lr, warmup_steps=settings.warmup_steps, lr_scheduler_type="linear",

@@ -158,7 +158,8 @@ def test_gpu_paths_match_the_cpu(tiny_lm_dir, tiny_encoder_dir):
     vocab = Vocab.build(pd.Series(texts), min_count=1)
     model = CoherenceModel(len(vocab), 16, 16)
     on_cpu = encode_texts(model, vocab, texts)
-    assert np.allclose(on_cpu, encode_texts(model.to(cuda), vocab, texts), atol=1e-4)
+    # cuDNN's LSTM runs its matrix products in TF32 by default (~3e-4 relative): seen 1e-4 apart on an H100
+    assert np.allclose(on_cpu, encode_texts(model.to(cuda), vocab, texts), atol=1e-3)
 
     model, _ = load_sentence_transformer(BackboneSettings(source=str(tiny_encoder_dir)))
     on_cpu = model.encode(texts)
