@@ -98,9 +98,9 @@ def cosine_matches(vectors: np.ndarray, eval_vectors: np.ndarray, block: int = 4
     return best, score
 
 
-def word_form(texts: list[str]) -> pd.Series:
-    """Each text's lowercased words, space-joined: "A man is dancing" and "a man is dancing." are one form."""
-    return pd.Series(texts, dtype=object).str.lower().str.findall(TOKEN_PATTERN).str.join(" ")
+def normalized(texts: pd.Series) -> pd.Series:
+    """Lower case, every run of non-alphanumerics one space: the text two copies share whatever their punctuation."""
+    return texts.str.lower().str.replace(r"[\W_]+", " ", regex=True).str.strip()
 
 
 def without_eval_sentences(texts: list[str], evals: EvalSentences, n: int = EVAL_NGRAM,
@@ -111,5 +111,6 @@ def without_eval_sentences(texts: list[str], evals: EvalSentences, n: int = EVAL
     if not texts or not evals.texts:
         return texts, 0
     _, share = ngram_containment(texts, evals, n)
-    keep = (share < containment) & ~word_form(texts).isin(set(word_form(evals.texts))).to_numpy()
+    exact = normalized(pd.Series(texts, dtype=object)).isin(set(normalized(pd.Series(evals.texts, dtype=object))))
+    keep = (share < containment) & ~exact.to_numpy()
     return np.asarray(texts, dtype=object)[keep].tolist(), int((~keep).sum())

@@ -16,12 +16,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from tasks.core.decontamination import normalized
+
 Pair = tuple[int, int, float]  # (earlier row, later row, similarity)
-
-
-def normalized(texts: pd.Series) -> pd.Series:
-    """Lower case, every run of non-alphanumerics one space: the text two copies share whatever their punctuation."""
-    return texts.str.lower().str.replace(r"[\W_]+", " ", regex=True).str.strip()
 
 
 def exact_pairs(keys: pd.Series) -> list[Pair]:
