@@ -158,6 +158,8 @@ class AnchorSettings(Settings):
 
 
 def _normalized(texts: pd.Series) -> pd.Series:
+    # Not decontamination's `normalized` ("don't" → "dont", not "don t"): this one picks stage 1's sources, so a change
+    # would change which sentences a resumed or re-grown run takes (build-dataset's checks come on top).
     return texts.str.lower().str.replace(r"[^\w\s]", "", regex=True).str.split().str.join(" ")
 
 

@@ -98,6 +98,7 @@ def _load_index(folder: str, digest: str):
 
 def normalized(texts: pd.Series) -> pd.Series:
     """Lower case, one space between words: an exact copy matches whatever its case and spacing."""
+    # Not decontamination's `normalized`: the punctuation stays, since self_window_mask matches at sentence ends.
     return texts.str.lower().str.split().str.join(" ")
 
 
