@@ -10,7 +10,8 @@
 #                                                             #   mined (+ a hard negative the backbone mines itself),
 #                                                             #   pairsonly (the labeled pairs without the triples) or
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
-#                                                             #   as their label: is the label the ceiling?)
+#                                                             #   as their label: is the label the ceiling?) or
+#                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -32,7 +33,7 @@ cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10" [mined]="--data mined+pairs:label"
-                   [pairsonly]="--data pairs:label" [teacher]="--data triples+pairs:teacher")
+                   [pairsonly]="--data pairs:label" [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
