@@ -6,9 +6,11 @@
 #                                                             #   (the triples-only recipe), the recipe (+ pairs)
 #   benchmarks/anchors_curve.sh encoder-search [sizes] [seeds] # the same two rows, each budget searched on dev
 #   benchmarks/anchors_curve.sh lever <name> [sizes] [seeds]  # the recipe with one change, where the curve flattens:
-#                                                             #   400steps, anchor10 (backbone anchor 10, not 50),
+#                                                             #   400steps, anchor10 / anchor0 (backbone anchor 10
+#                                                             #   or none, not 50),
 #                                                             #   mined (+ a hard negative the backbone mines itself),
-#                                                             #   pairsonly (the labeled pairs without the triples) or
+#                                                             #   pairsonly (the labeled pairs without the triples),
+#                                                             #   nopairs (the triples without the labeled pairs),
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
 #                                                             #   as their label: is the label the ceiling?) or
 #                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
@@ -32,8 +34,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
-declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10" [mined]="--data mined+pairs:label"
-                   [pairsonly]="--data pairs:label" [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5")
+declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
+                   [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
+                   [pairsonly]="--data pairs:label" [nopairs]="--data triples"
+                   [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).

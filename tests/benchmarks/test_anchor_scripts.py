@@ -163,7 +163,8 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
     assert recipe["--data"] == "triples+pairs:label" and recipe["--backbone-anchor"] == "50"
     changes = {"400steps": {"--steps": "400"}, "anchor10": {"--backbone-anchor": "10"},
                "mined": {"--data": "mined+pairs:label"}, "pairsonly": {"--data": "pairs:label"},
-               "teacher": {"--data": "triples+pairs:teacher"}, "lr3e-5": {"--lr": "3e-5"}}
+               "teacher": {"--data": "triples+pairs:teacher"}, "lr3e-5": {"--lr": "3e-5"},
+               "anchor0": {"--backbone-anchor": "0"}, "nopairs": {"--data": "triples"}}
     for lever, change in changes.items():
         rc, calls = grow("lever", lever, 200, script=CURVE)
         got = flags(calls[-1])
