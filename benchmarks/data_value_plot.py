@@ -1,5 +1,6 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
-backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone. STS12 train (the
+backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone. `--metrics "STS-B
+dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can cost it. STS12 train (the
 generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern pool, not a judgement.
 
 Reads per-seed rows (`data_value.py --table-out`: one or more CSVs per backbone, joined with `+`, e.g. the rows of a
@@ -8,6 +9,8 @@ existed names it after `=`:
 
     .venv/bin/python -m benchmarks.data_value_plot --out docs/data_value_curves.png \
         benchmarks/results/data_value_minilm_cpu.csv=86.72 benchmarks/results/data_value_bellm_h200.csv=64.15
+
+A score other than STS-B dev takes its untrained value from the `backbone` row only.
 """
 
 from __future__ import annotations
@@ -21,26 +24,31 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
+DEV = "STS-B dev"
+METRICS = (DEV, "SICK trial")  # the choosing set and the confirming one: the CSVs' columns of those names
 
 
-def curves(rows: pd.DataFrame, untrained: float) -> dict[str, pd.DataFrame]:
-    """data → (anchors, mean, sd, seeds) with the untrained backbone as the 0-anchor point of every line."""
+def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str, pd.DataFrame]:
+    """data → (anchors, mean, sd, seeds) of `metric` with the untrained backbone as the 0-anchor point of every
+    line."""
     out = {}
     for data, g in rows[rows["data"] != "backbone"].groupby("data", sort=False):
-        stats = g.groupby("anchors")["STS-B dev"].agg(["mean", "std", "count"]).reset_index()
+        stats = g.groupby("anchors")[metric].agg(["mean", "std", "count"]).reset_index()
         zero = pd.DataFrame({"anchors": [0], "mean": [untrained], "std": [0.0], "count": [0]})
         out[data] = pd.concat([zero, stats], ignore_index=True).fillna({"std": 0.0})
     return out
 
 
-def untrained_of(rows: pd.DataFrame, given: str | None) -> float:
-    """The untrained backbone's STS-B dev: given after `=`, else the CSVs' `backbone` row."""
-    if given is not None:
+def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> float:
+    """The untrained backbone's `metric`: STS-B dev's given after `=`, else the CSVs' `backbone` row."""
+    if given is not None and metric == DEV:
         return float(given)
     backbone = rows[rows["data"] == "backbone"]
     if backbone.empty:
+        if metric != DEV:
+            raise SystemExit(f"{metric}: a CSV without a `backbone` row (written before it existed) plots STS-B dev only")
         raise SystemExit("a CSV without a `backbone` row (written before it existed) needs CSV=<untrained STS-B dev>")
-    return float(backbone["STS-B dev"].iloc[0])
+    return float(backbone[metric].iloc[0])
 
 
 def budget_title(rows: pd.DataFrame) -> str:
@@ -60,19 +68,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tables", nargs="+", help="CSV[+CSV…][=untrained STS-B dev], one per backbone")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--metrics", default=DEV, help=f"comma-separated, a row of panels each, of {', '.join(METRICS)}")
     args = ap.parse_args()
-    fig, axes = plt.subplots(1, len(args.tables), figsize=(5 * len(args.tables), 3.8), squeeze=False)
-    for ax, spec in zip(axes[0], args.tables):
+    metrics = args.metrics.split(",")
+    if unknown := set(metrics) - set(METRICS):
+        raise SystemExit(f"--metrics: {', '.join(sorted(unknown))} is none of {', '.join(METRICS)}")
+    fig, axes = plt.subplots(len(metrics), len(args.tables), figsize=(5 * len(args.tables), 3.8 * len(metrics)),
+                             squeeze=False)
+    panels = [(ax, metric, spec) for metric, row in zip(metrics, axes) for ax, spec in zip(row, args.tables)]
+    for ax, metric, spec in panels:
         path, _, given = spec.partition("=")
         rows = pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True)
-        for data, c in curves(rows, untrained_of(rows, given or None)).items():
+        for data, c in curves(rows, untrained_of(rows, given or None, metric), metric).items():
             ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, label=data)
             for _, r in c[c["count"] > 0].iterrows():
                 ax.annotate(f"n={int(r['count'])}", (r["anchors"], r["mean"]), fontsize=7, xytext=(3, -10),
                             textcoords="offset points")
         ax.set_title(f"{rows['backbone'].iloc[0]}\n{budget_title(rows)}", fontsize=9)
         ax.set_xlabel("anchors (0 = untrained backbone)")
-        ax.set_ylabel("STS-B dev Spearman ×100 (mean ± sd over seeds)")
+        ax.set_ylabel(f"{metric} Spearman ×100 (mean ± sd over seeds)")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.text(0.5, 0.005, POOL_NOTE, ha="center", fontsize=7)

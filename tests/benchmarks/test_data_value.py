@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from matplotlib.image import imread
 
 import benchmarks.data_value as data_value
 import benchmarks.data_value_selection as selection
@@ -103,6 +104,25 @@ def test_the_plot_reads_the_backbone_row(harness, capsys, monkeypatch, tmp_path)
     harness_run(capsys, "--data", "triples", "--steps", 2)
     run(monkeypatch, capsys, "data_value_plot", "--out", tmp_path / "curves.png", tmp_path / "rows.csv")
     assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_the_plot_draws_sick_trial_from_its_own_column_and_backbone_row(harness, capsys, monkeypatch, tmp_path):
+    from benchmarks.data_value_plot import curves, untrained_of
+
+    harness_run, _, _ = harness
+    rows, _ = harness_run(capsys, "--data", "triples", "--steps", 2)
+    sick = curves(rows, untrained_of(rows, None, SICK), SICK)["triples"]
+    trained = rows[rows["data"] == "triples"]
+    assert list(sick["mean"]) == [BACKBONE[SICK], trained[SICK].mean()]
+    assert untrained_of(rows, "12.5", SICK) == BACKBONE[SICK]  # `=` names STS-B dev's untrained score only
+    with pytest.raises(SystemExit, match="SICK trial: a CSV without a `backbone` row"):
+        untrained_of(rows[rows["data"] != "backbone"], "86.72", SICK)
+    heights = {}
+    for metrics in (DEV, f"{DEV},{SICK}"):
+        out = tmp_path / f"{len(metrics)}.png"
+        run(monkeypatch, capsys, "data_value_plot", "--metrics", metrics, "--out", out, tmp_path / "rows.csv")
+        heights[metrics] = imread(out).shape[0]
+    assert heights[f"{DEV},{SICK}"] == 2 * heights[DEV]  # a row of panels per metric
 
 
 def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_searched():
