@@ -1,7 +1,8 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
 backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone. `--metrics "STS-B
-dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can cost it. STS12 train (the
-generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern pool, not a judgement.
+dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can cost it. STS12
+train (the generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern pool, not a
+judgement.
 
 Reads per-seed rows (`data_value.py --table-out`: one or more CSVs per backbone, joined with `+`, e.g. the rows of a
 GPU call and of a later CPU run). The untrained score is the CSVs' `backbone` row; a CSV written before that row
@@ -46,7 +47,8 @@ def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> fl
     backbone = rows[rows["data"] == "backbone"]
     if backbone.empty:
         if metric != DEV:
-            raise SystemExit(f"{metric}: a CSV without a `backbone` row (written before it existed) plots STS-B dev only")
+            raise SystemExit(f"{metric}: a CSV without a `backbone` row (written before it existed) plots STS-B "
+                             "dev only")
         raise SystemExit("a CSV without a `backbone` row (written before it existed) needs CSV=<untrained STS-B dev>")
     return float(backbone[metric].iloc[0])
 
