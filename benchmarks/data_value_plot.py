@@ -25,8 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
+# The choosing set and the confirming one: the CSVs' columns, named as data_value_selection's DEV and SICK (not
+# imported from there: that module loads torch and the trainer, a plot needs neither).
 DEV = "STS-B dev"
-METRICS = (DEV, "SICK trial")  # the choosing set and the confirming one: the CSVs' columns of those names
+METRICS = (DEV, "SICK trial")
 
 
 def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str, pd.DataFrame]:
@@ -46,10 +48,8 @@ def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> fl
         return float(given)
     backbone = rows[rows["data"] == "backbone"]
     if backbone.empty:
-        if metric != DEV:
-            raise SystemExit(f"{metric}: a CSV without a `backbone` row (written before it existed) plots STS-B "
-                             "dev only")
-        raise SystemExit("a CSV without a `backbone` row (written before it existed) needs CSV=<untrained STS-B dev>")
+        fix = "needs CSV=<untrained STS-B dev>" if metric == DEV else "plots STS-B dev only"
+        raise SystemExit(f"{metric}: a CSV without a `backbone` row (written before it existed) {fix}")
     return float(backbone[metric].iloc[0])
 
 
@@ -77,10 +77,12 @@ def main() -> None:
         raise SystemExit(f"--metrics: {', '.join(sorted(unknown))} is none of {', '.join(METRICS)}")
     fig, axes = plt.subplots(len(metrics), len(args.tables), figsize=(5 * len(args.tables), 3.8 * len(metrics)),
                              squeeze=False)
-    panels = [(ax, metric, spec) for metric, row in zip(metrics, axes) for ax, spec in zip(row, args.tables)]
-    for ax, metric, spec in panels:
+    tables = []  # (rows, given untrained STS-B dev) per backbone, read once for all its panels
+    for spec in args.tables:
         path, _, given = spec.partition("=")
-        rows = pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True)
+        tables.append((pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True), given))
+    panels = [(ax, metric, table) for metric, row in zip(metrics, axes) for ax, table in zip(row, tables)]
+    for ax, metric, (rows, given) in panels:
         for data, c in curves(rows, untrained_of(rows, given or None, metric), metric).items():
             ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, label=data)
             for _, r in c[c["count"] > 0].iterrows():
