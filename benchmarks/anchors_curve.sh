@@ -9,6 +9,8 @@
 #                                                             #   400steps, anchor10 / anchor0 (backbone anchor 10
 #                                                             #   or none, not 50),
 #                                                             #   mined (+ a hard negative the backbone mines itself),
+#                                                             #   selfmined (+ one the surrogate mines: the `weekly`
+#                                                             #   model, so `weekly` runs first),
 #                                                             #   pairsonly (the labeled pairs without the triples),
 #                                                             #   nopairs (the triples without the labeled pairs),
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
@@ -34,10 +36,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
+weekly_model=${GROW_OUT:-data/growth}-weekly/latest/train-surrogate/model  # relative by default: the row names no path
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
                    [pairsonly]="--data pairs:label" [nopairs]="--data triples"
-                   [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5")
+                   [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
+                   [selfmined]="--data mined+pairs:label --miner $weekly_model --miner-name weekly")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).

@@ -20,6 +20,7 @@ generated runs' complete triples, the first N of them. A trained row keeps its b
 - `mined`: stsgen's triples with a hard negative mined by the untrained backbone itself from the default corpus
   beside s⁻ — the train stage's `mining.num_negatives` 1 at its defaults (tasks/train/hard_negatives.py), mined per
   seed as the stage does — + hierarchical triplet; a triple no candidate passes for is left out, as in the stage;
+  with `--miner`, a trained model mines instead (the surrogate itself), and the row still trains from the backbone;
 - `pairs:SOURCE` / `triples+pairs:SOURCE`: the labeled pairs (`--pairs`, label-pairs' pairs.parquet) as a regression
   (CosineSimilarityLoss, or CoSENT with `--regression-loss cosent`) onto SOURCE — `label` (stage 3's mix), `rating`, `context_label` or `teacher` (an encoder
   teacher's cosine, tasks/llm/teacher.py) — alone, or beside the triples' losses: the label sources compared with
@@ -211,6 +212,11 @@ def main() -> None:
     ap.add_argument("--backbone-anchor", type=float, default=0.0, help="every trained row (SimCSE aside) also "
                     "keeps its embeddings near the frozen backbone's with this weight (LossSettings.backbone_anchor); "
                     "the rows are named 'DATA anchorW'")
+    ap.add_argument("--miner", default=None, help="a sentence-transformers folder that mines the `mined` rows' "
+                    "negatives in place of the untrained backbone — the surrogate itself, e.g. the weekly model "
+                    "(anchors_curve.sh lever selfmined); the rows are named 'DATA miner:NAME'")
+    ap.add_argument("--miner-name", default=None, help="the --miner's NAME in the rows (default: its folder's name; "
+                    "a name, not a path, so that a committed CSV names no local path)")
     ap.add_argument("--wise", default="", help="comma-separated WiSE-FT alphas: each trained row is also reported "
                     "with its weights interpolated with the backbone's, (1 − α)·θ₀ + α·θ (a row 'DATA wiseα'; "
                     "tasks/train/weight_interpolation.py)")
@@ -248,6 +254,15 @@ def main() -> None:
                    (base, losses if base in SIMCSE else losses.model_copy(
                        update={"backbone_anchor": args.backbone_anchor}), source)
                    for kind, (base, losses, source) in recipes.items()}
+    if args.miner:
+        if "mined" not in bases:
+            raise SystemExit(f"--miner {args.miner}: only the `mined` variants mine (--data mined…)")
+        if not (Path(args.miner) / "modules.json").is_file():
+            raise SystemExit(f"--miner {args.miner}: no sentence-transformers model there (no modules.json); the "
+                             "weekly model is written by `benchmarks/anchors_curve.sh weekly`")
+        name = args.miner_name or Path(args.miner).name
+        recipes = {f"{kind} miner:{name}" if base == "mined" else kind: (base, losses, source)
+                   for kind, (base, losses, source) in recipes.items()}
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
                .drop_duplicates(["s1", "s2"]).reset_index(drop=True)) if args.pairs else None  # runs may share pairs
     backbone = BackboneSettings(kind=args.backbone, source=args.source)
@@ -269,6 +284,12 @@ def main() -> None:
     untrained, info = load_sentence_transformer(backbone, device=str(device))
     print(f"backbone loaded in {time.perf_counter() - t:.0f} s on {device}"
           + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
+    miner = untrained
+    if args.miner:  # a trained model mines; every row still trains from the untrained backbone
+        from sentence_transformers import SentenceTransformer
+
+        miner = SentenceTransformer(args.miner, device=str(device), local_files_only=True)
+        print(f"the mined negatives: mined by {args.miner}")
     alphas = [float(a) for a in args.wise.split(",") if a]
     theta0 = backbone_snapshot(untrained) if alphas else {}
     zero = scores_of(untrained, dev, held)  # the untrained backbone: its own row, never a trained row's candidate
@@ -288,7 +309,7 @@ def main() -> None:
         for kind, (triple_kind, losses, label_source) in recipes.items():
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \
                 else pd.DataFrame(columns=["s1", "s2", "label"])  # the same for every seed
-            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli, untrained, evals)
+            frames = {int(seed): training_frame(triple_kind, anchors, int(seed), sentences, nli, miner, evals)
                       for seed in args.seeds.split(",")}
             datas = {seed: TrainingData(f.reset_index(drop=True), pairs, f.iloc[:0]) for seed, f in frames.items()}
             settings = base.model_copy(update={"losses": losses})

@@ -203,11 +203,13 @@ def test_the_harness_searches_every_rows_budget_the_same_way_and_records_it(harn
     assert sorted(w for name, w in calls["evaluate"] if name == POOL) == [0.0, 1.0, 1.0] + [2.0] * 4
 
 
-def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed(harness, capsys, monkeypatch):
+@pytest.fixture
+def mining(monkeypatch):
+    """A scripted corpus and `mine`: returns the (seed, candidates, miner's weight, num_negatives) of each call; the
+    mined triples lack a negative in their first row only."""
     import tasks.corpus.sentences as corpus_module
     import tasks.train.hard_negatives as hard_negatives
 
-    harness_run, calls, _ = harness
     corpus = pd.DataFrame({"doc_id": ["d", "d", "e"], "position": [0, 1, 0], "usable": [True, False, True],
                            "text": ["A usable corpus sentence.", "too short", "Another usable sentence."]})
     monkeypatch.setattr(corpus_module, "load_corpus", lambda settings: type("C", (), {"sentences": corpus}))
@@ -224,11 +226,19 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
                      "eval_overlap_removed": 2}
 
     monkeypatch.setattr(hard_negatives, "mine", fake_mine)
+    return mined
+
+
+USABLE = ["A usable corpus sentence.", "Another usable sentence."]
+
+
+def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed(harness, capsys, mining):
+    harness_run, calls, _ = harness
     # as the lever runs it: the mined triples beside the labeled pairs, which must not skip loading the corpus
     rows, out = harness_run(capsys, "--data", "mined+pairs:label", "--pairs", PAIRS, "--steps", 2)
     assert set(rows["data"]) == {"backbone", "mined+pairs:label"}
-    usable = ["A usable corpus sentence.", "Another usable sentence."]
-    assert mined == [(13, usable, 0.0, 1), (14, usable, 0.0, 1)]  # per seed, by the untrained backbone
+    usable = USABLE
+    assert mining == [(13, usable, 0.0, 1), (14, usable, 0.0, 1)]  # per seed, by the untrained backbone
     assert [s.losses.negatives for s in calls["train"]] == ["both", "both"]  # InfoNCE reads s⁻ and the mined one
     first = data_value.read_triples([str(TRIPLES)])["anchor"][0]
     for data in calls["data"]:  # the triple without a mined negative is left out, as the train stage leaves it
@@ -236,6 +246,42 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
         assert (data.triples["mined_negative_1"] == usable[0]).all() and len(data.pairs) > 0
     assert (rows.loc[rows["data"] != "backbone", "rows"] == 3 + len(calls["data"][0].pairs)).all()
     assert "3 of 4 triples with a mined negative (from 2 candidates; 2 more left out" in out
+
+
+def test_a_miner_the_surrogate_mines_and_every_row_still_trains_from_the_backbone(harness, capsys, mining,
+                                                                                    monkeypatch, tmp_path):
+    import sentence_transformers
+
+    harness_run, calls, _ = harness
+    surrogate = tmp_path / "weekly-model"
+    surrogate.mkdir()
+    (surrogate / "modules.json").write_text("[]")
+    loaded = []
+
+    def fake_surrogate(path, **kwargs):  # a trained "model": weight 7
+        loaded.append(path)
+        model = Tiny()
+        with torch.no_grad():
+            model.w.fill_(7)
+        return model
+
+    monkeypatch.setattr(sentence_transformers, "SentenceTransformer", fake_surrogate)
+    trained_from = []
+    train = selection.train
+    monkeypatch.setattr(selection, "train", lambda model, *a, **k: (trained_from.append(float(model.w.detach())),
+                                                                    train(model, *a, **k))[1])
+    rows, out = harness_run(capsys, "--data", "mined+pairs:label", "--pairs", PAIRS, "--steps", 2,
+                            "--miner", surrogate, "--miner-name", "weekly")
+    assert loaded == [str(surrogate)]
+    assert mining == [(13, USABLE, 7.0, 1), (14, USABLE, 7.0, 1)]  # the surrogate mined, per seed
+    assert trained_from == [0.0, 0.0]  # each seed's row starts from the untrained backbone, not the miner
+    assert set(rows["data"]) == {"backbone", "mined+pairs:label miner:weekly"}  # a name, never the path
+    assert not rows.astype(str).apply(lambda c: c.str.contains(str(tmp_path))).any().any()
+    for argv, refusal in ((["--data", "triples", "--miner", surrogate], "only the `mined` variants mine"),
+                          (["--data", "mined", "--miner", tmp_path], "no sentence-transformers model there")):
+        with pytest.raises(SystemExit, match=refusal):
+            harness_run(capsys, *argv)
+    assert len(calls["train"]) == 2  # refused before any training
 
 
 def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tiny_encoder_dir):
