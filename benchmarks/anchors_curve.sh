@@ -16,6 +16,8 @@
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
 #                                                             #   as their label: is the label the ceiling?) or
 #                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
+#   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions (STS-B's
+#                                                             #   and SICK's caption genre), not the default corpus
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -31,10 +33,14 @@
 # runs the real deployment (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
-# benchmarks/results/anchors_1200_weekly/.
+# benchmarks/results/anchors_1200_weekly/. `genre` writes SICK train's sentences (../shared, read in place; none an
+# evaluation sentence: benchmarks/corpora.py caption_corpus) as a corpus under <GROW_OUT>-genre, grows GENRE_SOURCES
+# (default 125) anchors from it as grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's),
+# builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the
+# same size (nothing of it goes into git but that CSV: its anchors are SICK's sentences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?dataset, encoder, encoder-search, lever, weekly or bellm}
+what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 weekly_model=${GROW_OUT:-data/growth}-weekly/latest/train-surrogate/model  # relative by default: the row names no path
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
@@ -116,6 +122,19 @@ case $what in
     # shellcheck disable=SC2086  # the lever's flags split into words on purpose
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" ${levers[$lever]}
     ;;
+  genre)
+    genre=$out-genre; run=captions; gen=$out-genre/captions/generate-sts-triples
+    "$python" -m benchmarks.corpora "$genre/captions.jsonl"
+    "$stsgen" generate --n "${GENRE_SOURCES:-125}" --seed 201 --corpus "$genre/captions.jsonl" --output-dir "$genre" \
+      --run "$run"
+    "$stsgen" retrieve --sentences "$gen/triples.parquet" --output-dir "$genre" --run "$run"
+    "$stsgen" label --triples "$gen/triples.parquet" --contexts "$genre/$run/retrieve-contexts/contexts.parquet" \
+      --contexts-scored 8 --candidates 16 --output-dir "$genre" --run "$run"
+    rm -rf "$genre-datasets"
+    "$stsgen" build-dataset --run "$genre/$run" --output-dir "$genre-datasets" --eval-set "$sick"
+    version=$genre-datasets/latest
+    curve encoder recipe_genre "${recipe[@]}" "${shipped[@]}"
+    ;;
   weekly)
     labeled_chunks
     export PREFECT_HOME=$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
@@ -144,5 +163,6 @@ case $what in
   bellm)
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
-  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, weekly or bellm, not '$what'" >&2; exit 2 ;;
+  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly or bellm, not '$what'" >&2
+     exit 2 ;;
 esac

@@ -20,7 +20,7 @@ CURVE = PROJECT / "benchmarks" / "anchors_curve.sh"
 
 # `stsgen <stage> … --output-dir O --run R`: refuse a missing input file; log the call; write <O>/<R>/<stage folder>/
 # its outputs and a manifest naming them as tasks/core/store.py write_manifest does. STAND_IN_FAIL=<stage> fails it.
-# `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names (in the order given) and the
+# A --corpus is logged last. `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names (in the order given) and the
 # evaluation sets; write the version's tables under <output-dir>/latest.
 STAND_IN = """\
 import json, os, sys
@@ -44,7 +44,8 @@ if stage == "build-dataset":
 for flag in ("--sentences", "--triples", "--contexts"):
     if flag in args and not Path(opt(flag)).is_file():
         sys.exit(f"{flag} {opt(flag)}: no such file")
-log(stage, opt("--run"), *([opt("--seed"), opt("--n")] if stage == "generate" else []))
+log(stage, opt("--run"), *([opt("--seed"), opt("--n")] if stage == "generate" else []),
+    *([opt("--corpus")] if "--corpus" in args else []))
 if os.environ.get("STAND_IN_FAIL") == stage:
     sys.exit(3)
 folder, outputs = {"generate": ("generate-sts-triples", ["triples.parquet", "rejected.parquet"]),
@@ -177,3 +178,18 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
     said = capsys.readouterr().out  # the script's stderr, printed by the fixture
     assert rc == 2 and after == calls  # refused before any training
     assert "not 'nothing'" in said and all(lever in said for lever in changes)
+
+
+def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_their_dataset(grow, tmp_path):
+    rc, calls = grow("encoder", 100, script=CURVE)
+    recipe = flags(calls[-1])
+    rc, calls = grow("genre", 100, script=CURVE)
+    genre, corpus = tmp_path / "growth-genre", tmp_path / "growth-genre" / "captions.jsonl"
+    assert rc == 0 and calls[2:7] == [  # the corpus, then one chunk's three stages over it, then its dataset
+        f"benchmarks.corpora {corpus}", f"generate captions 201 125 {corpus}", "retrieve captions", "label captions",
+        "build-dataset captions SICK_trial.txt"]
+    assert (genre / "captions" / "label-pairs" / "manifest.json").is_file()
+    got, version = flags(calls[7]), tmp_path / "growth-genre-datasets" / "latest"
+    assert {k: v for k, v in got.items() if recipe[k] != v} == {  # the recipe, on the captions' dataset
+        "--runs": f"{version}/triples.parquet", "--pairs": f"{version}/pairs.parquet",
+        "--table-out": "benchmarks/results/anchors_1200_encoder_recipe_genre_100.csv"}
