@@ -34,8 +34,8 @@
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
 # benchmarks/results/anchors_1200_weekly/. `genre` writes SICK train's sentences (../shared, read in place; none an
-# evaluation sentence: benchmarks/corpora.py caption_corpus) as a corpus under <GROW_OUT>-genre, grows GENRE_SOURCES
-# (default 125) anchors from it as grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's),
+# evaluation sentence: benchmarks/corpora.py caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES
+# (default 140) sources from it as grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's),
 # builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the
 # same size (nothing of it goes into git but that CSV: its anchors are SICK's sentences).
 set -euo pipefail
@@ -125,7 +125,7 @@ case $what in
   genre)
     genre=$out-genre; run=captions; gen=$out-genre/captions/generate-sts-triples
     "$python" -m benchmarks.corpora "$genre/captions.jsonl"
-    "$stsgen" generate --n "${GENRE_SOURCES:-125}" --seed 201 --corpus "$genre/captions.jsonl" --output-dir "$genre" \
+    "$stsgen" generate --n "${GENRE_SOURCES:-140}" --seed 201 --corpus "$genre/captions.jsonl" --output-dir "$genre" \
       --run "$run"
     "$stsgen" retrieve --sentences "$gen/triples.parquet" --output-dir "$genre" --run "$run"
     "$stsgen" label --triples "$gen/triples.parquet" --contexts "$genre/$run/retrieve-contexts/contexts.parquet" \

@@ -230,6 +230,9 @@ def main() -> None:
         baselines.anchor_corpus(triples.iloc[:largest]).to_parquet(args.save_anchor_corpus, index=False)
         print(f"{min(largest, len(triples))} anchors → {args.save_anchor_corpus}")
         return
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if max(sizes) > len(triples):  # a row is named by its anchors: it must have them all
+        raise SystemExit(f"--sizes {max(sizes)}: --runs hold {len(triples)} anchors with a complete triple")
     recipes = {kind: recipe(kind, args.regression_loss) for kind in args.data.split(",")}  # fails before training
     bases = {base for base, _, _ in recipes.values()}
     if not args.pairs and any(losses.regression for _, losses, _ in recipes.values()):
@@ -304,7 +307,7 @@ def main() -> None:
     print(f"\nbackbone {info['source']}, untrained: STS-B dev {zero[DEV]:.2f}, SICK trial {zero[SICK]:.2f}")
     print("\n| anchors | data | training rows | seed | steps | lr | STS-B dev | best step | train s |\n"
           "|---|---|---|---|---|---|---|---|---|")
-    for size in [int(s) for s in args.sizes.split(",")]:
+    for size in sizes:
         anchors = triples.iloc[:size]
         for kind, (triple_kind, losses, label_source) in recipes.items():
             pairs = pairs_of(anchors, targets[label_source]) if losses.regression \

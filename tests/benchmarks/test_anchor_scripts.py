@@ -186,7 +186,7 @@ def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_
     rc, calls = grow("genre", 100, script=CURVE)
     genre, corpus = tmp_path / "growth-genre", tmp_path / "growth-genre" / "captions.jsonl"
     assert rc == 0 and calls[2:7] == [  # the corpus, then one chunk's three stages over it, then its dataset
-        f"benchmarks.corpora {corpus}", f"generate captions 201 125 {corpus}", "retrieve captions", "label captions",
+        f"benchmarks.corpora {corpus}", f"generate captions 201 140 {corpus}", "retrieve captions", "label captions",
         "build-dataset captions SICK_trial.txt"]
     assert (genre / "captions" / "label-pairs" / "manifest.json").is_file()
     got, version = flags(calls[7]), tmp_path / "growth-genre-datasets" / "latest"

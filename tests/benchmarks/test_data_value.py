@@ -311,6 +311,8 @@ def test_variants_parse_alone_and_beside_pairs_and_ask_for_their_inputs(harness,
         harness_run(capsys, "--data", "hardneg+pairs:label", "--pairs", PAIRS)
     with pytest.raises(SystemExit, match="need --pairs"):
         harness_run(capsys, "--data", "mined+pairs:label")
+    with pytest.raises(SystemExit, match="--sizes 28: --runs hold 27 anchors"):  # no row named for more than it has
+        harness_run(capsys, "--data", "triples", "--sizes", 28)
     assert calls["train"] == []
 
 
