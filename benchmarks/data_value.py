@@ -56,14 +56,10 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
+from benchmarks.data_value_columns import COLUMNS, DEV, POOL, SICK, TEST  # noqa: E402
 from benchmarks.data_value_report import report  # noqa: E402
 from benchmarks.data_value_selection import (  # noqa: E402
-    COLUMNS,
-    DEV,
     PAPER_SIMCSE,
-    POOL,
-    SICK,
-    TEST,
     against_backbone,
     backbone_row,
     budget_of,

@@ -24,11 +24,10 @@ matplotlib.use("Agg")  # files only: no display on these machines
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from benchmarks.data_value_columns import DEV, SICK  # noqa: E402
+
 POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
-# The choosing set and the confirming one: the CSVs' columns, named as data_value_selection's DEV and SICK (not
-# imported from there: that module loads torch and the trainer, a plot needs neither).
-DEV = "STS-B dev"
-METRICS = (DEV, "SICK trial")
+METRICS = (DEV, SICK)  # the choosing set and the confirming one
 
 
 def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str, pd.DataFrame]:

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmarks.data_value_selection import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST
+from benchmarks.data_value_columns import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST
 
 SETS = (DEV, SICK, MEAN, TEST, POOL)
 

@@ -26,17 +26,11 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from benchmarks.data_value_columns import DEV, MEAN, MEAN_OF, VS_BACKBONE
 from tasks.core.sts_evaluation import evaluate_frame
 from tasks.train import baselines
 from tasks.train.trainer import train
 
-DEV, SICK, TEST = "STS-B dev", "SICK trial", "STS-B test"
-POOL = "sts12_train_pattern_pool"  # the generator's few-shot pattern pool: reported, never chosen on, in no mean
-POOL_NOTE = "STS12 train: the generator's pattern pool, not a judgement (in no choice and no mean)"
-MEAN = "mean STS-B dev + SICK trial"
-MEAN_OF = (DEV, SICK)
-REPORTED = (DEV, SICK, TEST, POOL)
-VS_BACKBONE = {DEV: f"{DEV} vs backbone", SICK: f"{SICK} vs backbone", MEAN: f"{MEAN} vs backbone"}
 PAPER_SIMCSE = {"lr": 3e-5, "batch_size": 64}  # unsupervised SimCSE (Gao et al., 2021): 1 epoch, best on STS-B dev
 
 
@@ -189,10 +183,6 @@ def search_record(chosen: Candidate, tried: list[Candidate], steps: list[int] | 
     cells = "; ".join(f"{c.label()} dev {c.dev:.2f}" for c in tried)
     capped = " (at the ladder's top: may be under-trained)" if chosen.steps == max(steps) else ""
     return f"searched on STS-B dev: {cells} → {chosen.label()}{capped}"
-
-
-COLUMNS = ["anchors", "data", "seed", "rows", "steps", "lr", "batch_size", "best_step", "train_s", "search_train_s",
-           DEV, SICK, MEAN, *VS_BACKBONE.values(), TEST, POOL, "budget"]
 
 
 def backbone_row(scores: dict) -> dict:

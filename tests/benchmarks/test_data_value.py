@@ -13,13 +13,8 @@ from matplotlib.image import imread
 
 import benchmarks.data_value as data_value
 import benchmarks.data_value_selection as selection
+from benchmarks.data_value_columns import DEV, MEAN, POOL, SICK, TEST, VS_BACKBONE
 from benchmarks.data_value_selection import (
-    DEV,
-    MEAN,
-    POOL,
-    SICK,
-    TEST,
-    VS_BACKBONE,
     Candidate,
     SeedRun,
     search_budget,

@@ -177,7 +177,7 @@ def test_held_out_pairs_read_in_place():
 # (tests/benchmarks/test_data_value.py tests what the harness chooses on, with the trainer scripted: seconds)
 def test_data_value_trains_two_rows_on_committed_triples(few_stsb, tmp_path, monkeypatch, capsys):
     import benchmarks.data_value
-    from benchmarks.data_value_selection import POOL, SICK, TEST
+    from benchmarks.data_value_columns import POOL, SICK, TEST
     from tasks.core.sts_data import read_stsb
 
     few_stsb("data_value", 16)

@@ -1,0 +1,13 @@
+"""The data-value tables' columns (benchmarks/data_value.py's CSVs): which set chooses, which confirms, what is
+reported once and what is only a pattern pool. A module of its own, importing nothing, so the report and the plot
+read the CSVs without loading torch and the trainer (benchmarks/data_value_selection.py)."""
+
+DEV, SICK, TEST = "STS-B dev", "SICK trial", "STS-B test"
+POOL = "sts12_train_pattern_pool"  # the generator's few-shot pattern pool: reported, never chosen on, in no mean
+POOL_NOTE = "STS12 train: the generator's pattern pool, not a judgement (in no choice and no mean)"
+MEAN = "mean STS-B dev + SICK trial"
+MEAN_OF = (DEV, SICK)
+REPORTED = (DEV, SICK, TEST, POOL)
+VS_BACKBONE = {DEV: f"{DEV} vs backbone", SICK: f"{SICK} vs backbone", MEAN: f"{MEAN} vs backbone"}
+COLUMNS = ["anchors", "data", "seed", "rows", "steps", "lr", "batch_size", "best_step", "train_s", "search_train_s",
+           DEV, SICK, MEAN, *VS_BACKBONE.values(), TEST, POOL, "budget"]
