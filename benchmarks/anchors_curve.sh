@@ -16,8 +16,9 @@
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
 #                                                             #   as their label: is the label the ceiling?) or
 #                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
-#   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions (STS-B's
-#                                                             #   and SICK's caption genre), not the default corpus
+#   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
+#                                                             #   (STS-B's and SICK's caption genre), not the default
+#                                                             #   corpus (sizes: default 100)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -41,19 +42,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
+# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
+out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
+[[ $out == /* ]] || out=$PWD/$out
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
-weekly_model=${GROW_OUT:-data/growth}-weekly/latest/train-surrogate/model  # relative by default: the row names no path
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
                    [pairsonly]="--data pairs:label" [nopairs]="--data triples"
                    [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
-                   [selfmined]="--data mined+pairs:label --miner $weekly_model --miner-name weekly")
+                   [selfmined]="--data mined+pairs:label --miner-name weekly
+                                --miner $out-weekly/latest/train-surrogate/model")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
-sizes=${2:-100,200,400,800,1200}; seeds=${3:-13,14,15}
-# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
-out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
+all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=100  # genre grows ~118 anchors
+sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}
-[[ $out == /* ]] || out=$PWD/$out
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)

@@ -1,5 +1,6 @@
-"""The benchmark corpus: gensim's default corpus plus the five corpora of ../shared/data/corpora (~207k sentences),
-read in place (they exist only on the project's machines and never go into git)."""
+"""The benchmark corpus: gensim's default corpus plus the five corpora of ../shared/data/corpora (~207k sentences);
+and SICK train's captions as a corpus (the genre lever's). Both read in place: they exist only on the project's
+machines and never go into git."""
 
 from __future__ import annotations
 
@@ -26,13 +27,13 @@ def caption_corpus(sick_train: Path, evals: EvalSentences) -> tuple[pd.DataFrame
     """(SICK train's sentences as a corpus, one document each: `doc_id`, `text`; how many went as evaluation
     sentences): image and video captions, the genre of SICK trial and of STS-B's captions (MSRvid, images), for the
     genre lever (benchmarks/anchors_curve.sh genre). A sentence holding one of `evals` (SICK reuses its sentences
-    across splits) goes here, so that no generation is spent on an anchor build-dataset would remove. SICK writes
-    them without a full stop; one is added, since stage 1 takes only what ends like a sentence. Read in place; the
-    corpus is written under data/, never into git."""
+    across splits) is left out here, so that no generation is spent on an anchor build-dataset would remove. SICK
+    writes them without a full stop; one is added, since stage 1 takes only what ends like a sentence. Read in place;
+    the corpus is written under data/, never into git."""
     sick = read_sick(sick_train)
-    text = pd.Series(pd.unique(pd.concat([sick["s1"], sick["s2"]]).str.strip()), dtype=object)
+    text = pd.concat([sick["s1"], sick["s2"]]).str.strip()
     text = text[text != ""]
-    text = text.where(text.str[-1].isin(list(".!?")), text + ".")
+    text = pd.Series(pd.unique(text.where(text.str[-1].isin(list(".!?")), text + ".")), dtype=object)
     kept, removed = without_eval_sentences(text.tolist(), evals)
     return pd.DataFrame({"doc_id": [f"sick-train-{i}" for i in range(len(kept))], "text": kept}), removed
 

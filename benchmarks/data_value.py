@@ -210,7 +210,7 @@ def main() -> None:
                     "the rows are named 'DATA anchorW'")
     ap.add_argument("--miner", default=None, help="a sentence-transformers folder that mines the `mined` rows' "
                     "negatives in place of the untrained backbone — the surrogate itself, e.g. the weekly model "
-                    "(anchors_curve.sh lever selfmined); the rows are named 'DATA miner:NAME'")
+                    "(anchors_curve.sh lever selfmined); the rows are named 'DATA … miner:NAME'")
     ap.add_argument("--miner-name", default=None, help="the --miner's NAME in the rows (default: its folder's name; "
                     "a name, not a path, so that a committed CSV names no local path)")
     ap.add_argument("--wise", default="", help="comma-separated WiSE-FT alphas: each trained row is also reported "
@@ -253,6 +253,8 @@ def main() -> None:
                    (base, losses if base in SIMCSE else losses.model_copy(
                        update={"backbone_anchor": args.backbone_anchor}), source)
                    for kind, (base, losses, source) in recipes.items()}
+    if args.miner_name and not args.miner:
+        raise SystemExit("--miner-name names a --miner: give the --miner folder too")
     if args.miner:
         if "mined" not in bases:
             raise SystemExit(f"--miner {args.miner}: only the `mined` variants mine (--data mined…)")

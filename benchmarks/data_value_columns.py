@@ -7,7 +7,6 @@ POOL = "sts12_train_pattern_pool"  # the generator's few-shot pattern pool: repo
 POOL_NOTE = "STS12 train: the generator's pattern pool, not a judgement (in no choice and no mean)"
 MEAN = "mean STS-B dev + SICK trial"
 MEAN_OF = (DEV, SICK)
-REPORTED = (DEV, SICK, TEST, POOL)
 VS_BACKBONE = {DEV: f"{DEV} vs backbone", SICK: f"{SICK} vs backbone", MEAN: f"{MEAN} vs backbone"}
 COLUMNS = ["anchors", "data", "seed", "rows", "steps", "lr", "batch_size", "best_step", "train_s", "search_train_s",
            DEV, SICK, MEAN, *VS_BACKBONE.values(), TEST, POOL, "budget"]

@@ -26,7 +26,7 @@ import pandas as pd  # noqa: E402
 
 from benchmarks.data_value_columns import DEV, SICK  # noqa: E402
 
-POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
+PLOT_POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
 METRICS = (DEV, SICK)  # the choosing set and the confirming one
 
 
@@ -92,7 +92,7 @@ def main() -> None:
         ax.set_ylabel(f"{metric} Spearman ×100 (mean ± sd over seeds)")
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
-    fig.text(0.5, 0.005, POOL_NOTE, ha="center", fontsize=7)
+    fig.text(0.5, 0.005, PLOT_POOL_NOTE, ha="center", fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")

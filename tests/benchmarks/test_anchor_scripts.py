@@ -20,8 +20,8 @@ CURVE = PROJECT / "benchmarks" / "anchors_curve.sh"
 
 # `stsgen <stage> … --output-dir O --run R`: refuse a missing input file; log the call; write <O>/<R>/<stage folder>/
 # its outputs and a manifest naming them as tasks/core/store.py write_manifest does. STAND_IN_FAIL=<stage> fails it.
-# A --corpus is logged last. `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names (in the order given) and the
-# evaluation sets; write the version's tables under <output-dir>/latest.
+# A --corpus is logged last. `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names
+# (in the order given) and the evaluation sets; write the version's tables under <output-dir>/latest.
 STAND_IN = """\
 import json, os, sys
 from pathlib import Path
@@ -183,7 +183,7 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
 def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_their_dataset(grow, tmp_path):
     rc, calls = grow("encoder", 100, script=CURVE)
     recipe = flags(calls[-1])
-    rc, calls = grow("genre", 100, script=CURVE)
+    rc, calls = grow("genre", script=CURVE)  # its own default size: 100, not the curve's sizes up to 1,200
     genre, corpus = tmp_path / "growth-genre", tmp_path / "growth-genre" / "captions.jsonl"
     assert rc == 0 and calls[2:7] == [  # the corpus, then one chunk's three stages over it, then its dataset
         f"benchmarks.corpora {corpus}", f"generate captions 201 140 {corpus}", "retrieve captions", "label captions",

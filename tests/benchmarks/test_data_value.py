@@ -273,7 +273,8 @@ def test_a_miner_the_surrogate_mines_and_every_row_still_trains_from_the_backbon
     assert set(rows["data"]) == {"backbone", "mined+pairs:label miner:weekly"}  # a name, never the path
     assert not rows.astype(str).apply(lambda c: c.str.contains(str(tmp_path))).any().any()
     for argv, refusal in ((["--data", "triples", "--miner", surrogate], "only the `mined` variants mine"),
-                          (["--data", "mined", "--miner", tmp_path], "no sentence-transformers model there")):
+                          (["--data", "mined", "--miner", tmp_path], "no sentence-transformers model there"),
+                          (["--data", "mined", "--miner-name", "weekly"], "give the --miner folder too")):
         with pytest.raises(SystemExit, match=refusal):
             harness_run(capsys, *argv)
     assert len(calls["train"]) == 2  # refused before any training
