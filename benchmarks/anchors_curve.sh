@@ -18,7 +18,7 @@
 #                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
-#                                                             #   corpus (sizes: default 100)
+#                                                             #   corpus (sizes: default 84)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
@@ -53,7 +53,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [selfmined]="--data mined+pairs:label --miner-name weekly
                                 --miner $out-weekly/latest/train-surrogate/model")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
-all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=100  # genre grows ~118 anchors
+all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
@@ -125,7 +125,7 @@ case $what in
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" ${levers[$lever]}
     ;;
   genre)
-    genre=$out-genre; run=captions; gen=$out-genre/captions/generate-sts-triples
+    genre=$out-genre; run=captions; gen=$genre/$run/generate-sts-triples
     "$python" -m benchmarks.corpora "$genre/captions.jsonl"
     "$stsgen" generate --n "${GENRE_SOURCES:-140}" --seed 201 --corpus "$genre/captions.jsonl" --output-dir "$genre" \
       --run "$run"

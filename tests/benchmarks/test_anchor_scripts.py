@@ -181,9 +181,9 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
 
 
 def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_their_dataset(grow, tmp_path):
-    rc, calls = grow("encoder", 100, script=CURVE)
+    rc, calls = grow("encoder", 84, script=CURVE)
     recipe = flags(calls[-1])
-    rc, calls = grow("genre", script=CURVE)  # its own default size: 100, not the curve's sizes up to 1,200
+    rc, calls = grow("genre", script=CURVE)  # its own default size: 84, not the curve's sizes up to 1,200
     genre, corpus = tmp_path / "growth-genre", tmp_path / "growth-genre" / "captions.jsonl"
     assert rc == 0 and calls[2:7] == [  # the corpus, then one chunk's three stages over it, then its dataset
         f"benchmarks.corpora {corpus}", f"generate captions 201 140 {corpus}", "retrieve captions", "label captions",
@@ -192,4 +192,4 @@ def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_
     got, version = flags(calls[7]), tmp_path / "growth-genre-datasets" / "latest"
     assert {k: v for k, v in got.items() if recipe[k] != v} == {  # the recipe, on the captions' dataset
         "--runs": f"{version}/triples.parquet", "--pairs": f"{version}/pairs.parquet",
-        "--table-out": "benchmarks/results/anchors_1200_encoder_recipe_genre_100.csv"}
+        "--table-out": "benchmarks/results/anchors_1200_encoder_recipe_genre_84.csv"}
