@@ -78,6 +78,7 @@ from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.train import baselines  # noqa: E402
 from tasks.train.backbones import BackboneSettings, load_sentence_transformer  # noqa: E402
 from tasks.train.label_sources import regression_targets  # noqa: E402
+from tasks.train.model_export import MODEL_FILES, is_model_folder, load_model_folder  # noqa: E402
 from tasks.train.training import LossSettings, TrainingData, TrainSettings  # noqa: E402
 from tasks.train.weight_interpolation import backbone_snapshot, interpolate_state  # noqa: E402
 
@@ -258,9 +259,10 @@ def main() -> None:
     if args.miner:
         if "mined" not in bases:
             raise SystemExit(f"--miner {args.miner}: only the `mined` variants mine (--data mined…)")
-        if not (Path(args.miner) / "modules.json").is_file():
-            raise SystemExit(f"--miner {args.miner}: no sentence-transformers model there (no modules.json); the "
-                             "weekly model is written by `benchmarks/anchors_curve.sh weekly`")
+        if not is_model_folder(Path(args.miner)):
+            raise SystemExit(f"--miner {args.miner}: no sentence-transformers model there (none of "
+                             f"{', '.join(MODEL_FILES)}); the weekly model is written by "
+                             "`benchmarks/anchors_curve.sh weekly`")
         name = args.miner_name or Path(args.miner).name
         recipes = {f"{kind} miner:{name}" if base == "mined" else kind: (base, losses, source)
                    for kind, (base, losses, source) in recipes.items()}
@@ -287,9 +289,7 @@ def main() -> None:
           + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""))
     miner = untrained
     if args.miner:  # a trained model mines; every row still trains from the untrained backbone
-        from sentence_transformers import SentenceTransformer
-
-        miner = SentenceTransformer(args.miner, device=str(device), local_files_only=True)
+        miner = load_model_folder(Path(args.miner), device=str(device))
         print(f"the mined negatives: mined by {args.miner}")
     alphas = [float(a) for a in args.wise.split(",") if a]
     theta0 = backbone_snapshot(untrained) if alphas else {}

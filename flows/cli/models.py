@@ -31,16 +31,13 @@ def _eval(args: argparse.Namespace) -> int:
     """Evaluate a local model folder (ours or any sentence-transformers folder) with the stage-4 protocol."""
     import json
 
-    from sentence_transformers import SentenceTransformer
-
     from tasks.core.sts_evaluation import evaluate_sources
-    from tasks.train.model_export import BELLM_MARKER
+    from tasks.train.model_export import MODEL_FILES, is_model_folder, load_model_folder
 
     folder = Path(args.model)
-    if not any((folder / f).is_file() for f in ("modules.json", "config.json", BELLM_MARKER)):
-        raise ConfigError(f"{folder} is not a model folder (no modules.json, config.json or {BELLM_MARKER}).")
-    # A BeLLM export carries stsgen's own module class (its prompt and bidirectional layers): trusted, it is ours.
-    model = SentenceTransformer(str(folder), trust_remote_code=(folder / BELLM_MARKER).is_file())  # CUDA if present
+    if not is_model_folder(folder):
+        raise ConfigError(f"{folder} is not a model folder (no {', '.join(MODEL_FILES[:-1])} or {MODEL_FILES[-1]}).")
+    model = load_model_folder(folder)  # CUDA if present
     encode_fn = lambda s: model.encode(s, batch_size=64)  # noqa: E731
     results = evaluate_sources(encode_fn, ["stsb-dev", "stsb-test", *args.eval_set])
     print("| set | pairs | Spearman ×100 |\n|---|---|---|")

@@ -17,6 +17,19 @@ from models.bellm import BeLLMEncoder
 from models.bellm_sentence_transformer import CONFIG_FILE, load_bellm_encoder
 
 BELLM_MARKER = CONFIG_FILE  # the file that marks a BeLLM export (`stsgen eval` rebuilds those with load_bellm)
+MODEL_FILES = ("modules.json", "config.json", BELLM_MARKER)  # one of them marks a model folder
+
+
+def is_model_folder(folder: Path) -> bool:
+    return any((folder / f).is_file() for f in MODEL_FILES)
+
+
+def load_model_folder(folder: Path, device: str | None = None):
+    """A model folder (ours or any sentence-transformers folder) as a SentenceTransformer. A BeLLM export carries
+    stsgen's own module class (its prompt and bidirectional layers): trusted, it is ours."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(folder), device=device, trust_remote_code=(folder / BELLM_MARKER).is_file())
 
 
 @contextmanager

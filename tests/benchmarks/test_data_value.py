@@ -232,13 +232,12 @@ def test_the_mined_row_trains_on_negatives_the_untrained_backbone_mined_per_seed
     # as the lever runs it: the mined triples beside the labeled pairs, which must not skip loading the corpus
     rows, out = harness_run(capsys, "--data", "mined+pairs:label", "--pairs", PAIRS, "--steps", 2)
     assert set(rows["data"]) == {"backbone", "mined+pairs:label"}
-    usable = USABLE
-    assert mining == [(13, usable, 0.0, 1), (14, usable, 0.0, 1)]  # per seed, by the untrained backbone
+    assert mining == [(13, USABLE, 0.0, 1), (14, USABLE, 0.0, 1)]  # per seed, by the untrained backbone
     assert [s.losses.negatives for s in calls["train"]] == ["both", "both"]  # InfoNCE reads s⁻ and the mined one
     first = data_value.read_triples([str(TRIPLES)])["anchor"][0]
     for data in calls["data"]:  # the triple without a mined negative is left out, as the train stage leaves it
         assert len(data.triples) == 3 and first not in set(data.triples["anchor"])
-        assert (data.triples["mined_negative_1"] == usable[0]).all() and len(data.pairs) > 0
+        assert (data.triples["mined_negative_1"] == USABLE[0]).all() and len(data.pairs) > 0
     assert (rows.loc[rows["data"] != "backbone", "rows"] == 3 + len(calls["data"][0].pairs)).all()
     assert "3 of 4 triples with a mined negative (from 2 candidates; 2 more left out" in out
 
