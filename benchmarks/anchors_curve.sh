@@ -14,8 +14,11 @@
 #                                                             #   pairsonly (the labeled pairs without the triples),
 #                                                             #   nopairs (the triples without the labeled pairs),
 #                                                             #   teacher (the same pairs, all-mpnet-base-v2's cosine
-#                                                             #   as their label: is the label the ceiling?) or
-#                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`)
+#                                                             #   as their label: is the label the ceiling?),
+#                                                             #   lr3e-5 (the triples-only recipe's lr, not `auto`) or
+#                                                             #   mpnet (a larger student: all-mpnet-base-v2, 109M,
+#                                                             #   after `./stsgen teacher fetch`; the CSV's backbone
+#                                                             #   row is its own, so pair against that, not MiniLM's)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
@@ -50,8 +53,8 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
                    [pairsonly]="--data pairs:label" [nopairs]="--data triples"
                    [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
-                   [selfmined]="--data mined+pairs:label --miner-name weekly
-                                --miner $out-weekly/latest/train-surrogate/model")
+                   [mpnet]="--source all-mpnet-base-v2"
+                   [selfmined]="--data mined+pairs:label --miner-name weekly")  # + its --miner path, below
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
@@ -121,8 +124,9 @@ case $what in
     ;;
   lever)  # the shipped recipe's flags, then the lever's
     [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
-    # shellcheck disable=SC2086  # the lever's flags split into words on purpose
-    curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" ${levers[$lever]}
+    read -ra change <<< "${levers[$lever]}"  # the flags hold no space; a path (GROW_OUT's) is one word of its own
+    [[ $lever == selfmined ]] && change+=(--miner "$out-weekly/latest/train-surrogate/model")
+    curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" "${change[@]}"
     ;;
   genre)
     genre=$out-genre; run=captions; gen=$genre/$run/generate-sts-triples

@@ -10,4 +10,5 @@ DEFAULT_TEACHER = "all-mpnet-base-v2"
 
 # The registered backbones' Hugging Face ids: a trained model card's "Base model" (a local folder has none to name).
 HUB_IDS = {DEFAULT_ENCODER: "sentence-transformers/all-MiniLM-L6-v2",
-           DEFAULT_LM: "HuggingFaceTB/SmolLM2-135M-Instruct"}
+           DEFAULT_LM: "HuggingFaceTB/SmolLM2-135M-Instruct",
+           DEFAULT_TEACHER: "sentence-transformers/all-mpnet-base-v2"}

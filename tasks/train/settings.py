@@ -37,7 +37,9 @@ class BackboneSettings(Settings):
 
     kind: Literal["encoder", "bellm"] = Field("encoder", description="'encoder' (mean pooling; small and fast on a "
                                               "CPU) or 'bellm' (a decoder LM, last-token pooling).")
-    source: str | None = Field(None, description="Registered name or local path; None: the kind's default model.")
+    source: str | None = Field(None, description="Registered name (encoder: all-MiniLM-L6-v2, or the larger "
+                               "all-mpnet-base-v2 after `./stsgen teacher fetch`) or local path; None: the kind's "
+                               "default model.")
     bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal).")
     train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights).")
     lora_rank: int | None = Field(None, ge=1, description="Train rank-r LoRA adapters only (None = no LoRA).")

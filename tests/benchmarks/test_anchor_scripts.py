@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -67,13 +68,13 @@ def grow(tmp_path):
     stand_in.chmod(0o755)
     log = tmp_path / "calls.log"
     log.touch()
-    python = tmp_path / "python"  # the curve's harness: `python -m benchmarks.data_value …` logs its arguments
-    python.write_text(f"#!{sys.executable}\nimport os, sys\n"
-                      "open(os.environ['STAND_IN_LOG'], 'a').write(' '.join(sys.argv[2:]) + '\\n')\n")
+    python = tmp_path / "python"  # the curve's harness: `python -m benchmarks.data_value …` logs its arguments,
+    python.write_text(f"#!{sys.executable}\nimport os, shlex, sys\n"  # quoted as a shell would need them
+                      "open(os.environ['STAND_IN_LOG'], 'a').write(shlex.join(sys.argv[2:]) + '\\n')\n")
     python.chmod(0o755)
 
-    def run(*args, fail: str | None = None, script: Path = GROW) -> tuple[int, list[str]]:
-        env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / "growth"),
+    def run(*args, fail: str | None = None, script: Path = GROW, out: str = "growth") -> tuple[int, list[str]]:
+        env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / out),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails
@@ -153,7 +154,7 @@ def test_the_curves_dataset_is_refused_without_a_labeled_chunk(grow, tmp_path):
 
 def flags(call: str) -> dict[str, str]:
     """A harness call's options as argparse reads them: a repeated option's last value."""
-    words = call.split()
+    words = shlex.split(call)
     return {w: v for w, v in zip(words, words[1:] + [""]) if w.startswith("--")}
 
 
@@ -166,6 +167,7 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
                "mined": {"--data": "mined+pairs:label"}, "pairsonly": {"--data": "pairs:label"},
                "teacher": {"--data": "triples+pairs:teacher"}, "lr3e-5": {"--lr": "3e-5"},
                "anchor0": {"--backbone-anchor": "0"}, "nopairs": {"--data": "triples"},
+               "mpnet": {"--source": "all-mpnet-base-v2"},  # a larger student, named: no path in the CSV
                "selfmined": {"--data": "mined+pairs:label", "--miner-name": "weekly",  # the weekly run's model mines
                              "--miner": f"{tmp_path}/growth-weekly/latest/train-surrogate/model"}}
     for lever, change in changes.items():
@@ -173,6 +175,8 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
         got = flags(calls[-1])
         assert rc == 0 and set(recipe) <= set(got) and {k: v for k, v in got.items() if recipe.get(k) != v} == {
             **change, "--table-out": f"benchmarks/results/anchors_1200_encoder_recipe_{lever}_200.csv"}
+    rc, calls = grow("lever", "selfmined", 200, script=CURVE, out="my growth")  # a folder name with a space
+    assert rc == 0 and flags(calls[-1])["--miner"] == f"{tmp_path}/my growth-weekly/latest/train-surrogate/model"
     capsys.readouterr()
     rc, after = grow("lever", "nothing", script=CURVE)
     said = capsys.readouterr().out  # the script's stderr, printed by the fixture

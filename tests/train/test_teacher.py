@@ -10,6 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.core.config import ConfigError
+from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.llm import teacher as teacher_module
 from tasks.train.label_sources import regression_targets
 from tasks.train.training import LossSettings, TrainSettings
@@ -96,3 +97,22 @@ def test_bad_teachers_fail_with_one_message_naming_the_fix(tmp_path, monkeypatch
     with pytest.raises(ValidationError, match="losses.regression is 0"):
         TrainSettings(label_source="teacher", losses=LossSettings())  # the triples alone: no regression to target
     TrainSettings(label_source="teacher")  # the recipe has the regression: fine
+
+
+def test_the_teacher_trains_as_a_larger_student_by_its_name(tmp_path, monkeypatch):
+    """backbone.source 'all-mpnet-base-v2' finds the folder `./stsgen teacher fetch` assembled, and names the model,
+    never its path, as the backbone's source; missing, it says how to fetch it."""
+    from tasks.train.backbones import backbone_identity
+    from tasks.train.settings import BackboneSettings
+
+    settings = BackboneSettings(kind="encoder", source=DEFAULT_TEACHER)
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
+        backbone_identity(settings)
+    folder = tmp_path / "teachers" / DEFAULT_TEACHER
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    info = backbone_identity(settings)
+    assert info["path"] == str(folder) and info["source"] == DEFAULT_TEACHER and len(info["sha256"]) == 64
