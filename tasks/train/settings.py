@@ -14,7 +14,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tasks.core.config import DEFAULT_SEED, ConfigError, Settings
-from tasks.core.defaults import DEFAULT_TEACHER
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_TEACHER
 from tasks.core.device import DEVICE_DESCRIPTION, DeviceSetting
 from tasks.train.hard_negatives import MiningSettings
 from tasks.train.label_sources import LabelSource
@@ -37,8 +37,8 @@ class BackboneSettings(Settings):
 
     kind: Literal["encoder", "bellm"] = Field("encoder", description="'encoder' (mean pooling; small and fast on a "
                                               "CPU) or 'bellm' (a decoder LM, last-token pooling).")
-    source: str | None = Field(None, description="Registered name (encoder: all-MiniLM-L6-v2, or the larger "
-                               "all-mpnet-base-v2 after `./stsgen teacher fetch`) or local path; None: the kind's "
+    source: str | None = Field(None, description=f"Registered name (encoder: {DEFAULT_ENCODER}, or the larger "
+                               f"{DEFAULT_TEACHER} after `./stsgen teacher fetch`) or local path; None: the kind's "
                                "default model.")
     bidirectional_layers: int = Field(1, ge=0, description="BeLLM: last n layers attend bidirectionally (0 = causal).")
     train_layers: int | None = Field(None, ge=1, description="Train only the top k layers (None = all weights).")
