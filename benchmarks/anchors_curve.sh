@@ -23,6 +23,9 @@
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
+#                                                             #   (WEEKLY_STUDENT=all-mpnet-base-v2: on that student,
+#                                                             #   under <GROW_OUT>-weekly-<name> and
+#                                                             #   benchmarks/results/anchors_1200_weekly_<name>/)
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
@@ -48,6 +51,7 @@ what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 [[ $out == /* ]] || out=$PWD/$out
+student=${WEEKLY_STUDENT:-}; weekly=$out-weekly${student:+-$(basename "$student")}  # the default student: MiniLM's
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
@@ -93,7 +97,7 @@ wait_for() {  # wait_for <pid> <what> <command…>: until the command succeeds; 
   local pid=$1 what=$2; shift 2
   for _ in $(seq 60); do
     "$@" > /dev/null 2>&1 && return 0
-    kill -0 "$pid" 2>/dev/null || { echo "anchors_curve: $what exited (its log: $out-weekly.*.log)" >&2; return 1; }
+    kill -0 "$pid" 2>/dev/null || { echo "anchors_curve: $what exited (its log: $weekly.*.log)" >&2; return 1; }
     sleep 2
   done
   echo "anchors_curve: no $what after 2 min" >&2; return 1
@@ -143,25 +147,27 @@ case $what in
     ;;
   weekly)
     labeled_chunks
-    export PREFECT_HOME=$out-weekly.prefect  # a server of its own: only this checkout's deployments in it
-    rm -rf "$PREFECT_HOME" "$out-weekly"; export PREFECT_API_URL=http://127.0.0.1:$port/api
+    export PREFECT_HOME=$weekly.prefect  # a server of its own: only this checkout's deployments in it
+    rm -rf "$PREFECT_HOME" "$weekly"; export PREFECT_API_URL=http://127.0.0.1:$port/api
     if curl -sf "$PREFECT_API_URL/health" > /dev/null; then
       echo "anchors_curve: a server already answers on port $port: set WEEKLY_PORT" >&2; exit 1
     fi
     trap 'stop_serving || true; [[ -z ${server:-} ]] || kill "$server" 2>/dev/null || true' EXIT
     # The scheduler off: `serve` registers every deployment, and a nightly one must not start during the measurement.
-    PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED=false ./stsgen ui --port "$port" > "$out-weekly.server.log" 2>&1 &
+    PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED=false ./stsgen ui --port "$port" > "$weekly.server.log" 2>&1 &
     server=$!
     wait_for "$server" "Prefect server" curl -sf "$PREFECT_API_URL/health"
-    ./stsgen serve > "$out-weekly.serve.log" 2>&1 & serving=$!
+    ./stsgen serve > "$weekly.serve.log" 2>&1 & serving=$!
     wait_for "$serving" "served weekly deployment" .venv/bin/prefect deployment inspect train-on-dataset/weekly
     json_runs=$(printf '"%s",' "${chunks[@]}")
+    train='"eval_sets": ["stsb-test", "'"$sick"'"]'
+    [[ -z $student ]] || train+=', "backbone": {"source": "'"$student"'"}'
     .venv/bin/prefect deployment run train-on-dataset/weekly --watch -p runs="[${json_runs%,}]" \
-      -p datasets_dir="$out-weekly-datasets" -p output_dir="$out-weekly" \
+      -p datasets_dir="$weekly-datasets" -p output_dir="$weekly" \
       -p dataset='{"eval_sets": ["stsb-dev", "stsb-test", "'"$sick"'"]}' \
-      -p train='{"eval_sets": ["stsb-test", "'"$sick"'"]}'
-    results=benchmarks/results/anchors_1200_weekly; mkdir -p "$results"
-    cp "$out-weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
+      -p train="{$train}"
+    results=benchmarks/results/anchors_1200_weekly${student:+_$(basename "$student")}; mkdir -p "$results"
+    cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1
     fi
