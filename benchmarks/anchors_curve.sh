@@ -40,7 +40,8 @@
 # runs the real deployment (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
-# benchmarks/results/anchors_1200_weekly/. `genre` writes SICK train's sentences (../shared, read in place; none an
+# benchmarks/results/anchors_1200_weekly/ (with WEEKLY_STUDENT, a registered name or a folder name without quotes or
+# backslashes: anchors_1200_weekly_<name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre` writes SICK train's sentences (../shared, read in place; none an
 # evaluation sentence: benchmarks/corpora.py caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES
 # (default 140) sources from it as grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's),
 # builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the

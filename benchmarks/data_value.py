@@ -177,7 +177,7 @@ def main() -> None:
     ap.add_argument("--data", default="simcse,neighbours,triples")
     ap.add_argument("--backbone", default="encoder", choices=("encoder", "bellm"))
     ap.add_argument("--source", default=None, help="the backbone's source (default: all-MiniLM-L6-v2 / SmolLM2-135M; "
-                    "a .gguf file or a transformers folder)")
+                    "all-mpnet-base-v2 after `./stsgen teacher fetch`, a .gguf file or a transformers folder)")
     ap.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     ap.add_argument("--simcse-dropout", type=float, default=0.1, help="dropout given to a backbone that has none, "
                     "for the SimCSE rows only (tasks/train/baselines.ensure_dropout)")

