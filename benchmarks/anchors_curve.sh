@@ -41,10 +41,10 @@
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
 # benchmarks/results/anchors_1200_weekly/ (with WEEKLY_STUDENT, a registered name or a folder name without quotes or
-# backslashes: anchors_1200_weekly_<name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre` writes SICK train's sentences (../shared, read in place; none an
-# evaluation sentence: benchmarks/corpora.py caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES
-# (default 140) sources from it as grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's),
-# builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the
+# backslashes: anchors_1200_weekly_<name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre`
+# writes SICK train's sentences (../shared, read in place; none an evaluation sentence: benchmarks/corpora.py
+# caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES (default 140) sources from it as
+# grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's), builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the
 # same size (nothing of it goes into git but that CSV: its anchors are SICK's sentences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -52,7 +52,8 @@ what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 [[ $out == /* ]] || out=$PWD/$out
-student=${WEEKLY_STUDENT:-}; weekly=$out-weekly${student:+-$(basename "$student")}  # the default student: MiniLM's
+student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
+weekly=$out-weekly${student_name:+-$student_name}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
@@ -167,7 +168,7 @@ case $what in
       -p datasets_dir="$weekly-datasets" -p output_dir="$weekly" \
       -p dataset='{"eval_sets": ["stsb-dev", "stsb-test", "'"$sick"'"]}' \
       -p train="{$train}"
-    results=benchmarks/results/anchors_1200_weekly${student:+_$(basename "$student")}; mkdir -p "$results"
+    results=benchmarks/results/anchors_1200_weekly${student_name:+_$student_name}; mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1

@@ -99,6 +99,17 @@ def test_bad_teachers_fail_with_one_message_naming_the_fix(tmp_path, monkeypatch
     TrainSettings(label_source="teacher")  # the recipe has the regression: fine
 
 
+def install_fake_teacher(tmp_path, monkeypatch):
+    """What `./stsgen teacher fetch` leaves (a folder with config.json and weights), under a teachers_dir of the test's
+    own; returns the folder."""
+    folder = tmp_path / "teachers" / DEFAULT_TEACHER
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights")
+    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    return folder
+
+
 def test_the_teacher_trains_as_a_larger_student_by_its_name(tmp_path, monkeypatch):
     """backbone.source 'all-mpnet-base-v2' finds the folder `./stsgen teacher fetch` assembled, and names the model,
     never its path, as the backbone's source; missing, it says how to fetch it."""
@@ -109,11 +120,7 @@ def test_the_teacher_trains_as_a_larger_student_by_its_name(tmp_path, monkeypatc
     monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         backbone_identity(settings)
-    folder = tmp_path / "teachers" / DEFAULT_TEACHER
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(b"weights")
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    folder = install_fake_teacher(tmp_path, monkeypatch)
     info = backbone_identity(settings)
     assert info["path"] == str(folder) and info["source"] == DEFAULT_TEACHER and len(info["sha256"]) == 64
     assert HUB_IDS[DEFAULT_TEACHER] == "sentence-transformers/all-mpnet-base-v2"  # the model card's base model
@@ -134,11 +141,7 @@ def test_the_pipeline_with_the_teacher_as_its_student_finds_it_before_stage_1(tm
     monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         plan_pipeline(*stages)
-    folder = tmp_path / "teachers" / DEFAULT_TEACHER
-    folder.mkdir(parents=True)
-    (folder / "config.json").write_text("{}")
-    (folder / "model.safetensors").write_bytes(b"weights")
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    folder = install_fake_teacher(tmp_path, monkeypatch)
     plan = plan_pipeline(*stages)
     triples = tmp_path / "triples.parquet"
     triples.write_bytes(b"triples")
