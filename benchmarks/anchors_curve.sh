@@ -44,8 +44,9 @@
 # backslashes: anchors_1200_weekly_<name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre`
 # writes SICK train's sentences (../shared, read in place; none an evaluation sentence: benchmarks/corpora.py
 # caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES (default 140) sources from it as
-# grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's), builds their dataset as `dataset` does and trains the recipe on it: a row to pair with the recipe's row of the
-# same size (nothing of it goes into git but that CSV: its anchors are SICK's sentences).
+# grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's), builds their dataset as `dataset`
+# does and trains the recipe on it: a row to pair with the recipe's row of the same size (nothing of it goes into git
+# but that CSV: its anchors are SICK's sentences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
