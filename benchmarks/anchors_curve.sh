@@ -19,6 +19,8 @@
 #                                                             #   mpnet (a larger student: all-mpnet-base-v2, 109M,
 #                                                             #   after `./stsgen teacher fetch`; the CSV's backbone
 #                                                             #   row is its own, so pair against that, not MiniLM's)
+#                                                             #   or mpnet400 (that student at 400 steps: its best
+#                                                             #   step was the last at 200)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
@@ -60,7 +62,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
                    [pairsonly]="--data pairs:label" [nopairs]="--data triples"
                    [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
-                   [mpnet]="--source all-mpnet-base-v2"
+                   [mpnet]="--source all-mpnet-base-v2" [mpnet400]="--source all-mpnet-base-v2 --steps 400"
                    [selfmined]="--data mined+pairs:label --miner-name weekly")  # + its --miner path, below
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset

@@ -168,6 +168,7 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
                "teacher": {"--data": "triples+pairs:teacher"}, "lr3e-5": {"--lr": "3e-5"},
                "anchor0": {"--backbone-anchor": "0"}, "nopairs": {"--data": "triples"},
                "mpnet": {"--source": "all-mpnet-base-v2"},  # a larger student, named: no path in the CSV
+               "mpnet400": {"--source": "all-mpnet-base-v2", "--steps": "400"},
                "selfmined": {"--data": "mined+pairs:label", "--miner-name": "weekly",  # the weekly run's model mines
                              "--miner": f"{tmp_path}/growth-weekly/latest/train-surrogate/model"}}
     for lever, change in changes.items():
