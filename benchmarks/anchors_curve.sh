@@ -42,8 +42,8 @@
 # runs the real deployment (`prefect deployment run train-on-dataset/weekly`, served by `./stsgen serve` against a
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
-# benchmarks/results/anchors_1200_weekly/ (with WEEKLY_STUDENT, a registered name or a folder name without quotes or
-# backslashes: anchors_1200_weekly_<name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre`
+# benchmarks/results/anchors_1200_weekly/ (with WEEKLY_STUDENT, a registered name or a folder:
+# anchors_1200_weekly_<its base name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre`
 # writes SICK train's sentences (../shared, read in place; none an evaluation sentence: benchmarks/corpora.py
 # caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES (default 140) sources from it as
 # grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's), builds their dataset as `dataset`
@@ -52,7 +52,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
-# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness (the tests' stand-ins).
+# GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness, CURVE_PREFECT is the Prefect CLI
+# and CURVE_RESULTS the results folder (the tests' stand-ins and a folder of their own).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 [[ $out == /* ]] || out=$PWD/$out
 student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
@@ -67,7 +68,8 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
-python=${CURVE_PYTHON:-.venv/bin/python}
+python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
+results=${CURVE_RESULTS:-benchmarks/results}
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
@@ -112,7 +114,7 @@ curve() {  # curve <backbone> <name> <data_value flags…>
   local backbone=$1 name=$2; shift 2
   "$python" -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
     --backbone "$backbone" --seeds "$seeds" --sizes "$sizes" "$@" \
-    --table-out "benchmarks/results/anchors_1200_${backbone}_${name}_${sizes//,/-}.csv"
+    --table-out "$results/anchors_1200_${backbone}_${name}_${sizes//,/-}.csv"
 }
 
 case $what in
@@ -159,19 +161,19 @@ case $what in
     fi
     trap 'stop_serving || true; [[ -z ${server:-} ]] || kill "$server" 2>/dev/null || true' EXIT
     # The scheduler off: `serve` registers every deployment, and a nightly one must not start during the measurement.
-    PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED=false ./stsgen ui --port "$port" > "$weekly.server.log" 2>&1 &
+    PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED=false "$stsgen" ui --port "$port" > "$weekly.server.log" 2>&1 &
     server=$!
     wait_for "$server" "Prefect server" curl -sf "$PREFECT_API_URL/health"
-    ./stsgen serve > "$weekly.serve.log" 2>&1 & serving=$!
-    wait_for "$serving" "served weekly deployment" .venv/bin/prefect deployment inspect train-on-dataset/weekly
-    json_runs=$(printf '"%s",' "${chunks[@]}")
-    train='"eval_sets": ["stsb-test", "'"$sick"'"]'
-    [[ -z $student ]] || train+=', "backbone": {"source": "'"$student"'"}'
-    .venv/bin/prefect deployment run train-on-dataset/weekly --watch -p runs="[${json_runs%,}]" \
-      -p datasets_dir="$weekly-datasets" -p output_dir="$weekly" \
-      -p dataset='{"eval_sets": ["stsb-dev", "stsb-test", "'"$sick"'"]}' \
-      -p train="{$train}"
-    results=benchmarks/results/anchors_1200_weekly${student_name:+_$student_name}; mkdir -p "$results"
+    "$stsgen" serve > "$weekly.serve.log" 2>&1 & serving=$!
+    wait_for "$serving" "served weekly deployment" "$prefect" deployment inspect train-on-dataset/weekly
+    # The run's parameters written by json.dumps: a folder or student name with quotes or backslashes stays one string.
+    .venv/bin/python -c 'import json, sys
+weekly, sick, student, *runs = sys.argv[1:]
+train = {"eval_sets": ["stsb-test", sick], **({"backbone": {"source": student}} if student else {})}
+print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_dir": weekly,
+                  "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]}, "train": train}))' \
+      "$weekly" "$sick" "$student" "${chunks[@]}" | "$prefect" deployment run train-on-dataset/weekly --watch --params -
+    results=$results/anchors_1200_weekly${student_name:+_$student_name}; mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -22,15 +23,27 @@ CURVE = PROJECT / "benchmarks" / "anchors_curve.sh"
 # `stsgen <stage> … --output-dir O --run R`: refuse a missing input file; log the call; write <O>/<R>/<stage folder>/
 # its outputs and a manifest naming them as tasks/core/store.py write_manifest does. STAND_IN_FAIL=<stage> fails it.
 # A --corpus is logged last. `build-dataset`: refuse a --run that is not a labeled run folder; log the runs' names
-# (in the order given) and the evaluation sets; write the version's tables under <output-dir>/latest.
+# (in the order given) and the evaluation sets; write the version's tables under <output-dir>/latest. `ui --port P`:
+# log the port and whether the scheduler is on, then answer /api/health there until killed; `serve`: wait to be killed.
 STAND_IN = """\
-import json, os, sys
+import json, os, sys, time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 stage, args = sys.argv[1], sys.argv[2:]
 opt = lambda name: args[args.index(name) + 1]
 def log(*words):
     with open(os.environ["STAND_IN_LOG"], "a") as fh:
         fh.write(" ".join(words) + "\\n")
+class Health(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/api/health" else 404)
+        self.end_headers()
+if stage == "ui":
+    log(stage, opt("--port"), "scheduler=" + os.environ.get("PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED", "on"))
+    HTTPServer(("127.0.0.1", int(opt("--port"))), Health).serve_forever()
+if stage == "serve":
+    log(stage)
+    time.sleep(600)
 if stage == "build-dataset":
     runs = [Path(a) for o, a in zip(args, args[1:]) if o == "--run"]
     for run in runs:
@@ -59,6 +72,23 @@ for name in outputs:
 (out / "manifest.json").write_text(json.dumps({"outputs": {name: {"sha256": "0" * 64} for name in outputs}}))
 """
 
+# The Prefect CLI (CURVE_PREFECT): `deployment inspect` finds the deployment; `deployment run … --params -` logs its
+# arguments and the parameters read from stdin, and writes the run's eval.json and manifest.json under output_dir.
+PREFECT_STAND_IN = """\
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+if args[:2] == ["deployment", "inspect"]:
+    sys.exit(0)
+params = json.load(sys.stdin)
+with open(os.environ["STAND_IN_LOG"], "a") as fh:
+    fh.write("prefect " + " ".join(args) + "\\nparams " + json.dumps(params) + "\\n")
+out = Path(params["output_dir"]) / "latest" / "train-surrogate"
+out.mkdir(parents=True)
+(out / "eval.json").write_text(json.dumps({"train": params["train"]}))
+(out / "manifest.json").write_text(json.dumps({"runs": [Path(run).name for run in params["runs"]]}))
+"""
+
 
 @pytest.fixture
 def grow(tmp_path):
@@ -72,10 +102,15 @@ def grow(tmp_path):
     python.write_text(f"#!{sys.executable}\nimport os, shlex, sys\n"  # quoted as a shell would need them
                       "open(os.environ['STAND_IN_LOG'], 'a').write(shlex.join(sys.argv[2:]) + '\\n')\n")
     python.chmod(0o755)
+    prefect = tmp_path / "prefect"
+    prefect.write_text(f"#!{sys.executable}\n{PREFECT_STAND_IN}")
+    prefect.chmod(0o755)
 
-    def run(*args, fail: str | None = None, script: Path = GROW, out: str = "growth") -> tuple[int, list[str]]:
+    def run(*args, fail: str | None = None, script: Path = GROW, out: str = "growth",
+            env: dict[str, str] | None = None) -> tuple[int, list[str]]:
         env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / out),
-               "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or ""}
+               "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or "",
+               "CURVE_PREFECT": str(prefect), "CURVE_RESULTS": str(tmp_path / "results"), **(env or {})}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails
         return done.returncode, log.read_text().splitlines()
@@ -175,7 +210,9 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
         rc, calls = grow("lever", lever, 200, script=CURVE)
         got = flags(calls[-1])
         assert rc == 0 and set(recipe) <= set(got) and {k: v for k, v in got.items() if recipe.get(k) != v} == {
-            **change, "--table-out": f"benchmarks/results/anchors_1200_encoder_recipe_{lever}_200.csv"}
+            **change, "--table-out": f"{tmp_path}/results/anchors_1200_encoder_recipe_{lever}_200.csv"}
+    rc, calls = grow("lever", "mpnet", 200, script=CURVE, env={"CURVE_RESULTS": ""})  # unset: the committed folder
+    assert rc == 0 and flags(calls[-1])["--table-out"] == "benchmarks/results/anchors_1200_encoder_recipe_mpnet_200.csv"
     rc, calls = grow("lever", "selfmined", 200, script=CURVE, out="my growth")  # a folder name with a space
     assert rc == 0 and flags(calls[-1])["--miner"] == f"{tmp_path}/my growth-weekly/latest/train-surrogate/model"
     capsys.readouterr()
@@ -197,4 +234,34 @@ def test_the_genre_row_grows_anchors_from_the_captions_and_trains_the_recipe_on_
     got, version = flags(calls[7]), tmp_path / "growth-genre-datasets" / "latest"
     assert {k: v for k, v in got.items() if recipe[k] != v} == {  # the recipe, on the captions' dataset
         "--runs": f"{version}/triples.parquet", "--pairs": f"{version}/pairs.parquet",
-        "--table-out": "benchmarks/results/anchors_1200_encoder_recipe_genre_84.csv"}
+        "--table-out": f"{tmp_path}/results/anchors_1200_encoder_recipe_genre_84.csv"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_named(grow, tmp_path):
+    assert grow(2, 5)[0] == 0  # two labeled chunks committed
+    sick = "../shared/data/sick2014/SICK_trial.txt"
+    student = tmp_path / 'my "student" \\ v2'  # a folder name that JSON must escape
+    port = free_port()
+    rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(student), "WEEKLY_PORT": str(port)})
+    weekly, results = tmp_path / f"growth-weekly-{student.name}", tmp_path / "results"
+    assert rc == 0 and f"ui {port} scheduler=false" in calls and "serve" in calls  # its own server, no schedules
+    assert "prefect deployment run train-on-dataset/weekly --watch --params -" in calls
+    params = json.loads(next(c for c in calls if c.startswith("params "))[len("params "):])
+    assert params == {"runs": [str(tmp_path / "growth-labeled" / c) for c in ("chunk-01", "chunk-02")],
+                      "datasets_dir": f"{weekly}-datasets", "output_dir": str(weekly),
+                      "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]},
+                      "train": {"eval_sets": ["stsb-test", sick], "backbone": {"source": str(student)}}}
+    copied = results / f"anchors_1200_weekly_{student.name}"
+    assert json.loads((copied / "eval.json").read_text()) == {"train": params["train"]}
+    assert json.loads((copied / "manifest.json").read_text()) == {"runs": ["chunk-01", "chunk-02"]}
+    rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_PORT": str(free_port())})  # the default student, MiniLM
+    params = json.loads([c for c in calls if c.startswith("params ")][-1][len("params "):])
+    assert rc == 0 and params["train"] == {"eval_sets": ["stsb-test", sick]}  # no backbone: TrainSettings' own
+    assert params["output_dir"] == str(tmp_path / "growth-weekly")
+    assert (results / "anchors_1200_weekly" / "eval.json").is_file()
