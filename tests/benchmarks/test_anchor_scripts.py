@@ -243,10 +243,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_named(grow, tmp_path):
+def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_named(grow, tmp_path, capsys):
     assert grow(2, 5)[0] == 0  # two labeled chunks committed
     sick = "../shared/data/sick2014/SICK_trial.txt"
-    student = tmp_path / 'my "student" \\ v2'  # a folder name that JSON must escape
+    student = Path("models") / 'my "student" \\ v2'  # a folder name that JSON must escape (relative: no local path)
     port = free_port()
     rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(student), "WEEKLY_PORT": str(port)})
     weekly, results = tmp_path / f"growth-weekly-{student.name}", tmp_path / "results"
@@ -265,3 +265,6 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     assert rc == 0 and params["train"] == {"eval_sets": ["stsb-test", sick]}  # no backbone: TrainSettings' own
     assert params["output_dir"] == str(tmp_path / "growth-weekly")
     assert (results / "anchors_1200_weekly" / "eval.json").is_file()
+    local = PROJECT.resolve().parent / "students" / "mine"  # a local path would be committed with the results
+    rc, _ = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(local), "WEEKLY_PORT": str(free_port())})
+    assert rc == 1 and "names a local path" in capsys.readouterr().out
