@@ -20,7 +20,7 @@ from tasks.generate.settings import GenerateSettings
 from tasks.label import stage as label_stage
 from tasks.label.labeling import uses_contexts
 from tasks.label.settings import LabelSettings
-from tasks.llm.teacher import encoder_or_teacher_folder
+from tasks.llm.local_models import encoder_folder
 from tasks.report import stage as report_stage
 from tasks.retrieve import stage as retrieve_stage
 from tasks.retrieve.settings import RetrieveSettings
@@ -70,7 +70,7 @@ def plan_pipeline(generate: GenerateSettings, retrieve: RetrieveSettings, label:
     train = with_seed(train, seed) if train is not None else None
     backbone = (train or TrainSettings()).backbone
     encoder = (backbone.source or DEFAULT_ENCODER) if backbone.kind == "encoder" else DEFAULT_ENCODER
-    encoder_or_teacher_folder(encoder)  # a missing encoder fails here, before stage 1 pays for any LLM call
+    encoder_folder(encoder)  # a missing encoder fails here, before stage 1 pays for any LLM call
     if train is not None and train.mining.corpus is None:
         train = train.model_copy(update={"mining": train.mining.model_copy(update={"corpus": generate.corpus})})
     stage2 = retrieve.model_copy(update={"corpora": retrieve.corpora_or(generate.corpus)}) \

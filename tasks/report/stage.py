@@ -18,7 +18,7 @@ from tasks.core.artifacts import publish_image, publish_table
 from tasks.core.stage import StageFolder, run_logger, stage_key
 from tasks.core.store import sha256_path
 from tasks.core.sts_data import read_stsb, stsb_version
-from tasks.llm.teacher import encoder_or_teacher_folder
+from tasks.llm.local_models import encoder_folder
 from tasks.report.pattern_report import pattern_distances, pattern_measures, plot_pattern_complexity, relation_pairs
 
 STAGE = "report-patterns"
@@ -39,7 +39,7 @@ class PatternJob:
 
 
 def prepare_patterns(triples: str, encoder: str) -> PatternJob:
-    model_dir = encoder_or_teacher_folder(encoder)  # an unknown encoder fails here, nothing written
+    model_dir = encoder_folder(encoder)  # an unknown encoder fails here, nothing written
     return PatternJob([{"path": triples, "sha256": sha256_path(Path(triples)), "role": "triples"},
                        {"path": str(model_dir), "sha256": sha256_path(model_dir), "role": "encoder"}], encoder)
 

@@ -27,8 +27,7 @@ from models.mean_pooling_encoder import MeanPoolingEncoder
 from tasks.core.config import ConfigError
 from tasks.core.defaults import DEFAULT_ENCODER, DEFAULT_LM, HUB_IDS
 from tasks.core.store import sha256_path
-from tasks.llm.local_models import resolve_model_files
-from tasks.llm.teacher import encoder_or_teacher_folder
+from tasks.llm.local_models import encoder_folder, resolve_model_files
 from tasks.train.settings import BackboneSettings
 
 DEFAULT_SOURCES = {"encoder": DEFAULT_ENCODER, "bellm": DEFAULT_LM}
@@ -52,7 +51,7 @@ def backbone_identity(settings: BackboneSettings) -> dict:
     needs, so a reused stage never loads the model."""
     source = settings.source or DEFAULT_SOURCES[settings.kind]
     if settings.kind == "encoder":
-        folder = encoder_or_teacher_folder(source)
+        folder = encoder_folder(source)
         return {"kind": "encoder", "source": source, "path": str(folder), "sha256": sha256_path(folder)}
     path, sha = resolve_model_files(source)
     return {"kind": "bellm", "source": source, "path": str(path), "sha256": sha,

@@ -243,6 +243,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def run_params(calls: list[str]) -> dict:
+    """The parameters the Prefect stand-in read for the last weekly run."""
+    return json.loads([c for c in calls if c.startswith("params ")][-1][len("params "):])
+
+
 def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_named(grow, tmp_path, capsys):
     assert grow(2, 5)[0] == 0  # two labeled chunks committed
     sick = "../shared/data/sick2014/SICK_trial.txt"
@@ -252,7 +257,7 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     weekly, results = tmp_path / f"growth-weekly-{student.name}", tmp_path / "results"
     assert rc == 0 and f"ui {port} scheduler=false" in calls and "serve" in calls  # its own server, no schedules
     assert "prefect deployment run train-on-dataset/weekly --watch --params -" in calls
-    params = json.loads(next(c for c in calls if c.startswith("params "))[len("params "):])
+    params = run_params(calls)
     assert params == {"runs": [str(tmp_path / "growth-labeled" / c) for c in ("chunk-01", "chunk-02")],
                       "datasets_dir": f"{weekly}-datasets", "output_dir": str(weekly),
                       "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]},
@@ -261,7 +266,7 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     assert json.loads((copied / "eval.json").read_text()) == {"train": params["train"]}
     assert json.loads((copied / "manifest.json").read_text()) == {"runs": ["chunk-01", "chunk-02"]}
     rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_PORT": str(free_port())})  # the default student, MiniLM
-    params = json.loads([c for c in calls if c.startswith("params ")][-1][len("params "):])
+    params = run_params(calls)
     assert rc == 0 and params["train"] == {"eval_sets": ["stsb-test", sick]}  # no backbone: TrainSettings' own
     assert params["output_dir"] == str(tmp_path / "growth-weekly")
     assert (results / "anchors_1200_weekly" / "eval.json").is_file()

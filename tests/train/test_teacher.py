@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from tasks.core.config import ConfigError
 from tasks.core.defaults import DEFAULT_TEACHER, HUB_IDS
+from tasks.llm import local_models
 from tasks.llm import teacher as teacher_module
 from tasks.train.label_sources import regression_targets
 from tasks.train.training import LossSettings, TrainSettings
@@ -91,7 +92,7 @@ def test_bad_teachers_fail_with_one_message_naming_the_fix(tmp_path, monkeypatch
     (tmp_path / "not-an-encoder" / "notes.txt").write_text("weights elsewhere")
     with pytest.raises(ConfigError, match="is not a sentence encoder"):
         teacher_module.teacher_folder(str(tmp_path / "not-an-encoder"))
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    monkeypatch.setattr(local_models, "teachers_dir", lambda: tmp_path / "no-teachers")
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         teacher_module.teacher_folder()
     with pytest.raises(ValidationError, match="losses.regression is 0"):
@@ -106,7 +107,7 @@ def install_fake_teacher(tmp_path, monkeypatch):
     folder.mkdir(parents=True)
     (folder / "config.json").write_text("{}")
     (folder / "model.safetensors").write_bytes(b"weights")
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "teachers")
+    monkeypatch.setattr(local_models, "teachers_dir", lambda: tmp_path / "teachers")
     return folder
 
 
@@ -117,7 +118,7 @@ def test_the_teacher_trains_as_a_larger_student_by_its_name(tmp_path, monkeypatc
     from tasks.train.settings import BackboneSettings
 
     settings = BackboneSettings(kind="encoder", source=DEFAULT_TEACHER)
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    monkeypatch.setattr(local_models, "teachers_dir", lambda: tmp_path / "no-teachers")
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         backbone_identity(settings)
     folder = install_fake_teacher(tmp_path, monkeypatch)
@@ -138,7 +139,7 @@ def test_the_pipeline_with_the_teacher_as_its_student_finds_it_before_stage_1(tm
 
     train = TrainSettings(backbone=BackboneSettings(kind="encoder", source=DEFAULT_TEACHER))
     stages = (GenerateSettings(), RetrieveSettings(), LabelSettings(), train, None)
-    monkeypatch.setattr(teacher_module, "teachers_dir", lambda: tmp_path / "no-teachers")
+    monkeypatch.setattr(local_models, "teachers_dir", lambda: tmp_path / "no-teachers")
     with pytest.raises(ConfigError, match=r"not installed.*\./stsgen teacher fetch"):
         plan_pipeline(*stages)
     folder = install_fake_teacher(tmp_path, monkeypatch)
