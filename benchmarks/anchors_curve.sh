@@ -20,14 +20,19 @@
 #                                                             #   after `./stsgen teacher fetch`; the CSV's backbone
 #                                                             #   row is its own, so pair against that, not MiniLM's)
 #                                                             #   or mpnet400 (that student at 400 steps: its best
-#                                                             #   step was the last at 200)
+#                                                             #   step was the last at 200) or
+#                                                             #   distilled (teacher's, the teacher the larger
+#                                                             #   weekly model: `WEEKLY_STUDENT=all-mpnet-base-v2
+#                                                             #   WEEKLY_STEPS=400 … weekly` runs first)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
 #   benchmarks/anchors_curve.sh weekly                        # the weekly deployment's model over the labeled chunks
 #                                                             #   (WEEKLY_STUDENT=all-mpnet-base-v2: on that student,
 #                                                             #   under <GROW_OUT>-weekly-<name> and
-#                                                             #   benchmarks/results/anchors_1200_weekly_<name>/)
+#                                                             #   benchmarks/results/anchors_1200_weekly_<name>/;
+#                                                             #   WEEKLY_STEPS=400: train.steps, the folders'
+#                                                             #   names end -400steps / _400steps)
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
@@ -57,14 +62,16 @@ what=${1:?dataset, encoder, encoder-search, lever, genre, weekly or bellm}
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 [[ $out == /* ]] || out=$PWD/$out
 student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
-weekly=$out-weekly${student_name:+-$student_name}
+steps=${WEEKLY_STEPS:-}  # empty: TrainSettings' own budget
+weekly=$out-weekly${student_name:+-$student_name}${steps:+-${steps}steps}
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
                    [pairsonly]="--data pairs:label" [nopairs]="--data triples"
                    [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
                    [mpnet]="--source all-mpnet-base-v2" [mpnet400]="--source all-mpnet-base-v2 --steps 400"
-                   [selfmined]="--data mined+pairs:label --miner-name weekly")  # + its --miner path, below
+                   [selfmined]="--data mined+pairs:label --miner-name weekly"  # + its --miner path, below
+                   [distilled]="--data triples+pairs:teacher --teacher-name weekly-mpnet400")  # + its --teacher
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
@@ -137,6 +144,7 @@ case $what in
     [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
     read -ra change <<< "${levers[$lever]}"  # the flags hold no space; a path (GROW_OUT's) is one word of its own
     [[ $lever == selfmined ]] && change+=(--miner "$out-weekly/latest/train-surrogate/model")
+    [[ $lever == distilled ]] && change+=(--teacher "$out-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model")
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" "${change[@]}"
     ;;
   genre)
@@ -168,12 +176,13 @@ case $what in
     wait_for "$serving" "served weekly deployment" "$prefect" deployment inspect train-on-dataset/weekly
     # The run's parameters written by json.dumps: a folder or student name with quotes or backslashes stays one string.
     .venv/bin/python -c 'import json, sys
-weekly, sick, student, *runs = sys.argv[1:]
-train = {"eval_sets": ["stsb-test", sick], **({"backbone": {"source": student}} if student else {})}
+weekly, sick, student, steps, *runs = sys.argv[1:]
+train = {"eval_sets": ["stsb-test", sick], **({"backbone": {"source": student}} if student else {}),
+         **({"steps": int(steps)} if steps else {})}
 print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_dir": weekly,
                   "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]}, "train": train}))' \
-      "$weekly" "$sick" "$student" "${chunks[@]}" | "$prefect" deployment run train-on-dataset/weekly --watch --params -
-    results=$results/anchors_1200_weekly${student_name:+_$student_name}; mkdir -p "$results"
+      "$weekly" "$sick" "$student" "$steps" "${chunks[@]}" | "$prefect" deployment run train-on-dataset/weekly --watch --params -
+    results=$results/anchors_1200_weekly${student_name:+_$student_name}${steps:+_${steps}steps}; mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1

@@ -198,7 +198,11 @@ def main() -> None:
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
     ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet, or several comma-separated (their rows "
                     "concatenated, a repeated (s1, s2) kept once), for the pairs:SOURCE variants")
-    ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder")
+    ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder: the "
+                    "registered one or a sentence-transformers folder, e.g. the larger weekly model "
+                    "(anchors_curve.sh lever distilled)")
+    ap.add_argument("--teacher-name", default=None, help="name the pairs:teacher rows 'DATA … teacher:NAME' (a name, "
+                    "not a path, so that a committed CSV names no local path)")
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
@@ -265,6 +269,11 @@ def main() -> None:
                              "`benchmarks/anchors_curve.sh weekly`")
         name = args.miner_name or Path(args.miner).name
         recipes = {f"{kind} miner:{name}" if base == "mined" else kind: (base, losses, source)
+                   for kind, (base, losses, source) in recipes.items()}
+    if args.teacher_name:
+        if not any(source == "teacher" for _, _, source in recipes.values()):
+            raise SystemExit("--teacher-name names the pairs:teacher rows' teacher: give --data …pairs:teacher")
+        recipes = {f"{kind} teacher:{args.teacher_name}" if source == "teacher" else kind: (base, losses, source)
                    for kind, (base, losses, source) in recipes.items()}
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
                .drop_duplicates(["s1", "s2"]).reset_index(drop=True)) if args.pairs else None  # runs may share pairs

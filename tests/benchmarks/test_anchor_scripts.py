@@ -205,7 +205,10 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
                "mpnet": {"--source": "all-mpnet-base-v2"},  # a larger student, named: no path in the CSV
                "mpnet400": {"--source": "all-mpnet-base-v2", "--steps": "400"},
                "selfmined": {"--data": "mined+pairs:label", "--miner-name": "weekly",  # the weekly run's model mines
-                             "--miner": f"{tmp_path}/growth-weekly/latest/train-surrogate/model"}}
+                             "--miner": f"{tmp_path}/growth-weekly/latest/train-surrogate/model"},
+               "distilled": {"--data": "triples+pairs:teacher", "--teacher-name": "weekly-mpnet400",  # its teacher:
+                             "--teacher":  # the larger weekly model
+                             f"{tmp_path}/growth-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model"}}
     for lever, change in changes.items():
         rc, calls = grow("lever", lever, 200, script=CURVE)
         got = flags(calls[-1])
@@ -253,21 +256,23 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     sick = "../shared/data/sick2014/SICK_trial.txt"
     student = Path("models") / 'my "student" \\ v2'  # a folder name that JSON must escape (relative: no local path)
     port = free_port()
-    rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(student), "WEEKLY_PORT": str(port)})
-    weekly, results = tmp_path / f"growth-weekly-{student.name}", tmp_path / "results"
+    rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(student), "WEEKLY_PORT": str(port),
+                                                  "WEEKLY_STEPS": "400"})
+    weekly, results = tmp_path / f"growth-weekly-{student.name}-400steps", tmp_path / "results"
     assert rc == 0 and f"ui {port} scheduler=false" in calls and "serve" in calls  # its own server, no schedules
     assert "prefect deployment run train-on-dataset/weekly --watch --params -" in calls
     params = run_params(calls)
     assert params == {"runs": [str(tmp_path / "growth-labeled" / c) for c in ("chunk-01", "chunk-02")],
                       "datasets_dir": f"{weekly}-datasets", "output_dir": str(weekly),
                       "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]},
-                      "train": {"eval_sets": ["stsb-test", sick], "backbone": {"source": str(student)}}}
-    copied = results / f"anchors_1200_weekly_{student.name}"
+                      "train": {"eval_sets": ["stsb-test", sick], "backbone": {"source": str(student)},
+                                "steps": 400}}
+    copied = results / f"anchors_1200_weekly_{student.name}_400steps"
     assert json.loads((copied / "eval.json").read_text()) == {"train": params["train"]}
     assert json.loads((copied / "manifest.json").read_text()) == {"runs": ["chunk-01", "chunk-02"]}
     rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_PORT": str(free_port())})  # the default student, MiniLM
     params = run_params(calls)
-    assert rc == 0 and params["train"] == {"eval_sets": ["stsb-test", sick]}  # no backbone: TrainSettings' own
+    assert rc == 0 and params["train"] == {"eval_sets": ["stsb-test", sick]}  # TrainSettings' student and steps
     assert params["output_dir"] == str(tmp_path / "growth-weekly")
     assert (results / "anchors_1200_weekly" / "eval.json").is_file()
     local = PROJECT.resolve().parent / "students" / "mine"  # a local path would be committed with the results
