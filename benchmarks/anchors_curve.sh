@@ -23,7 +23,9 @@
 #                                                             #   step was the last at 200) or
 #                                                             #   distilled (teacher's, the teacher the larger
 #                                                             #   weekly model: `WEEKLY_STUDENT=all-mpnet-base-v2
-#                                                             #   WEEKLY_STEPS=400 … weekly` runs first)
+#                                                             #   WEEKLY_STEPS=400 … weekly` runs first) or
+#                                                             #   distilled0 (the same, no backbone anchor: the
+#                                                             #   teacher's labels in its place)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
@@ -71,7 +73,8 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [teacher]="--data triples+pairs:teacher" [lr3e-5]="--lr 3e-5"
                    [mpnet]="--source all-mpnet-base-v2" [mpnet400]="--source all-mpnet-base-v2 --steps 400"
                    [selfmined]="--data mined+pairs:label --miner-name weekly"  # + its --miner path, below
-                   [distilled]="--data triples+pairs:teacher --teacher-name weekly-mpnet400")  # + its --teacher
+                   [distilled]="--data triples+pairs:teacher --teacher-name weekly-mpnet400"  # + its --teacher
+                   [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
@@ -144,7 +147,7 @@ case $what in
     [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
     read -ra change <<< "${levers[$lever]}"  # the flags hold no space; a path (GROW_OUT's) is one word of its own
     [[ $lever == selfmined ]] && change+=(--miner "$out-weekly/latest/train-surrogate/model")
-    [[ $lever == distilled ]] && change+=(--teacher "$out-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model")
+    [[ $lever == distilled* ]] && change+=(--teacher "$out-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model")
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" "${change[@]}"
     ;;
   genre)

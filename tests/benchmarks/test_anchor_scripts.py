@@ -198,6 +198,7 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
     assert rc == 0 and [c.split()[0] for c in calls] == ["benchmarks.data_value"] * 2
     recipe = flags(calls[1])
     assert recipe["--data"] == "triples+pairs:label" and recipe["--backbone-anchor"] == "50"
+    teacher = f"{tmp_path}/growth-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model"
     changes = {"400steps": {"--steps": "400"}, "anchor10": {"--backbone-anchor": "10"},
                "mined": {"--data": "mined+pairs:label"}, "pairsonly": {"--data": "pairs:label"},
                "teacher": {"--data": "triples+pairs:teacher"}, "lr3e-5": {"--lr": "3e-5"},
@@ -207,8 +208,9 @@ def test_each_lever_is_the_shipped_recipe_with_one_change(grow, tmp_path, capsys
                "selfmined": {"--data": "mined+pairs:label", "--miner-name": "weekly",  # the weekly run's model mines
                              "--miner": f"{tmp_path}/growth-weekly/latest/train-surrogate/model"},
                "distilled": {"--data": "triples+pairs:teacher", "--teacher-name": "weekly-mpnet400",  # its teacher:
-                             "--teacher":  # the larger weekly model
-                             f"{tmp_path}/growth-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model"}}
+                             "--teacher": teacher},  # the larger weekly model
+               "distilled0": {"--data": "triples+pairs:teacher", "--teacher-name": "weekly-mpnet400",
+                              "--teacher": teacher, "--backbone-anchor": "0"}}
     for lever, change in changes.items():
         rc, calls = grow("lever", lever, 200, script=CURVE)
         got = flags(calls[-1])
