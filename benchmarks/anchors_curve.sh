@@ -21,11 +21,12 @@
 #                                                             #   row is its own, so pair against that, not MiniLM's)
 #                                                             #   or mpnet400 (that student at 400 steps: its best
 #                                                             #   step was the last at 200) or
-#                                                             #   distilled (teacher's, the teacher the larger
-#                                                             #   weekly model: `WEEKLY_STUDENT=all-mpnet-base-v2
-#                                                             #   WEEKLY_STEPS=400 … weekly` runs first) or
-#                                                             #   distilled0 (the same, no backbone anchor: the
-#                                                             #   teacher's labels in its place)
+#                                                             #   distilled (the teacher lever with the larger
+#                                                             #   weekly model as the teacher: run
+#                                                             #   `WEEKLY_STUDENT=all-mpnet-base-v2 WEEKLY_STEPS=400
+#                                                             #   … weekly` first) or distilled0 (the same without
+#                                                             #   the backbone anchor: the teacher's labels in its
+#                                                             #   place)
 #   benchmarks/anchors_curve.sh genre [sizes] [seeds]         # the recipe on anchors from SICK train's captions
 #                                                             #   (STS-B's and SICK's caption genre), not the default
 #                                                             #   corpus (sizes: default 84)
@@ -50,7 +51,8 @@
 # Prefect server of its own, its scheduler off, on WEEKLY_PORT, default 4242) over the same copies, decontaminated
 # against the same sets as `dataset` and reporting SICK trial beside STS-B test; its eval.json and manifest go to
 # benchmarks/results/anchors_1200_weekly/ (with WEEKLY_STUDENT, a registered name or a folder:
-# anchors_1200_weekly_<its base name>/; `lever selfmined` always mines with MiniLM's weekly model). `genre`
+# anchors_1200_weekly_<its base name>/; with WEEKLY_STEPS=N both names end in N steps; `lever selfmined` always
+# mines with MiniLM's weekly model, `lever distilled*` always labels with mpnet's at 400 steps). `genre`
 # writes SICK train's sentences (../shared, read in place; none an evaluation sentence: benchmarks/corpora.py
 # caption_corpus) as a corpus under <GROW_OUT>-genre, samples GENRE_SOURCES (default 140) sources from it as
 # grow_anchors.sh grows a chunk (stage 2 over the default corpus, as the curve's), builds their dataset as `dataset`
@@ -65,7 +67,11 @@ out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; s
 [[ $out == /* ]] || out=$PWD/$out
 student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
 steps=${WEEKLY_STEPS:-}  # empty: TrainSettings' own budget
-weekly=$out-weekly${student_name:+-$student_name}${steps:+-${steps}steps}
+if [[ -n $steps && ! $steps =~ ^[1-9][0-9]*$ ]]; then  # refused before a server starts or a folder is named by it
+  echo "anchors_curve: WEEKLY_STEPS must be a whole number of steps, not '$steps'" >&2; exit 2
+fi
+weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}"; }  # a weekly run's folder: its student and steps
+weekly=$(weekly_out "$student_name" "$steps")
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
@@ -147,7 +153,7 @@ case $what in
     [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
     read -ra change <<< "${levers[$lever]}"  # the flags hold no space; a path (GROW_OUT's) is one word of its own
     [[ $lever == selfmined ]] && change+=(--miner "$out-weekly/latest/train-surrogate/model")
-    [[ $lever == distilled* ]] && change+=(--teacher "$out-weekly-all-mpnet-base-v2-400steps/latest/train-surrogate/model")
+    [[ $lever == distilled* ]] && change+=(--teacher "$(weekly_out all-mpnet-base-v2 400)/latest/train-surrogate/model")
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" "${change[@]}"
     ;;
   genre)

@@ -73,6 +73,7 @@ from benchmarks.data_value_selection import (  # noqa: E402
     with_mean,
 )
 from tasks.core.decontamination import EvalSentences  # noqa: E402
+from tasks.core.defaults import DEFAULT_TEACHER  # noqa: E402
 from tasks.core.device import autocast_precision, resolve_device, resolve_train_precision  # noqa: E402
 from tasks.core.sts_data import read_stsb  # noqa: E402
 from tasks.train import baselines  # noqa: E402
@@ -198,11 +199,11 @@ def main() -> None:
                     "all 1,500; a subset only where encoding the full dev at every evaluation does not fit)")
     ap.add_argument("--pairs", default=None, help="label-pairs' pairs.parquet, or several comma-separated (their rows "
                     "concatenated, a repeated (s1, s2) kept once), for the pairs:SOURCE variants")
-    ap.add_argument("--teacher", default="all-mpnet-base-v2", help="the pairs:teacher label source's encoder: the "
+    ap.add_argument("--teacher", default=DEFAULT_TEACHER, help="the pairs:teacher label source's encoder: the "
                     "registered one or a sentence-transformers folder, e.g. the larger weekly model "
                     "(anchors_curve.sh lever distilled)")
     ap.add_argument("--teacher-name", default=None, help="name the pairs:teacher rows 'DATA … teacher:NAME' (a name, "
-                    "not a path, so that a committed CSV names no local path)")
+                    "not a path, so that a committed CSV names no local path; needed with any --teacher but the registered one)")
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")
@@ -238,6 +239,12 @@ def main() -> None:
     bases = {base for base, _, _ in recipes.values()}
     if not args.pairs and any(losses.regression for _, losses, _ in recipes.values()):
         raise SystemExit("the pairs:SOURCE variants need --pairs (label-pairs' pairs.parquet)")
+    teaches = any(source == "teacher" for _, _, source in recipes.values())
+    if args.teacher_name and not teaches:
+        raise SystemExit("--teacher-name names the pairs:teacher rows' teacher: give --data …pairs:teacher")
+    if teaches and args.teacher != DEFAULT_TEACHER and not args.teacher_name:  # else two teachers' rows look alike
+        raise SystemExit(f"--teacher {args.teacher}: name it with --teacher-name (the rows name their teacher, "
+                         "never its path)")
     nli = None
     if {"nli", "hardneg"} & bases:
         if not args.nli_runs:
@@ -271,8 +278,6 @@ def main() -> None:
         recipes = {f"{kind} miner:{name}" if base == "mined" else kind: (base, losses, source)
                    for kind, (base, losses, source) in recipes.items()}
     if args.teacher_name:
-        if not any(source == "teacher" for _, _, source in recipes.values()):
-            raise SystemExit("--teacher-name names the pairs:teacher rows' teacher: give --data …pairs:teacher")
         recipes = {f"{kind} teacher:{args.teacher_name}" if source == "teacher" else kind: (base, losses, source)
                    for kind, (base, losses, source) in recipes.items()}
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)

@@ -110,7 +110,8 @@ def grow(tmp_path):
             env: dict[str, str] | None = None) -> tuple[int, list[str]]:
         env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / out),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or "",
-               "CURVE_PREFECT": str(prefect), "CURVE_RESULTS": str(tmp_path / "results"), **(env or {})}
+               "CURVE_PREFECT": str(prefect), "CURVE_RESULTS": str(tmp_path / "results"),
+               "WEEKLY_STUDENT": "", "WEEKLY_STEPS": "", **(env or {})}  # a developer's own settings stay out
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails
         return done.returncode, log.read_text().splitlines()
@@ -278,5 +279,19 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     assert params["output_dir"] == str(tmp_path / "growth-weekly")
     assert (results / "anchors_1200_weekly" / "eval.json").is_file()
     local = PROJECT.resolve().parent / "students" / "mine"  # a local path would be committed with the results
-    rc, _ = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(local), "WEEKLY_PORT": str(free_port())})
+    rc, before = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(local), "WEEKLY_PORT": str(free_port())})
     assert rc == 1 and "names a local path" in capsys.readouterr().out
+    for steps in ("4e2", "0", "400 "):  # refused before its server starts or a folder is named by it
+        rc, after = grow("weekly", script=CURVE, env={"WEEKLY_STEPS": steps, "WEEKLY_PORT": str(free_port())})
+        assert rc == 2 and after == before and "WEEKLY_STEPS must be a whole number" in capsys.readouterr().out
+
+
+def test_the_distilled_levers_teacher_is_where_the_larger_weekly_run_puts_its_model(grow, tmp_path):
+    assert grow(2, 5)[0] == 0
+    rc, calls = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": "all-mpnet-base-v2", "WEEKLY_STEPS": "400",
+                                                  "WEEKLY_PORT": str(free_port())})
+    model = Path(run_params(calls)["output_dir"]) / "latest" / "train-surrogate" / "model"
+    assert rc == 0 and model.parent.is_dir()  # the stand-in wrote the run's folder
+    for lever in ("distilled", "distilled0"):
+        rc, calls = grow("lever", lever, 1200, script=CURVE)
+        assert rc == 0 and flags(calls[-1])["--teacher"] == str(model)
