@@ -190,7 +190,8 @@ train = {"eval_sets": ["stsb-test", sick], **({"backbone": {"source": student}} 
          **({"steps": int(steps)} if steps else {})}
 print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_dir": weekly,
                   "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]}, "train": train}))' \
-      "$weekly" "$sick" "$student" "$steps" "${chunks[@]}" | "$prefect" deployment run train-on-dataset/weekly --watch --params -
+      "$weekly" "$sick" "$student" "$steps" "${chunks[@]}" |
+      "$prefect" deployment run train-on-dataset/weekly --watch --params -
     results=$results/anchors_1200_weekly${student_name:+_$student_name}${steps:+_${steps}steps}; mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path

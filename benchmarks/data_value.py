@@ -203,7 +203,8 @@ def main() -> None:
                     "registered one or a sentence-transformers folder, e.g. the larger weekly model "
                     "(anchors_curve.sh lever distilled)")
     ap.add_argument("--teacher-name", default=None, help="name the pairs:teacher rows 'DATA … teacher:NAME' (a name, "
-                    "not a path, so that a committed CSV names no local path; needed with any --teacher but the registered one)")
+                    "not a path, so that a committed CSV names no local path); needed with any --teacher but the "
+                    "registered one")
     ap.add_argument("--regression-loss", default="cosine", choices=("cosine", "cosent"),
                     help="the pairs' regression: CosineSimilarityLoss (L2 to the label) or CoSENT (its order only)")
     ap.add_argument("--save-triples", default=None, help="write the anchors' triples here (benchmarks/data)")

@@ -292,7 +292,8 @@ def test_a_named_teacher_folder_labels_the_pairs_and_names_the_rows_without_its_
     e1, e2 = (teacher.encode(pairs[c].tolist(), normalize_embeddings=True) for c in ("s1", "s2"))
     cosines = np.clip((e1 * e2).sum(axis=1), 0, 1)
     assert np.allclose(pairs["label"], cosines, atol=1e-4)  # the folder's cosines, not stage 3's label
-    for argv, refusal in ((["--data", "triples+pairs:label", "--teacher-name", "weekly"], "give --data …pairs:teacher"),
+    for argv, refusal in ((["--data", "triples+pairs:label", "--teacher-name", "weekly"],
+                           "give --data …pairs:teacher"),
                           (["--data", "pairs:teacher", "--teacher", tiny_encoder_dir], "name it with --teacher-name")):
         with pytest.raises(SystemExit, match=refusal):
             harness_run(capsys, *argv, "--pairs", PAIRS)
