@@ -71,6 +71,7 @@ if [[ -n $steps && ! $steps =~ ^[1-9][0-9]*$ ]]; then  # refused before a server
   echo "anchors_curve: WEEKLY_STEPS must be a whole number of steps, not '$steps'" >&2; exit 2
 fi
 weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}"; }  # a weekly run's folder: its student and steps
+weekly_model() { echo "$(weekly_out "$@")/latest/train-surrogate/model"; }  # the model that run shipped
 weekly=$(weekly_out "$student_name" "$steps")
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
@@ -152,8 +153,8 @@ case $what in
   lever)  # the shipped recipe's flags, then the lever's
     [[ -v levers[$lever] ]] || { echo "anchors_curve.sh lever: one of ${!levers[*]}, not '$lever'" >&2; exit 2; }
     read -ra change <<< "${levers[$lever]}"  # the flags hold no space; a path (GROW_OUT's) is one word of its own
-    [[ $lever == selfmined ]] && change+=(--miner "$out-weekly/latest/train-surrogate/model")
-    [[ $lever == distilled* ]] && change+=(--teacher "$(weekly_out all-mpnet-base-v2 400)/latest/train-surrogate/model")
+    [[ $lever == selfmined ]] && change+=(--miner "$(weekly_model)")
+    [[ $lever == distilled* ]] && change+=(--teacher "$(weekly_model all-mpnet-base-v2 400)")
     curve encoder "recipe_$lever" "${recipe[@]}" "${shipped[@]}" "${change[@]}"
     ;;
   genre)

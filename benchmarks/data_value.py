@@ -119,6 +119,13 @@ def recipe(kind: str, regression_loss: str = "cosine") -> tuple[str | None, Loss
     return base, losses.model_copy(update={"regression": 1.0, "regression_loss": regression_loss}), label_source
 
 
+def tagged(recipes: dict, tag: str, applies) -> dict:
+    """The recipes with ' TAG' added to the name of each that `applies(base, source)` to (the miner's or teacher's
+    name, so a row says who mined or labeled for it)."""
+    return {f"{kind} {tag}" if applies(base, source) else kind: (base, losses, source)
+            for kind, (base, losses, source) in recipes.items()}
+
+
 def mining_evals() -> EvalSentences:
     """What a mined negative must not be: STS-B dev and test (as in the train stage) and SICK trial, read in place
     (the train stage leaves out SICK trial where it is one of its eval sets)."""
@@ -275,12 +282,9 @@ def main() -> None:
             raise SystemExit(f"--miner {args.miner}: no sentence-transformers model there (none of "
                              f"{', '.join(MODEL_FILES)}); the weekly model is written by "
                              "`benchmarks/anchors_curve.sh weekly`")
-        name = args.miner_name or Path(args.miner).name
-        recipes = {f"{kind} miner:{name}" if base == "mined" else kind: (base, losses, source)
-                   for kind, (base, losses, source) in recipes.items()}
+        recipes = tagged(recipes, f"miner:{args.miner_name or Path(args.miner).name}", lambda base, _: base == "mined")
     if args.teacher_name:
-        recipes = {f"{kind} teacher:{args.teacher_name}" if source == "teacher" else kind: (base, losses, source)
-                   for kind, (base, losses, source) in recipes.items()}
+        recipes = tagged(recipes, f"teacher:{args.teacher_name}", lambda _, source: source == "teacher")
     labeled = (pd.concat([pd.read_parquet(p) for p in args.pairs.split(",")], ignore_index=True)
                .drop_duplicates(["s1", "s2"]).reset_index(drop=True)) if args.pairs else None  # runs may share pairs
     backbone = BackboneSettings(kind=args.backbone, source=args.source)

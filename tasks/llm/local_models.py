@@ -153,7 +153,8 @@ def resolve_model_files(source: str) -> tuple[Path, str]:
 
 
 def teachers_dir() -> Path:
-    """The registered teacher's home (tasks/llm/teacher.py fetches it), beside the environment's packages (as the corpus archives): every STSGEN_HOME, a test's too, sees it."""
+    """The registered teacher's home (tasks/llm/teacher.py fetches it), beside the environment's packages (as the
+    corpus archives): every STSGEN_HOME, a test's too, sees it."""
     return Path(sys.prefix) / "share" / "stsgen" / "teachers"
 
 
