@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from tests.conftest import PROJECT
@@ -295,3 +296,23 @@ def test_the_distilled_levers_teacher_is_where_the_larger_weekly_run_puts_its_mo
     for lever in ("distilled", "distilled0"):
         rc, calls = grow("lever", lever, 1200, script=CURVE)
         assert rc == 0 and flags(calls[-1])["--teacher"] == str(model)
+
+
+def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_budget(grow, tmp_path):
+    rc, calls = grow("bellm", 800, 13, script=CURVE)
+    searched = flags(calls[-1])
+    assert rc == 0 and searched["--backbone"] == "bellm" and "--search-budget" in searched
+    assert searched["--data"] == "simcse,simcse-paper,triples,triples+pairs:label"  # one search for every row
+    assert (searched["--sizes"], searched["--seeds"]) == ("800", "13")
+    rc, calls = grow("bellm-fixed", script=CURVE)
+    fixed = flags(calls[-1])
+    assert rc == 0 and fixed["--backbone"] == "bellm" and "--search-budget" not in fixed
+    assert fixed["--data"] == "simcse,simcse-paper,triples" and fixed["--sizes"] == "1200"  # the target's size
+    assert fixed["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_1200.csv"
+    # Like for like with the committed 400-anchor CPU rows: their steps, lr and precision, and the harness's batch.
+    committed = pd.read_csv(PROJECT / "benchmarks" / "results" / "data_value_bellm_400_cpu.csv")
+    assert committed[["steps", "lr", "precision"]].drop_duplicates().shape[0] == 1
+    row = committed.iloc[0]
+    assert (int(fixed["--steps"]), float(fixed["--lr"])) == (row["steps"], row["lr"])
+    assert fixed["--precision"] == "auto" and row["precision"] == "bfloat16"  # their command's `auto`: bf16 here
+    assert "--batch-size" not in fixed and "--backbone-anchor" not in fixed

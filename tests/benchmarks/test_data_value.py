@@ -298,6 +298,10 @@ def test_a_named_teacher_folder_labels_the_pairs_and_names_the_rows_without_its_
         with pytest.raises(SystemExit, match=refusal):
             harness_run(capsys, *argv, "--pairs", PAIRS)
     assert len(calls["train"]) == 2  # refused before any training
+    rows, _ = harness_run(capsys, "--data", "triples+pairs:teacher", "--pairs", PAIRS, "--steps", 2,
+                          "--teacher", tiny_encoder_dir, "--teacher-name", "weekly-mpnet400", "--backbone-anchor", 50)
+    assert set(rows["data"]) == {"backbone", "triples+pairs:teacher anchor50 teacher:weekly-mpnet400"}  # both said
+    assert [s.losses.backbone_anchor for s in calls["train"][2:]] == [50.0, 50.0]  # the anchor trained, per seed
 
 
 def test_a_mined_frame_adds_a_corpus_sentence_beside_each_generated_negative(tiny_encoder_dir):
