@@ -35,7 +35,9 @@
 #                                                             #   under <GROW_OUT>-weekly-<name> and
 #                                                             #   benchmarks/results/anchors_1200_weekly_<name>/;
 #                                                             #   WEEKLY_STEPS=400: train.steps, the folders'
-#                                                             #   names end -400steps / _400steps)
+#                                                             #   names end -400steps / _400steps; WEEKLY_SEED=14:
+#                                                             #   train.seed, not TrainSettings' 13, the names
+#                                                             #   end -seed14 / _seed14)
 #   benchmarks/anchors_curve.sh bellm [sizes] [seeds]         # raw SmolLM2 decoder: SimCSE (searched, paper), triples,
 #                                                             #   triples + the labeled pairs
 #   benchmarks/anchors_curve.sh bellm-fixed [sizes] [seeds]   # the same decoder at the 400-anchor CPU rows' budget,
@@ -70,13 +72,17 @@ what=${1:?dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
 [[ $out == /* ]] || out=$PWD/$out
 student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
-steps=${WEEKLY_STEPS:-}  # empty: TrainSettings' own budget
+steps=${WEEKLY_STEPS:-}; seed=${WEEKLY_SEED:-}  # empty: TrainSettings' own budget and seed
 if [[ -n $steps && ! $steps =~ ^[1-9][0-9]*$ ]]; then  # refused before a server starts or a folder is named by it
   echo "anchors_curve: WEEKLY_STEPS must be a whole number of steps, not '$steps'" >&2; exit 2
 fi
-weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}"; }  # a weekly run's folder: its student and steps
+if [[ -n $seed && ! $seed =~ ^(0|[1-9][0-9]*)$ ]]; then
+  echo "anchors_curve: WEEKLY_SEED must be a whole number, not '$seed'" >&2; exit 2
+fi
+# A weekly run's folder, named by what it was given: student, steps, seed.
+weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}${3:+-seed$3}"; }
 weekly_model() { echo "$(weekly_out "$@")/latest/train-surrogate/model"; }  # the model that run shipped
-weekly=$(weekly_out "$student_name" "$steps")
+weekly=$(weekly_out "$student_name" "$steps" "$seed")
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
 declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [anchor0]="--backbone-anchor 0" [mined]="--data mined+pairs:label"
@@ -191,14 +197,15 @@ case $what in
     wait_for "$serving" "served weekly deployment" "$prefect" deployment inspect train-on-dataset/weekly
     # The run's parameters written by json.dumps: a folder or student name with quotes or backslashes stays one string.
     .venv/bin/python -c 'import json, sys
-weekly, sick, student, steps, *runs = sys.argv[1:]
+weekly, sick, student, steps, seed, *runs = sys.argv[1:]
 train = {"eval_sets": ["stsb-test", sick], **({"backbone": {"source": student}} if student else {}),
-         **({"steps": int(steps)} if steps else {})}
+         **({"steps": int(steps)} if steps else {}), **({"seed": int(seed)} if seed else {})}
 print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_dir": weekly,
                   "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]}, "train": train}))' \
-      "$weekly" "$sick" "$student" "$steps" "${chunks[@]}" |
+      "$weekly" "$sick" "$student" "$steps" "$seed" "${chunks[@]}" |
       "$prefect" deployment run train-on-dataset/weekly --watch --params -
-    results=$results/anchors_1200_weekly${student_name:+_$student_name}${steps:+_${steps}steps}; mkdir -p "$results"
+    results=$results/anchors_1200_weekly${student_name:+_$student_name}${steps:+_${steps}steps}${seed:+_seed$seed}
+    mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1

@@ -112,7 +112,8 @@ def grow(tmp_path):
         env = {**os.environ, "STSGEN": str(stand_in), "CURVE_PYTHON": str(python), "GROW_OUT": str(tmp_path / out),
                "GROW_KEPT": str(tmp_path / "kept"), "STAND_IN_LOG": str(log), "STAND_IN_FAIL": fail or "",
                "CURVE_PREFECT": str(prefect), "CURVE_RESULTS": str(tmp_path / "results"),
-               "WEEKLY_STUDENT": "", "WEEKLY_STEPS": "", **(env or {})}  # a developer's own settings stay out
+               "WEEKLY_STUDENT": "", "WEEKLY_STEPS": "", "WEEKLY_SEED": "",  # a developer's own settings stay out
+               **(env or {})}
         done = subprocess.run(["bash", str(script), *map(str, args)], env=env, capture_output=True, text=True)
         print(done.stderr)  # shown when a test fails
         return done.returncode, log.read_text().splitlines()
@@ -282,9 +283,28 @@ def test_the_weekly_run_gets_its_parameters_as_json_whatever_the_student_is_name
     local = PROJECT.resolve().parent / "students" / "mine"  # a local path would be committed with the results
     rc, before = grow("weekly", script=CURVE, env={"WEEKLY_STUDENT": str(local), "WEEKLY_PORT": str(free_port())})
     assert rc == 1 and "names a local path" in capsys.readouterr().out
-    for steps in ("4e2", "0", "400 "):  # refused before its server starts or a folder is named by it
-        rc, after = grow("weekly", script=CURVE, env={"WEEKLY_STEPS": steps, "WEEKLY_PORT": str(free_port())})
-        assert rc == 2 and after == before and "WEEKLY_STEPS must be a whole number" in capsys.readouterr().out
+    for name, value in (("STEPS", "4e2"), ("STEPS", "0"), ("STEPS", "400 "), ("SEED", "x"), ("SEED", "-1"),
+                        ("SEED", "014")):  # refused before its server starts or a folder is named by it
+        rc, after = grow("weekly", script=CURVE, env={f"WEEKLY_{name}": value, "WEEKLY_PORT": str(free_port())})
+        assert rc == 2 and after == before and f"WEEKLY_{name} must be a whole number" in capsys.readouterr().out
+
+
+def test_a_weekly_rerun_with_another_seed_trains_it_into_folders_of_its_own(grow, tmp_path):
+    assert grow(2, 5)[0] == 0
+    env = {"WEEKLY_STUDENT": "all-mpnet-base-v2", "WEEKLY_STEPS": "400", "WEEKLY_PORT": str(free_port())}
+    rc, calls = grow("weekly", script=CURVE, env={**env, "WEEKLY_SEED": "14"})
+    params = run_params(calls)
+    assert rc == 0 and params["train"]["seed"] == 14 and params["train"]["steps"] == 400
+    assert params["output_dir"] == str(tmp_path / "growth-weekly-all-mpnet-base-v2-400steps-seed14")
+    seeded = tmp_path / "results" / "anchors_1200_weekly_all-mpnet-base-v2_400steps_seed14"
+    assert json.loads((seeded / "eval.json").read_text())["train"]["seed"] == 14
+    rc, calls = grow("weekly", script=CURVE, env={**env, "WEEKLY_PORT": str(free_port())})  # the default seed
+    assert rc == 0 and "seed" not in run_params(calls)["train"]  # TrainSettings' own, the committed run's folder
+    unseeded = tmp_path / "results" / "anchors_1200_weekly_all-mpnet-base-v2_400steps" / "eval.json"
+    assert "seed" not in json.loads(unseeded.read_text())["train"]  # each run's results in a folder of its own
+    assert json.loads((seeded / "eval.json").read_text())["train"]["seed"] == 14
+    rc, calls = grow("lever", "distilled", 1200, script=CURVE, env={"WEEKLY_SEED": "14"})
+    assert rc == 0 and flags(calls[-1])["--teacher"].endswith("-400steps/latest/train-surrogate/model")  # seed 13's
 
 
 def test_the_distilled_levers_teacher_is_where_the_larger_weekly_run_puts_its_model(grow, tmp_path):
