@@ -56,7 +56,7 @@ import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 import torch  # noqa: E402
 
-from benchmarks.data_value_columns import COLUMNS, DEV, POOL, SICK, TEST  # noqa: E402
+from benchmarks.data_value_columns import COLUMNS, DEV, PAPER_BUDGET, POOL, SICK, TEST  # noqa: E402
 from benchmarks.data_value_report import report  # noqa: E402
 from benchmarks.data_value_selection import (  # noqa: E402
     PAPER_SIMCSE,
@@ -345,7 +345,7 @@ def main() -> None:
             if triple_kind == "simcse-paper":  # one epoch at batch 64, lr 3e-5, no warm-up: never searched
                 n = paper_steps(len(next(iter(frames.values()))))
                 chosen = run(n, PAPER_SIMCSE["lr"], batch_size=PAPER_SIMCSE["batch_size"], warmup_steps=0)
-                tried, record = [chosen], "SimCSE's paper setting: 1 epoch, batch 64, lr 3e-5"
+                tried, record = [chosen], PAPER_BUDGET
             elif steps:
                 chosen, tried = search_budget(run, steps, lrs)
                 record = search_record(chosen, tried, steps)

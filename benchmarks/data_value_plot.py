@@ -24,7 +24,7 @@ matplotlib.use("Agg")  # files only: no display on these machines
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from benchmarks.data_value_columns import DEV, SICK  # noqa: E402
+from benchmarks.data_value_columns import DEV, FIXED_BUDGET, PAPER_BUDGET, SICK  # noqa: E402
 
 PLOT_POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
 METRICS = (DEV, SICK)  # the choosing set and the confirming one
@@ -53,12 +53,14 @@ def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> fl
 
 
 def budget_title(rows: pd.DataFrame) -> str:
-    """The trained rows' budget: one steps / lr for all; each data's own where every row's was fixed (`budget`
-    "fixed", e.g. the shipped recipe's and the triples-only recipe's); else each row's own, searched on dev."""
+    """The trained rows' budget: one steps / lr for all; each data's own where every row's was given (`budget`
+    "fixed", e.g. the shipped recipe's and the triples-only recipe's, SimCSE's paper setting, or empty in a CSV
+    written before budgets were searched); else each row's own, searched on dev."""
     trained = rows[rows["data"] != "backbone"]
     if trained["steps"].nunique() == 1 and trained["lr"].nunique() == 1:
         return f"{int(trained['steps'].iloc[0])} steps, lr {trained['lr'].iloc[0]:g}"
-    if "budget" in trained and (trained["budget"] == "fixed").all():
+    budget = trained["budget"] if "budget" in trained else pd.Series(index=trained.index, dtype=object)
+    if (budget.isna() | budget.isin([FIXED_BUDGET, PAPER_BUDGET])).all():  # empty: a CSV from before searches
         fixed = trained.groupby("data", sort=False)[["steps", "lr"]].agg(lambda v: sorted(set(v)))
         return "\n".join(f"{data}: {'/'.join(str(int(s)) for s in r['steps'])} steps, lr "
                          f"{'/'.join(f'{lr:g}' for lr in r['lr'])}" for data, r in fixed.iterrows())

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from benchmarks.data_value_columns import DEV, MEAN, MEAN_OF, VS_BACKBONE
+from benchmarks.data_value_columns import DEV, FIXED_BUDGET, MEAN, MEAN_OF, VS_BACKBONE
 from tasks.core.sts_evaluation import evaluate_frame
 from tasks.train import baselines
 from tasks.train.trainer import train
@@ -179,7 +179,7 @@ def search_record(chosen: Candidate, tried: list[Candidate], steps: list[int] | 
     """The search as a CSV cell: every candidate's mean dev, the chosen one, and whether it sits at the ladder's top
     (still improving there: the search's cap, not a plateau)."""
     if steps is None:
-        return "fixed"
+        return FIXED_BUDGET
     cells = "; ".join(f"{c.label()} dev {c.dev:.2f}" for c in tried)
     capped = " (at the ladder's top: may be under-trained)" if chosen.steps == max(steps) else ""
     return f"searched on STS-B dev: {cells} → {chosen.label()}{capped}"

@@ -13,7 +13,7 @@ from matplotlib.image import imread
 
 import benchmarks.data_value as data_value
 import benchmarks.data_value_selection as selection
-from benchmarks.data_value_columns import DEV, MEAN, POOL, SICK, TEST, VS_BACKBONE
+from benchmarks.data_value_columns import DEV, MEAN, PAPER_BUDGET, POOL, SICK, TEST, VS_BACKBONE
 from benchmarks.data_value_selection import (
     Candidate,
     SeedRun,
@@ -129,6 +129,11 @@ def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_sea
     assert budget_title(rows.assign(budget=["untrained", "fixed", "fixed", "100@3e-05 → 200@3e-05"])) == (
         "each row's budget (steps, lr) chosen on STS-B dev")
     assert budget_title(rows[rows["data"] != "recipe"]) == "200 steps, lr 3e-05"
+    older = pd.DataFrame({"data": ["simcse"], "steps": [100], "lr": [3e-5]})  # a CSV from before the budget column
+    paper = pd.DataFrame({"data": ["simcse-paper"], "steps": [19], "lr": [3e-5], "budget": [PAPER_BUDGET]})
+    assert budget_title(pd.concat([rows, older, paper])) == ("triples: 200 steps, lr 3e-05\nrecipe: 200 steps, "
+                                                             "lr 0.0001\nsimcse: 100 steps, lr 3e-05\n"
+                                                             "simcse-paper: 19 steps, lr 3e-05")
 
 
 @pytest.mark.parametrize("pool_favours", [1, 2])
