@@ -73,11 +73,11 @@ out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; s
 [[ $out == /* ]] || out=$PWD/$out
 student=${WEEKLY_STUDENT:-}; student_name=${student:+$(basename "$student")}  # empty: the default student, MiniLM
 steps=${WEEKLY_STEPS:-}; seed=${WEEKLY_SEED:-}  # empty: TrainSettings' own budget and seed
-if [[ -n $steps && ! $steps =~ ^[1-9][0-9]*$ ]]; then  # refused before a server starts or a folder is named by it
-  echo "anchors_curve: WEEKLY_STEPS must be a whole number of steps, not '$steps'" >&2; exit 2
-fi
-if [[ -n $seed && ! $seed =~ ^(0|[1-9][0-9]*)$ ]]; then
-  echo "anchors_curve: WEEKLY_SEED must be a whole number, not '$seed'" >&2; exit 2
+whole_number() {  # whole_number <VAR> <value> <pattern>: an unset value passes; anything else must match
+  [[ -z $2 || $2 =~ $3 ]] || { echo "anchors_curve: $1 must be a whole number, not '$2'" >&2; exit 2; }
+}
+if [[ $what == weekly ]]; then  # refused before a server starts or a folder is named by them
+  whole_number WEEKLY_STEPS "$steps" '^[1-9][0-9]{0,5}$'; whole_number WEEKLY_SEED "$seed" '^(0|[1-9][0-9]{0,8})$'
 fi
 # A weekly run's folder, named by what it was given: student, steps, seed.
 weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}${3:+-seed$3}"; }
@@ -94,7 +94,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
-[[ $what == bellm-fixed ]] && all_sizes=1200  # ~1.6 h for 3 seeds on 2 cores: the target's size only
+[[ $what == bellm-fixed ]] && all_sizes=1200  # ~2 h for 3 seeds on 2 cores: the target's size only
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}

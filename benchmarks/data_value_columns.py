@@ -8,8 +8,8 @@ POOL_NOTE = "STS12 train: the generator's pattern pool, not a judgement (in no c
 MEAN = "mean STS-B dev + SICK trial"
 MEAN_OF = (DEV, SICK)
 VS_BACKBONE = {DEV: f"{DEV} vs backbone", SICK: f"{SICK} vs backbone", MEAN: f"{MEAN} vs backbone"}
-# The `budget` cell of a row whose budget was given, not searched on dev (empty in a CSV written before the column: every
-# budget was given then).
+# The `budget` cell of a row whose budget was given, not searched on dev (empty in a CSV written before the column:
+# every budget was given then).
 FIXED_BUDGET = "fixed"
 PAPER_BUDGET = "SimCSE's paper setting: 1 epoch, batch 64, lr 3e-5"
 COLUMNS = ["anchors", "data", "seed", "rows", "steps", "lr", "batch_size", "best_step", "train_s", "search_train_s",

@@ -335,4 +335,4 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     row = committed.iloc[0]
     assert (int(fixed["--steps"]), float(fixed["--lr"])) == (row["steps"], row["lr"])
     assert fixed["--precision"] == "auto" and row["precision"] == "bfloat16"  # their command's `auto`: bf16 here
-    assert "--batch-size" not in fixed and "--backbone-anchor" not in fixed
+    assert "--batch-size" not in fixed and "--backbone-anchor" not in fixed  # the harness's own batch, as then

@@ -134,6 +134,8 @@ def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_sea
     assert budget_title(pd.concat([rows, older, paper])) == ("triples: 200 steps, lr 3e-05\nrecipe: 200 steps, "
                                                              "lr 0.0001\nsimcse: 100 steps, lr 3e-05\n"
                                                              "simcse-paper: 19 steps, lr 3e-05")
+    mixed = pd.concat([older, older.assign(data="triples", steps=200)])  # CSVs without a budget column at all
+    assert budget_title(mixed) == "simcse: 100 steps, lr 3e-05\ntriples: 200 steps, lr 3e-05"
 
 
 @pytest.mark.parametrize("pool_favours", [1, 2])
