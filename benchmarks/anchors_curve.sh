@@ -79,8 +79,9 @@ whole_number() {  # whole_number <VAR> <value> <pattern>: an unset value passes;
 if [[ $what == weekly ]]; then  # refused before a server starts or a folder is named by them
   whole_number WEEKLY_STEPS "$steps" '^[1-9][0-9]{0,5}$'; whole_number WEEKLY_SEED "$seed" '^(0|[1-9][0-9]{0,8})$'
 fi
-# A weekly run's folder, named by what it was given: student, steps, seed.
-weekly_out() { echo "$out-weekly${1:+-$1}${2:+-${2}steps}${3:+-seed$3}"; }
+# A weekly run's names end in what it was given: weekly_suffix <separator> <student> <steps> <seed>.
+weekly_suffix() { echo "${2:+$1$2}${3:+$1${3}steps}${4:+${1}seed$4}"; }
+weekly_out() { echo "$out-weekly$(weekly_suffix - "$@")"; }  # its folder
 weekly_model() { echo "$(weekly_out "$@")/latest/train-surrogate/model"; }  # the model that run shipped
 weekly=$(weekly_out "$student_name" "$steps" "$seed")
 # Each lever: the flags that change the shipped recipe (argparse keeps a repeated option's last value).
@@ -204,8 +205,7 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
                   "dataset": {"eval_sets": ["stsb-dev", "stsb-test", sick]}, "train": train}))' \
       "$weekly" "$sick" "$student" "$steps" "$seed" "${chunks[@]}" |
       "$prefect" deployment run train-on-dataset/weekly --watch --params -
-    results=$results/anchors_1200_weekly${student_name:+_$student_name}${steps:+_${steps}steps}${seed:+_seed$seed}
-    mkdir -p "$results"
+    results=$results/anchors_1200_weekly$(weekly_suffix _ "$student_name" "$steps" "$seed"); mkdir -p "$results"
     cp "$weekly"/latest/train-surrogate/{eval.json,manifest.json} "$results/"
     if grep -l "$(realpath ..)/" "$results"/*.json; then  # the committed results name no local path
       echo "anchors_curve: $results names a local path" >&2; exit 1

@@ -59,7 +59,7 @@ def budget_title(rows: pd.DataFrame) -> str:
     trained = rows[rows["data"] != "backbone"]
     if trained["steps"].nunique() == 1 and trained["lr"].nunique() == 1:
         return f"{int(trained['steps'].iloc[0])} steps, lr {trained['lr'].iloc[0]:g}"
-    budget = trained["budget"] if "budget" in trained else pd.Series(index=trained.index, dtype=object)
+    budget = trained.reindex(columns=["budget"])["budget"]  # all empty in CSVs from before the column
     if (budget.isna() | budget.isin([FIXED_BUDGET, PAPER_BUDGET])).all():  # empty: a CSV from before searches
         fixed = trained.groupby("data", sort=False)[["steps", "lr"]].agg(lambda v: sorted(set(v)))
         return "\n".join(f"{data}: {'/'.join(str(int(s)) for s in r['steps'])} steps, lr "
