@@ -42,8 +42,10 @@
 #                                                             #   triples + the labeled pairs
 #   benchmarks/anchors_curve.sh bellm-fixed [sizes] [seeds]   # the same decoder at the 400-anchor CPU rows' budget,
 #                                                             #   unsearched (100 steps, lr 3e-5, bf16 where the CPU
-#                                                             #   has it): SimCSE, SimCSE's paper setting, triples —
-#                                                             #   what a GPU-less machine affords (sizes: default 1200)
+#                                                             #   has it): SimCSE, SimCSE's paper setting, triples;
+#                                                             #   then triples + the labeled pairs (CoSENT on stage
+#                                                             #   3's label) in a CSV of its own — what a GPU-less
+#                                                             #   machine affords (sizes: default 1200)
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
 # test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
 # order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
@@ -95,7 +97,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
-[[ $what == bellm-fixed ]] && all_sizes=1200  # ~2 h for 3 seeds on 2 cores: the target's size only
+[[ $what == bellm-fixed ]] && all_sizes=1200  # ~2 h 45 min for 3 seeds on 2 cores: the target's size only
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}
@@ -215,7 +217,9 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
   bellm-fixed)  # the budget of data_value_bellm_400_cpu.csv, so the 1,200 point extends that curve like for like
-    curve bellm fixed --data simcse,simcse-paper,triples --steps 100 --lr 3e-5 --precision auto
+    fixed=(--steps 100 --lr 3e-5 --precision auto)
+    curve bellm fixed --data simcse,simcse-paper,triples "${fixed[@]}"
+    curve bellm fixed_pairs --data triples+pairs:label --regression-loss cosent "${fixed[@]}"  # a CSV of its own
     ;;
   *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm-fixed," \
           "not '$what'" >&2

@@ -325,10 +325,15 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     assert searched["--data"] == "simcse,simcse-paper,triples,triples+pairs:label"  # one search for every row
     assert (searched["--sizes"], searched["--seeds"]) == ("800", "13")
     rc, calls = grow("bellm-fixed", script=CURVE)
-    fixed = flags(calls[-1])
+    fixed, pairs = flags(calls[-2]), flags(calls[-1])
     assert rc == 0 and fixed["--backbone"] == "bellm" and "--search-budget" not in fixed
     assert fixed["--data"] == "simcse,simcse-paper,triples" and fixed["--sizes"] == "1200"  # the target's size
     assert fixed["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_1200.csv"
+    # The labeled pairs beside the triples: a CSV of their own (the committed three rows stay), the same budget.
+    assert (pairs["--data"], pairs["--regression-loss"]) == ("triples+pairs:label", "cosent")
+    assert pairs["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_pairs_1200.csv"
+    assert {k: v for k, v in pairs.items() if k not in ("--data", "--regression-loss", "--table-out")} == {
+        k: v for k, v in fixed.items() if k not in ("--data", "--table-out")}
     # Like for like with the committed 400-anchor CPU rows: their steps, lr and precision, and the harness's batch.
     committed = pd.read_csv(PROJECT / "benchmarks" / "results" / "data_value_bellm_400_cpu.csv")
     assert committed[["steps", "lr", "precision"]].drop_duplicates().shape[0] == 1
