@@ -326,7 +326,8 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     assert (searched["--sizes"], searched["--seeds"]) == ("800", "13")
     rc, calls = grow("bellm-fixed", script=CURVE)
     fixed, pairs = flags(calls[-2]), flags(calls[-1])
-    assert rc == 0 and fixed["--backbone"] == "bellm" and "--search-budget" not in fixed
+    assert rc == 0 and len(calls) == 3  # the calls so far: `bellm`'s one, then `bellm-fixed`'s two
+    assert fixed["--backbone"] == "bellm" and "--search-budget" not in fixed
     assert fixed["--data"] == "simcse,simcse-paper,triples" and fixed["--sizes"] == "1200"  # the target's size
     assert fixed["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_1200.csv"
     # The labeled pairs beside the triples: a CSV of their own (the committed three rows stay), the same budget.
