@@ -5,6 +5,8 @@ its own and enters nothing else."""
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -70,13 +72,22 @@ def report(table: pd.DataFrame) -> None:
           f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")
 
 
-def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
+def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data: str | None = None
+            ) -> dict[str, str]:
     """a − b, two harness CSVs' trained rows (one size and data each: a lever against the recipe, 400 anchors against
-    100), paired by seed, on STS-B dev, SICK trial and their mean."""
-    rows = [t[t["data"] != "backbone"] for t in (a, b)]
-    for t in rows:
+    100), paired by seed, on STS-B dev, SICK trial and their mean. `a_data` / `b_data` pick one data kind from a CSV
+    that trained several (the decoder's SimCSE, paper setting and triples in one CSV)."""
+    rows = []
+    for t, kind in ((a, a_data), (b, b_data)):
+        t = t[t["data"] != "backbone"]
+        if kind is not None:
+            if kind not in set(t["data"]):
+                raise SystemExit(f"compare: no '{kind}' row in that CSV (it holds: {', '.join(t['data'].unique())})")
+            t = t[t["data"] == kind]
         if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
-            raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed")
+            raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed; "
+                             "--a-data / --b-data pick one data kind")
+        rows.append(t)
     a_seeds, b_seeds = (t.set_index("seed") for t in rows)
     if set(a_seeds.index) != set(b_seeds.index):
         raise SystemExit(f"compare: the seeds differ ({sorted(a_seeds.index)} vs {sorted(b_seeds.index)}): "
@@ -85,10 +96,16 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, str]:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m benchmarks.data_value_report A.csv B.csv`: the results page's paired A − B."""
-    if len(argv) != 2:
-        raise SystemExit("usage: python -m benchmarks.data_value_report A.csv B.csv (prints A − B paired by seed)")
-    for name, cell in compare(*(pd.read_csv(p) for p in argv)).items():
+    """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND]`: the results page's
+    paired A − B."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
+                                     description="A − B on STS-B dev, SICK trial and their mean, paired by seed")
+    parser.add_argument("a", help="a harness CSV (benchmarks/data_value.py --table-out)")
+    parser.add_argument("b", help="the CSV it is compared against")
+    parser.add_argument("--a-data", help="A's data kind, where A trained several (its `data` column: triples, …)")
+    parser.add_argument("--b-data", help="B's data kind, likewise")
+    args = parser.parse_args(argv)
+    for name, cell in compare(pd.read_csv(args.a), pd.read_csv(args.b), args.a_data, args.b_data).items():
         print(f"{name}: {cell}")
 
 

@@ -367,3 +367,15 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path
     b.to_csv(tmp_path / "b.csv", index=False)
     main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
     assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
+
+    # A CSV that trained several data kinds (the decoder's SimCSE and triples): --a-data / --b-data pick one each.
+    several = pd.concat([b, a[a["data"] != "backbone"].assign(anchors=100, data="triples")], ignore_index=True)
+    several.to_csv(tmp_path / "several.csv", index=False)
+    with pytest.raises(SystemExit, match="one trained row"):
+        compare(several, b)
+    with pytest.raises(SystemExit, match="no 'simcse' row in that CSV \\(it holds: recipe, triples\\)"):
+        compare(several, b, a_data="simcse")
+    assert compare(several, b, a_data="triples") == got  # a's numbers, now under another name in a wider CSV
+    assert compare(b, several, b_data="recipe") == compare(b, b)  # a difference of 0: the same row picked
+    main([str(tmp_path / "several.csv"), str(tmp_path / "several.csv"), "--a-data", "triples", "--b-data", "recipe"])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
