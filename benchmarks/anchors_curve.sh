@@ -44,10 +44,10 @@
 #                                                             #   unsearched (100 steps, lr 3e-5, bf16 where the CPU
 #                                                             #   has it): SimCSE, SimCSE's paper setting, triples;
 #                                                             #   then triples + the labeled pairs (CoSENT on stage
-#                                                             #   3's label) in a CSV of its own, then it and SimCSE
-#                                                             #   at 200 steps (the triples' 100 batches), each in a
-#                                                             #   CSV of its own — what a GPU-less machine affords
-#                                                             #   (sizes: default 1200)
+#                                                             #   3's label) in a CSV of its own, then it at 200
+#                                                             #   steps (the triples' 100 batches) and SimCSE at 200,
+#                                                             #   each in a CSV of its own — what a GPU-less machine
+#                                                             #   affords (sizes: default 1200)
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
 # test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
 # order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
@@ -99,7 +99,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
-[[ $what == bellm-fixed ]] && all_sizes=1200  # ~5 h 10 min for 3 seeds on 2 cores: the target's size only
+[[ $what == bellm-fixed ]] && all_sizes=1200  # ~4 h 35 min for 3 seeds on 2 cores: the target's size only
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}

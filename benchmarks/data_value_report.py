@@ -75,14 +75,16 @@ def report(table: pd.DataFrame) -> None:
 def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data: str | None = None
             ) -> dict[str, str]:
     """a − b, two harness CSVs' trained rows (one size and data each: a lever against the recipe, 400 anchors against
-    100), paired by seed, on STS-B dev, SICK trial and their mean. `a_data` / `b_data` pick one data kind from a CSV
-    that trained several (the decoder's SimCSE, paper setting and triples in one CSV)."""
+    100), paired by seed, on STS-B dev, SICK trial and their mean, and STS-B test where both CSVs hold it (the results
+    tables quote it, read once). `a_data` / `b_data` pick one data kind from a CSV that trained several (the decoder's
+    SimCSE, paper setting and triples in one CSV)."""
     rows = []
     for t, kind in ((a, a_data), (b, b_data)):
         t = t[t["data"] != "backbone"]
         if kind is not None:
             if kind not in set(t["data"]):
-                raise SystemExit(f"compare: no '{kind}' row in that CSV (it holds: {', '.join(t['data'].unique())})")
+                held = ", ".join(t["data"].unique()) or "no trained row"
+                raise SystemExit(f"compare: no trained '{kind}' row in that CSV (it holds: {held})")
             t = t[t["data"] == kind]
         if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
             raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed; "
@@ -92,14 +94,15 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data:
     if set(a_seeds.index) != set(b_seeds.index):
         raise SystemExit(f"compare: the seeds differ ({sorted(a_seeds.index)} vs {sorted(b_seeds.index)}): "
                          "nothing to pair")
-    return {s: paired(a_seeds[s], b_seeds[s]) for s in (DEV, SICK, MEAN)}
+    sets = (DEV, SICK, MEAN) + ((TEST,) if TEST in a_seeds and TEST in b_seeds else ())
+    return {s: paired(a_seeds[s], b_seeds[s]) for s in sets}
 
 
 def main(argv: list[str]) -> None:
     """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND]`: the results page's
     paired A − B."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
-                                     description="A − B on STS-B dev, SICK trial and their mean, paired by seed")
+                                     description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired by seed")
     parser.add_argument("a", help="a harness CSV (benchmarks/data_value.py --table-out)")
     parser.add_argument("b", help="the CSV it is compared against")
     parser.add_argument("--a-data", help="A's data kind, where A trained several (its `data` column: triples, …)")

@@ -373,9 +373,15 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path
     several.to_csv(tmp_path / "several.csv", index=False)
     with pytest.raises(SystemExit, match="one trained row"):
         compare(several, b)
-    with pytest.raises(SystemExit, match="no 'simcse' row in that CSV \\(it holds: recipe, triples\\)"):
+    with pytest.raises(SystemExit, match="no trained 'simcse' row in that CSV \\(it holds: recipe, triples\\)"):
         compare(several, b, a_data="simcse")
+    with pytest.raises(SystemExit, match="no trained 'backbone' row"):  # the untrained row is no row to pair
+        compare(several, b, a_data="backbone")
     assert compare(several, b, a_data="triples") == got  # a's numbers, now under another name in a wider CSV
     assert compare(b, several, b_data="recipe") == compare(b, b)  # a difference of 0: the same row picked
     main([str(tmp_path / "several.csv"), str(tmp_path / "several.csv"), "--a-data", "triples", "--b-data", "recipe"])
     assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
+    # STS-B test, read once, is paired too where both CSVs hold it (the results tables quote it).
+    assert TEST not in got
+    with_test = compare(a.assign(**{TEST: a[DEV] - 5}), b.assign(**{TEST: b[DEV] - 5}))
+    assert with_test[TEST] == got[DEV] and {k: v for k, v in with_test.items() if k != TEST} == got
