@@ -219,12 +219,12 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
   bellm-fixed)  # the budget of data_value_bellm_400_cpu.csv, so the 1,200 point extends that curve like for like
-    fixed=(--steps 100 --lr 3e-5 --precision auto)
+    fixed=(--steps 100 --lr 3e-5 --precision auto); pairs=(--data triples+pairs:label --regression-loss cosent)
     curve bellm fixed --data simcse,simcse-paper,triples "${fixed[@]}"
-    curve bellm fixed_pairs --data triples+pairs:label --regression-loss cosent "${fixed[@]}"  # a CSV of its own
+    curve bellm fixed_pairs "${pairs[@]}" "${fixed[@]}"  # a CSV of its own
     # The round-robin sampler alternates the two, so at 100 steps the triples get 50 batches: at 200, the triples
     # row's 100 (argparse keeps the last --steps); and SimCSE, still rising at 100, at the same 200 steps.
-    curve bellm fixed_pairs_200steps --data triples+pairs:label --regression-loss cosent "${fixed[@]}" --steps 200
+    curve bellm fixed_pairs_200steps "${pairs[@]}" "${fixed[@]}" --steps 200
     curve bellm fixed_simcse_200steps --data simcse "${fixed[@]}" --steps 200
     ;;
   *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm-fixed," \
