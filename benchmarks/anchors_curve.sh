@@ -45,9 +45,9 @@
 #                                                             #   has it): SimCSE, SimCSE's paper setting, triples;
 #                                                             #   then triples + the labeled pairs (CoSENT on stage
 #                                                             #   3's label) in a CSV of its own, then it at 200
-#                                                             #   steps (the triples' 100 batches) and SimCSE at 200,
-#                                                             #   each in a CSV of its own — what a GPU-less machine
-#                                                             #   affords (sizes: default 1200)
+#                                                             #   steps (the triples' 100 batches), SimCSE and the
+#                                                             #   triples alone at 200, each in a CSV of its own —
+#                                                             #   what a GPU-less machine affords (sizes: default 1200)
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
 # test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
 # order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
@@ -99,7 +99,7 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
-[[ $what == bellm-fixed ]] && all_sizes=1200  # ~4 h 35 min for 3 seeds on 2 cores: the target's size only
+[[ $what == bellm-fixed ]] && all_sizes=1200  # ~6 h for 3 seeds on 2 cores: the target's size only
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}
@@ -223,9 +223,10 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     curve bellm fixed --data simcse,simcse-paper,triples "${fixed[@]}"
     curve bellm fixed_pairs "${pairs[@]}" "${fixed[@]}"  # a CSV of its own
     # The round-robin sampler alternates the two, so at 100 steps the triples get 50 batches: at 200, the triples
-    # row's 100 (argparse keeps the last --steps); and SimCSE, still rising at 100, at the same 200 steps.
+    # row's 100 (argparse keeps the last --steps); and SimCSE, still rising at 100, at the same 200 steps; and the
+    # triples alone at 200, so the labels' share of the longer row is told from the steps'.
     curve bellm fixed_pairs_200steps "${pairs[@]}" "${fixed[@]}" --steps 200
-    curve bellm fixed_simcse_200steps --data simcse "${fixed[@]}" --steps 200
+    for data in simcse triples; do curve bellm "fixed_${data}_200steps" --data "$data" "${fixed[@]}" --steps 200; done
     ;;
   *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm-fixed," \
           "not '$what'" >&2

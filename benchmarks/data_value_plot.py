@@ -1,8 +1,8 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
-backbone, one line per training data, mean ± sd over seeds; 0 anchors is the untrained backbone. `--metrics "STS-B
-dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can cost it. STS12
-train (the generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern pool, not a
-judgement.
+backbone, one line per training data (and fixed budget), mean ± sd over seeds; 0 anchors is the untrained backbone.
+`--metrics "STS-B dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can
+cost it. STS12 train (the generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern
+pool, not a judgement.
 
 Reads per-seed rows (`data_value.py --table-out`: one or more CSVs per backbone, joined with `+`, e.g. the rows of a
 GPU call and of a later CPU run). The untrained score is the CSVs' `backbone` row; a CSV written before that row
@@ -30,11 +30,23 @@ PLOT_POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a p
 METRICS = (DEV, SICK)  # the choosing set and the confirming one
 
 
+def line_of(trained: pd.DataFrame) -> pd.Series:
+    """Each trained row's line: its data, and its steps where that data was given more than one fixed budget (the
+    decoder's triples at 100 steps and at 200), so a line holds one budget. A searched row stays on its data's line:
+    its steps are the search's choice, not a budget of its own."""
+    budget = trained.reindex(columns=["budget"])["budget"]  # all empty in CSVs from before the column
+    fixed = budget.isna() | (budget == FIXED_BUDGET)
+    budgets = trained[fixed].groupby("data")["steps"].nunique()
+    split = fixed & trained["data"].map(budgets).fillna(0).gt(1)
+    return trained["data"].where(~split, trained["data"] + ", " + trained["steps"].astype(int).astype(str) + " steps")
+
+
 def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str, pd.DataFrame]:
-    """data → (anchors, mean, sd, seeds) of `metric` with the untrained backbone as the 0-anchor point of every
-    line."""
+    """line (`line_of`) → (anchors, mean, sd, seeds) of `metric` with the untrained backbone as the 0-anchor point
+    of every line."""
     out = {}
-    for data, g in rows[rows["data"] != "backbone"].groupby("data", sort=False):
+    trained = rows[rows["data"] != "backbone"]
+    for data, g in trained.groupby(line_of(trained), sort=False):
         stats = g.groupby("anchors")[metric].agg(["mean", "std", "count"]).reset_index()
         zero = pd.DataFrame({"anchors": [0], "mean": [untrained], "std": [0.0], "count": [0]})
         out[data] = pd.concat([zero, stats], ignore_index=True).fillna({"std": 0.0})
@@ -76,7 +88,7 @@ def main() -> None:
     metrics = args.metrics.split(",")
     if unknown := set(metrics) - set(METRICS):
         raise SystemExit(f"--metrics: {', '.join(sorted(unknown))} is none of {', '.join(METRICS)}")
-    fig, axes = plt.subplots(len(metrics), len(args.tables), figsize=(5 * len(args.tables), 3.8 * len(metrics)),
+    fig, axes = plt.subplots(len(metrics), len(args.tables), figsize=(5 * len(args.tables), 4.6 * len(metrics)),
                              squeeze=False)
     tables = []  # (rows, given untrained STS-B dev) per backbone, read once for all its panels
     for spec in args.tables:
@@ -92,7 +104,7 @@ def main() -> None:
         ax.set_title(f"{rows['backbone'].iloc[0]}\n{budget_title(rows)}", fontsize=9)
         ax.set_xlabel("anchors (0 = untrained backbone)")
         ax.set_ylabel(f"{metric} Spearman ×100 (mean ± sd over seeds)")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.22))  # under the axes: off the lines
         ax.grid(alpha=0.3)
     fig.text(0.5, 0.005, PLOT_POOL_NOTE, ha="center", fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))

@@ -26,10 +26,15 @@ def t_interval(values: list[float]) -> tuple[float, float]:
 
 
 def paired(a: pd.Series, b: pd.Series) -> str:
-    """a − b paired by seed: mean [95 % t-interval] (seeds: …)."""
-    diff = (a - b).dropna().tolist()
-    lo, hi = t_interval(diff)
-    return f"{np.mean(diff):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: " + ", ".join(f"{d:+.2f}" for d in diff) + ")"
+    """a − b paired by seed: mean [95 % t-interval] (seeds: …), naming any seed left out for a value missing on
+    either side (a seed one side did not train, a set an older CSV did not score)."""
+    diff = a - b
+    kept = diff.dropna().tolist()
+    lo, hi = t_interval(kept)
+    missing = ", ".join(f"{seed:g}" for seed in diff.index[diff.isna()])
+    return (f"{np.mean(kept) if kept else float('nan'):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
+            + ", ".join(f"{d:+.2f}" for d in kept) + (f"; left out, a value missing: seed {missing}" if missing else "")
+            + ")")
 
 
 def report(table: pd.DataFrame) -> None:

@@ -325,8 +325,8 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     assert searched["--data"] == "simcse,simcse-paper,triples,triples+pairs:label"  # one search for every row
     assert (searched["--sizes"], searched["--seeds"]) == ("800", "13")
     rc, calls = grow("bellm-fixed", script=CURVE)
-    fixed, pairs, longer, simcse = (flags(c) for c in calls[-4:])
-    assert rc == 0 and len(calls) == 5  # the calls so far: `bellm`'s one, then `bellm-fixed`'s four
+    fixed, pairs, longer, simcse, triples = (flags(c) for c in calls[-5:])
+    assert rc == 0 and len(calls) == 6  # the calls so far: `bellm`'s one, then `bellm-fixed`'s five
     assert fixed["--backbone"] == "bellm" and "--search-budget" not in fixed
     assert fixed["--data"] == "simcse,simcse-paper,triples" and fixed["--sizes"] == "1200"  # the target's size
     assert fixed["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_1200.csv"
@@ -341,6 +341,9 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     # SimCSE at those 200 steps too (its best was its last step at 100): the longer row's like-for-like base.
     assert simcse["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_simcse_200steps_1200.csv"
     assert {**fixed, "--data": "simcse", "--steps": "200", "--table-out": simcse["--table-out"]} == simcse
+    # And the triples alone at 200: the longer row less its labeled pairs, so the labels are told from the steps.
+    assert triples["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_triples_200steps_1200.csv"
+    assert {**fixed, "--data": "triples", "--steps": "200", "--table-out": triples["--table-out"]} == triples
     # Like for like with the committed 400-anchor CPU rows: their steps, lr and precision, and the harness's batch.
     committed = pd.read_csv(PROJECT / "benchmarks" / "results" / "data_value_bellm_400_cpu.csv")
     assert committed[["steps", "lr", "precision"]].drop_duplicates().shape[0] == 1

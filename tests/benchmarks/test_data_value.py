@@ -138,6 +138,23 @@ def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_sea
     assert budget_title(mixed) == "simcse: 100 steps, lr 3e-05\ntriples: 200 steps, lr 3e-05"
 
 
+def test_the_plot_draws_each_fixed_budget_of_one_data_as_a_line_of_its_own_and_a_searched_row_on_its_datas():
+    from benchmarks.data_value_plot import curves
+
+    rows = pd.DataFrame({"data": ["backbone", "triples", "triples", "triples", "triples", "simcse", "simcse"],
+                         "anchors": [0, 400, 1200, 1200, 1200, 400, 1200], "steps": [0, 100, 100, 200, 200, 100, 400],
+                         "lr": [None] + [3e-5] * 6, "budget": ["untrained"] + ["fixed"] * 4 + [None, "searched"],
+                         DEV: [60.0, 70.0, 80.0, 81.0, 83.0, 71.0, 72.0]})
+    lines = curves(rows, 60.0)
+    assert set(lines) == {"triples, 100 steps", "triples, 200 steps", "simcse"}
+    assert list(lines["triples, 100 steps"]["mean"]) == [60.0, 70.0, 80.0]
+    assert list(lines["triples, 200 steps"]["anchors"]) == [0, 1200]
+    assert list(lines["triples, 200 steps"]["mean"]) == [60.0, 82.0]  # its two seeds, not the 100-step row's
+    assert list(lines["simcse"]["mean"]) == [60.0, 71.0, 72.0]  # a searched budget is the search's, not a line's
+    one_budget = rows[rows["steps"] != 200]
+    assert set(curves(one_budget, 60.0)) == {"triples", "simcse"}  # one fixed budget: named by its data alone
+
+
 @pytest.mark.parametrize("pool_favours", [1, 2])
 def test_sts12_train_is_in_no_selection_and_no_mean(harness, capsys, pool_favours):
     """Two trained checkpoints (steps 1 and 2) differ only in STS12 train's score; the backbone (step 0) is better on
@@ -385,3 +402,7 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path
     assert TEST not in got
     with_test = compare(a.assign(**{TEST: a[DEV] - 5}), b.assign(**{TEST: b[DEV] - 5}))
     assert with_test[TEST] == got[DEV] and {k: v for k, v in with_test.items() if k != TEST} == got
+    # A seed with a value missing on one side (an older CSV's unscored set) is left out by name, never silently.
+    gap = compare(a.assign(**{TEST: [None, 80.0, None, 81.0]}), b.assign(**{TEST: b[DEV] - 5}))
+    assert gap[TEST].endswith("(seeds: -1.00, -2.00; left out, a value missing: seed 13)")
+    assert gap[DEV] == got[DEV] and "left out" not in got[DEV]
