@@ -31,14 +31,18 @@ METRICS = (DEV, SICK)  # the choosing set and the confirming one
 
 
 def line_of(trained: pd.DataFrame) -> pd.Series:
-    """Each trained row's line: its data, and its steps where that data was given more than one fixed budget (the
-    decoder's triples at 100 steps and at 200), so a line holds one budget. A searched row stays on its data's line:
-    its steps are the search's choice, not a budget of its own."""
+    """Each trained row's line, so a line holds one budget: its data alone where all its rows share one, else its
+    data and budget — a fixed one by its steps (and lr where those differ: the decoder's triples at 100 steps and at
+    200), a searched one as "searched" (its steps are the search's choice per size, not a budget of their own)."""
     budget = trained.reindex(columns=["budget"])["budget"]  # all empty in CSVs from before the column
     fixed = budget.isna() | (budget == FIXED_BUDGET)
-    budgets = trained[fixed].groupby("data")["steps"].nunique()
-    split = fixed & trained["data"].map(budgets).fillna(0).gt(1)
-    return trained["data"].where(~split, trained["data"] + ", " + trained["steps"].astype(int).astype(str) + " steps")
+    steps = trained["steps"].astype(int).astype(str) + " steps"
+    with_lr = steps + ", lr " + trained["lr"].map("{:g}".format)
+    lrs = trained["data"].map(trained[fixed].groupby("data")["lr"].nunique()).fillna(0)
+    kind = with_lr.where(fixed, budget.where(budget == PAPER_BUDGET, "searched"))  # one value per budget
+    several = kind.groupby(trained["data"]).transform("nunique") > 1
+    suffix = with_lr.where(lrs > 1, steps).where(fixed, kind.replace({PAPER_BUDGET: "paper setting"}))
+    return trained["data"].where(~several, trained["data"] + ", " + suffix)
 
 
 def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str, pd.DataFrame]:

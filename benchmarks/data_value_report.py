@@ -31,10 +31,10 @@ def paired(a: pd.Series, b: pd.Series) -> str:
     diff = a - b
     kept = diff.dropna().tolist()
     lo, hi = t_interval(kept)
-    missing = ", ".join(f"{seed:g}" for seed in diff.index[diff.isna()])
+    missing = [str(int(seed)) if float(seed).is_integer() else str(seed) for seed in diff.index[diff.isna()]]
+    left_out = f"; left out, a value missing: seed{'s' * (len(missing) > 1)} {', '.join(missing)}" if missing else ""
     return (f"{np.mean(kept) if kept else float('nan'):+.2f} [{lo:+.2f}, {hi:+.2f}] (seeds: "
-            + ", ".join(f"{d:+.2f}" for d in kept) + (f"; left out, a value missing: seed {missing}" if missing else "")
-            + ")")
+            + ", ".join(f"{d:+.2f}" for d in kept) + left_out + ")")
 
 
 def report(table: pd.DataFrame) -> None:

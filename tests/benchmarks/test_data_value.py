@@ -13,7 +13,7 @@ from matplotlib.image import imread
 
 import benchmarks.data_value as data_value
 import benchmarks.data_value_selection as selection
-from benchmarks.data_value_columns import DEV, MEAN, PAPER_BUDGET, POOL, SICK, TEST, VS_BACKBONE
+from benchmarks.data_value_columns import DEV, MEAN, POOL, SICK, TEST, VS_BACKBONE
 from benchmarks.data_value_selection import (
     Candidate,
     SeedRun,
@@ -118,41 +118,6 @@ def test_the_plot_draws_sick_trial_from_its_own_column_and_backbone_row(harness,
         run(monkeypatch, capsys, "data_value_plot", "--metrics", metrics, "--out", out, tmp_path / "rows.csv")
         heights[metrics] = imread(out).shape[0]
     assert heights[f"{DEV},{SICK}"] == 2 * heights[DEV]  # a row of panels per metric
-
-
-def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_searched():
-    from benchmarks.data_value_plot import budget_title
-
-    rows = pd.DataFrame({"data": ["backbone", "triples", "triples", "recipe"], "steps": [0, 200, 200, 200],
-                         "lr": [None, 3e-5, 3e-5, 1e-4], "budget": ["untrained", "fixed", "fixed", "fixed"]})
-    assert budget_title(rows) == "triples: 200 steps, lr 3e-05\nrecipe: 200 steps, lr 0.0001"
-    assert budget_title(rows.assign(budget=["untrained", "fixed", "fixed", "100@3e-05 → 200@3e-05"])) == (
-        "each row's budget (steps, lr) chosen on STS-B dev")
-    assert budget_title(rows[rows["data"] != "recipe"]) == "200 steps, lr 3e-05"
-    older = pd.DataFrame({"data": ["simcse"], "steps": [100], "lr": [3e-5]})  # a CSV from before the budget column
-    paper = pd.DataFrame({"data": ["simcse-paper"], "steps": [19], "lr": [3e-5], "budget": [PAPER_BUDGET]})
-    assert budget_title(pd.concat([rows, older, paper])) == ("triples: 200 steps, lr 3e-05\nrecipe: 200 steps, "
-                                                             "lr 0.0001\nsimcse: 100 steps, lr 3e-05\n"
-                                                             "simcse-paper: 19 steps, lr 3e-05")
-    mixed = pd.concat([older, older.assign(data="triples", steps=200)])  # CSVs without a budget column at all
-    assert budget_title(mixed) == "simcse: 100 steps, lr 3e-05\ntriples: 200 steps, lr 3e-05"
-
-
-def test_the_plot_draws_each_fixed_budget_of_one_data_as_a_line_of_its_own_and_a_searched_row_on_its_datas():
-    from benchmarks.data_value_plot import curves
-
-    rows = pd.DataFrame({"data": ["backbone", "triples", "triples", "triples", "triples", "simcse", "simcse"],
-                         "anchors": [0, 400, 1200, 1200, 1200, 400, 1200], "steps": [0, 100, 100, 200, 200, 100, 400],
-                         "lr": [None] + [3e-5] * 6, "budget": ["untrained"] + ["fixed"] * 4 + [None, "searched"],
-                         DEV: [60.0, 70.0, 80.0, 81.0, 83.0, 71.0, 72.0]})
-    lines = curves(rows, 60.0)
-    assert set(lines) == {"triples, 100 steps", "triples, 200 steps", "simcse"}
-    assert list(lines["triples, 100 steps"]["mean"]) == [60.0, 70.0, 80.0]
-    assert list(lines["triples, 200 steps"]["anchors"]) == [0, 1200]
-    assert list(lines["triples, 200 steps"]["mean"]) == [60.0, 82.0]  # its two seeds, not the 100-step row's
-    assert list(lines["simcse"]["mean"]) == [60.0, 71.0, 72.0]  # a searched budget is the search's, not a line's
-    one_budget = rows[rows["steps"] != 200]
-    assert set(curves(one_budget, 60.0)) == {"triples", "simcse"}  # one fixed budget: named by its data alone
 
 
 @pytest.mark.parametrize("pool_favours", [1, 2])
@@ -358,51 +323,3 @@ def test_variants_parse_alone_and_beside_pairs_and_ask_for_their_inputs(harness,
     with pytest.raises(SystemExit, match="--sizes 28: --runs hold 27 anchors"):  # no row named for more than it has
         harness_run(capsys, "--data", "triples", "--sizes", 28)
     assert calls["train"] == []
-
-
-def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
-    from benchmarks.data_value_report import compare, main
-
-    def table(size, data, dev, sick, seeds=(13, 14, 15)):
-        rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
-        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [86.0], SICK: [79.0]})
-        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
-
-    a = table(400, "recipe", [87.3, 87.1, 87.2], [80.0, 81.0, 80.5], seeds=(15, 13, 14))  # any row order
-    b = table(100, "recipe", [87.0, 87.0, 87.0], [80.5, 80.5, 80.5])
-    got = compare(a, b)
-    assert got[DEV].startswith("+0.20 [") and "(seeds: +0.10, +0.20, +0.30)" in got[DEV]  # paired on seed 13, 14, 15
-    assert got[SICK].startswith("+0.00 [-1.24, +1.24]")  # differences +0.5, 0, −0.5: t(2) × sd 0.5 / √3
-    assert got[MEAN].startswith("+0.10 [")
-    with pytest.raises(SystemExit, match="seeds differ"):
-        compare(a, table(100, "recipe", [87.0, 87.0], [80.5, 80.5], seeds=(13, 14)))
-    with pytest.raises(SystemExit, match="one trained row"):
-        compare(pd.concat([a, b]), b)
-    with pytest.raises(SystemExit, match="once per seed"):
-        compare(pd.concat([a, a[a["data"] != "backbone"]]), b)
-    a.to_csv(tmp_path / "a.csv", index=False)  # the command line the results page names
-    b.to_csv(tmp_path / "b.csv", index=False)
-    main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
-    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
-
-    # A CSV that trained several data kinds (the decoder's SimCSE and triples): --a-data / --b-data pick one each.
-    several = pd.concat([b, a[a["data"] != "backbone"].assign(anchors=100, data="triples")], ignore_index=True)
-    several.to_csv(tmp_path / "several.csv", index=False)
-    with pytest.raises(SystemExit, match="one trained row"):
-        compare(several, b)
-    with pytest.raises(SystemExit, match="no trained 'simcse' row in that CSV \\(it holds: recipe, triples\\)"):
-        compare(several, b, a_data="simcse")
-    with pytest.raises(SystemExit, match="no trained 'backbone' row"):  # the untrained row is no row to pair
-        compare(several, b, a_data="backbone")
-    assert compare(several, b, a_data="triples") == got  # a's numbers, now under another name in a wider CSV
-    assert compare(b, several, b_data="recipe") == compare(b, b)  # a difference of 0: the same row picked
-    main([str(tmp_path / "several.csv"), str(tmp_path / "several.csv"), "--a-data", "triples", "--b-data", "recipe"])
-    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
-    # STS-B test, read once, is paired too where both CSVs hold it (the results tables quote it).
-    assert TEST not in got
-    with_test = compare(a.assign(**{TEST: a[DEV] - 5}), b.assign(**{TEST: b[DEV] - 5}))
-    assert with_test[TEST] == got[DEV] and {k: v for k, v in with_test.items() if k != TEST} == got
-    # A seed with a value missing on one side (an older CSV's unscored set) is left out by name, never silently.
-    gap = compare(a.assign(**{TEST: [None, 80.0, None, 81.0]}), b.assign(**{TEST: b[DEV] - 5}))
-    assert gap[TEST].endswith("(seeds: -1.00, -2.00; left out, a value missing: seed 13)")
-    assert gap[DEV] == got[DEV] and "left out" not in got[DEV]

@@ -1,0 +1,58 @@
+"""benchmarks/data_value_report.py's `compare`, the results page's paired A − B: by seed, refusing what it cannot
+pair, naming a seed it leaves out."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from benchmarks.data_value_columns import DEV, MEAN, SICK, TEST
+from benchmarks.data_value_report import compare, main, paired
+
+
+def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
+    def table(size, data, dev, sick, seeds=(13, 14, 15)):
+        rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
+        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [86.0], SICK: [79.0]})
+        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
+
+    a = table(400, "recipe", [87.3, 87.1, 87.2], [80.0, 81.0, 80.5], seeds=(15, 13, 14))  # any row order
+    b = table(100, "recipe", [87.0, 87.0, 87.0], [80.5, 80.5, 80.5])
+    got = compare(a, b)
+    assert got[DEV].startswith("+0.20 [") and "(seeds: +0.10, +0.20, +0.30)" in got[DEV]  # paired on seed 13, 14, 15
+    assert got[SICK].startswith("+0.00 [-1.24, +1.24]")  # differences +0.5, 0, −0.5: t(2) × sd 0.5 / √3
+    assert got[MEAN].startswith("+0.10 [")
+    with pytest.raises(SystemExit, match="seeds differ"):
+        compare(a, table(100, "recipe", [87.0, 87.0], [80.5, 80.5], seeds=(13, 14)))
+    with pytest.raises(SystemExit, match="one trained row"):
+        compare(pd.concat([a, b]), b)
+    with pytest.raises(SystemExit, match="once per seed"):
+        compare(pd.concat([a, a[a["data"] != "backbone"]]), b)
+    a.to_csv(tmp_path / "a.csv", index=False)  # the command line the results page names
+    b.to_csv(tmp_path / "b.csv", index=False)
+    main([str(tmp_path / "a.csv"), str(tmp_path / "b.csv")])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
+
+    # A CSV that trained several data kinds (the decoder's SimCSE and triples): --a-data / --b-data pick one each.
+    several = pd.concat([b, a[a["data"] != "backbone"].assign(anchors=100, data="triples")], ignore_index=True)
+    several.to_csv(tmp_path / "several.csv", index=False)
+    with pytest.raises(SystemExit, match="one trained row"):
+        compare(several, b)
+    with pytest.raises(SystemExit, match="no trained 'simcse' row in that CSV \\(it holds: recipe, triples\\)"):
+        compare(several, b, a_data="simcse")
+    with pytest.raises(SystemExit, match="no trained 'backbone' row"):  # the untrained row is no row to pair
+        compare(several, b, a_data="backbone")
+    assert compare(several, b, a_data="triples") == got  # a's numbers, now under another name in a wider CSV
+    assert compare(b, several, b_data="recipe") == compare(b, b)  # a difference of 0: the same row picked
+    main([str(tmp_path / "several.csv"), str(tmp_path / "several.csv"), "--a-data", "triples", "--b-data", "recipe"])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
+    # STS-B test, read once, is paired too where both CSVs hold it (the results tables quote it).
+    assert TEST not in got
+    with_test = compare(a.assign(**{TEST: a[DEV] - 5}), b.assign(**{TEST: b[DEV] - 5}))
+    assert with_test[TEST] == got[DEV] and {k: v for k, v in with_test.items() if k != TEST} == got
+    # A seed with a value missing on one side (an older CSV's unscored set) is left out by name, never silently.
+    gap = compare(a.assign(**{TEST: [None, 80.0, None, 81.0]}), b.assign(**{TEST: b[DEV] - 5}))
+    assert gap[TEST].endswith("(seeds: -1.00, -2.00; left out, a value missing: seed 13)")
+    assert gap[DEV] == got[DEV] and "left out" not in got[DEV]
+    big = pd.Series([1.0, None, None], index=[20261207.0, 20261208.0, 20261209.0])  # seeds as the CSV's floats
+    assert paired(big, big * 0).endswith("(seeds: +1.00; left out, a value missing: seeds 20261208, 20261209)")
