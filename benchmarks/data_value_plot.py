@@ -1,5 +1,5 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
-backbone, one line per training data (and fixed budget), mean ± sd over seeds; 0 anchors is the untrained backbone.
+backbone, one line per training data (and budget), mean ± sd over seeds; 0 anchors is the untrained backbone.
 `--metrics "STS-B dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can
 cost it. STS12 train (the generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern
 pool, not a judgement.
