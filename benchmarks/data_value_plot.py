@@ -30,11 +30,17 @@ PLOT_POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a p
 METRICS = (DEV, SICK)  # the choosing set and the confirming one
 
 
+def budget_of(trained: pd.DataFrame) -> pd.Series:
+    """Each row's `budget` cell: "fixed", a search's record or the paper setting; all empty in a CSV written before
+    the column, when every budget was given (so empty reads as fixed)."""
+    return trained.reindex(columns=["budget"])["budget"]
+
+
 def line_of(trained: pd.DataFrame) -> pd.Series:
     """Each trained row's line, so a line holds one budget: its data alone where all its rows share one, else its
     data and budget — a fixed one by its steps (and lr where those differ: the decoder's triples at 100 steps and at
     200), a searched one as "searched" (its steps are the search's choice per size, not a budget of their own)."""
-    budget = trained.reindex(columns=["budget"])["budget"]  # all empty in CSVs from before the column
+    budget = budget_of(trained)
     fixed = budget.isna() | (budget == FIXED_BUDGET)
     steps = trained["steps"].astype(int).astype(str) + " steps"
     with_lr = steps + ", lr " + trained["lr"].map("{:g}".format)
@@ -75,7 +81,7 @@ def budget_title(rows: pd.DataFrame) -> str:
     trained = rows[rows["data"] != "backbone"]
     if trained["steps"].nunique() == 1 and trained["lr"].nunique() == 1:
         return f"{int(trained['steps'].iloc[0])} steps, lr {trained['lr'].iloc[0]:g}"
-    budget = trained.reindex(columns=["budget"])["budget"]  # all empty in CSVs from before the column
+    budget = budget_of(trained)
     if (budget.isna() | budget.isin([FIXED_BUDGET, PAPER_BUDGET])).all():  # empty: a CSV from before searches
         fixed = trained.groupby("data", sort=False)[["steps", "lr"]].agg(lambda v: sorted(set(v)))
         return "\n".join(f"{data}: {'/'.join(str(int(s)) for s in r['steps'])} steps, lr "
