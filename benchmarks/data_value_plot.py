@@ -1,5 +1,6 @@
 """The learning curves of benchmarks/data_value.py as a plot: STS-B dev (the choice) against anchors, one panel per
-backbone, one line per training data (and budget), mean ± sd over seeds; 0 anchors is the untrained backbone.
+backbone, one line per training data (and budget), mean ± sd over seeds (their count, n, in the legend, and beside a
+point with another count); 0 anchors is the untrained backbone, and a line with one trained point is dashed.
 `--metrics "STS-B dev,SICK trial"` adds a row of panels for SICK trial (the confirming set), where a choice on dev can
 cost it. STS12 train (the generator's pattern pool, the CSVs' `sts12_train_pattern_pool`) is not plotted: a pattern
 pool, not a judgement.
@@ -25,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from benchmarks.data_value_columns import DEV, FIXED_BUDGET, PAPER_BUDGET, SICK  # noqa: E402
+from benchmarks.data_value_report import read_joined  # noqa: E402
 
 PLOT_POOL_NOTE = "STS12 train (the generator's pattern pool) is not plotted: a pattern pool, not a judgement"
 METRICS = (DEV, SICK)  # the choosing set and the confirming one
@@ -61,6 +63,17 @@ def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str,
         zero = pd.DataFrame({"anchors": [0], "mean": [untrained], "std": [0.0], "count": [0]})
         out[data] = pd.concat([zero, stats], ignore_index=True).fillna({"std": 0.0})
     return out
+
+
+def how_drawn(curve: pd.DataFrame) -> tuple[str, str, pd.DataFrame]:
+    """A line's legend note, line style and the points that get an "n=" label of their own: the seeds most of its
+    trained points have go into the legend (one label per point overlapped where lines end together); a point with
+    other seeds (the decoder's 50 and 200 anchors, seed 13 alone) is labeled, one an older CSV did not score (n=0)
+    is not. A line with one trained point is dashed: two points (the untrained backbone and that one) are no
+    measured curve."""
+    trained = curve[curve["anchors"] > 0]
+    seeds = int(trained["count"].mode().max())
+    return f"n={seeds}", "--" if len(trained) == 1 else "-", trained[~trained["count"].isin([seeds, 0])]
 
 
 def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> float:
@@ -103,12 +116,14 @@ def main() -> None:
     tables = []  # (rows, given untrained STS-B dev) per backbone, read once for all its panels
     for spec in args.tables:
         path, _, given = spec.partition("=")
-        tables.append((pd.concat([pd.read_csv(p) for p in path.split("+")], ignore_index=True), given))
+        tables.append((read_joined(path), given))
     panels = [(ax, metric, table) for metric, row in zip(metrics, axes) for ax, table in zip(row, tables)]
     for ax, metric, (rows, given) in panels:
         for data, c in curves(rows, untrained_of(rows, given or None, metric), metric).items():
-            ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, label=data)
-            for _, r in c[c["count"] > 0].iterrows():
+            note, style, labeled = how_drawn(c)
+            ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, linestyle=style,
+                        label=f"{data} ({note})")
+            for _, r in labeled.iterrows():
                 ax.annotate(f"n={int(r['count'])}", (r["anchors"], r["mean"]), fontsize=7, xytext=(3, -10),
                             textcoords="offset points")
         ax.set_title(f"{rows['backbone'].iloc[0]}\n{budget_title(rows)}", fontsize=9)

@@ -16,6 +16,21 @@ from benchmarks.data_value_columns import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST
 SETS = (DEV, SICK, MEAN, TEST, POOL)
 
 
+def read_joined(spec: str) -> pd.DataFrame:
+    """`A.csv+B.csv+…`: one harness table from the CSVs of several runs of one backbone (seed 13 run first, seeds 14
+    and 15 later; a GPU call's rows and a later CPU run's). Each CSV's untrained `backbone` row is the same model's,
+    so one is kept; a table whose backbone rows differ joins two backbones, and is refused."""
+    paths = spec.split("+")
+    table = pd.concat([pd.read_csv(p).assign(_csv=p) for p in paths], ignore_index=True)
+    backbone = table[table["data"] == "backbone"]
+    scores = backbone[[c for c in SETS if c in backbone]].round(4).drop_duplicates()
+    if len(scores) > 1:
+        raise SystemExit(f"{spec}: the CSVs' untrained backbone rows differ ({', '.join(backbone['_csv'])}): they "
+                         "are not one backbone's runs; join only CSVs of one --backbone")
+    keep = (table["data"] != "backbone") | ~table["data"].duplicated()
+    return table[keep].drop(columns="_csv").reset_index(drop=True)
+
+
 def t_interval(values: list[float]) -> tuple[float, float]:
     """95 % t-interval of the mean over seeds."""
     v = np.asarray(values, float)
@@ -105,15 +120,16 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data:
 
 def main(argv: list[str]) -> None:
     """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND]`: the results page's
-    paired A − B."""
+    paired A − B; A or B may join several runs' CSVs with `+` (`read_joined`)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
                                      description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired by seed")
-    parser.add_argument("a", help="a harness CSV (benchmarks/data_value.py --table-out)")
-    parser.add_argument("b", help="the CSV it is compared against")
+    parser.add_argument("a", help="a harness CSV (benchmarks/data_value.py --table-out), or CSV+CSV… of one row's "
+                                  "seeds run apart")
+    parser.add_argument("b", help="the CSV(s) it is compared against, likewise")
     parser.add_argument("--a-data", help="A's data kind, where A trained several (its `data` column: triples, …)")
     parser.add_argument("--b-data", help="B's data kind, likewise")
     args = parser.parse_args(argv)
-    for name, cell in compare(pd.read_csv(args.a), pd.read_csv(args.b), args.a_data, args.b_data).items():
+    for name, cell in compare(read_joined(args.a), read_joined(args.b), args.a_data, args.b_data).items():
         print(f"{name}: {cell}")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from benchmarks.data_value_columns import DEV, PAPER_BUDGET
-from benchmarks.data_value_plot import budget_title, curves
+from benchmarks.data_value_plot import budget_title, curves, how_drawn
 
 
 def test_the_plots_title_names_each_datas_fixed_budget_and_a_searched_one_as_searched():
@@ -52,3 +52,18 @@ def test_each_budget_of_one_data_is_a_line_of_its_own_and_one_budget_keeps_the_d
     assert {"triples", "simcse"} <= set(curves(one_budget, 60.0))
     older = curves(rows.drop(columns="budget"), 60.0)  # no budget column at all: every row's budget was given
     assert {"simcse, 100 steps", "simcse, 400 steps", "pairs, 200 steps", "pairs, 400 steps"} <= set(older)
+
+
+def test_a_line_names_its_seeds_once_labels_a_point_with_other_seeds_and_dashes_a_single_trained_point():
+    rows = pd.DataFrame([("backbone", 0, None, 64.0)] + [("simcse", n, seed, 75.0) for n in (400, 1200)
+                                                         for seed in (13, 14, 15)]
+                        + [("simcse", 800, 13, 75.4), ("simcse-paper", 1200, 13, 74.0),
+                           ("simcse-paper", 1200, 14, 74.2)], columns=["data", "anchors", "seed", DEV])
+    rows = rows.assign(steps=rows["data"].map({"simcse": 100, "simcse-paper": 19}).fillna(0), lr=3e-5)
+    lines = curves(rows, 64.0)
+    note, style, labeled = how_drawn(lines["simcse"])
+    assert (note, style, list(labeled["anchors"]), list(labeled["count"])) == ("n=3", "-", [800], [1])
+    note, style, labeled = how_drawn(lines["simcse-paper"])  # 0 and 1,200 only: no curve was measured between
+    assert (note, style, labeled.empty) == ("n=2", "--", True)
+    unscored = curves(rows.assign(**{DEV: rows[DEV].where(rows["anchors"] != 800)}), 64.0)  # an older CSV's gap
+    assert how_drawn(unscored["simcse"])[2].empty  # nothing to label where nothing was scored

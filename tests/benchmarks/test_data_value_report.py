@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.data_value_columns import DEV, MEAN, SICK, TEST
-from benchmarks.data_value_report import compare, main, paired
+from benchmarks.data_value_report import compare, main, paired, read_joined
 
 
 def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
@@ -56,3 +56,26 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path
     assert gap[DEV] == got[DEV] and "left out" not in got[DEV]
     big = pd.Series([1.0, None, None], index=[20261207.0, 20261208.0, 20261209.0])  # seeds as the CSV's floats
     assert paired(big, big * 0).endswith("(seeds: +1.00; left out, a value missing: seeds 20261208, 20261209)")
+
+
+def test_one_rows_seeds_run_apart_join_with_plus_and_pair_as_one(tmp_path, capsys):
+    """The decoder's 800-anchor row ran seed 13 first and seeds 14, 15 later: `A+B` pairs all three seeds at once,
+    its backbone row kept once; CSVs of two backbones (their untrained rows differ) are refused by name."""
+    def table(seeds, dev, data="triples", backbone_dev=64.15):
+        rows = pd.DataFrame({"anchors": 800, "data": data, "seed": list(seeds), DEV: dev, SICK: [70.0] * len(seeds)})
+        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [backbone_dev],
+                                 SICK: [65.82]})
+        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
+
+    for name, t in {"t13": table([13], [80.0]), "t1415": table([14, 15], [81.0, 82.0]),
+                    "s13": table([13], [75.0], "simcse"), "s1415": table([14, 15], [75.0, 76.0], "simcse"),
+                    "other": table([14, 15], [81.0, 82.0], backbone_dev=86.72)}.items():
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+    joined = read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}")
+    assert (joined["data"] == "backbone").sum() == 1 and sorted(joined["seed"].dropna()) == [13, 14, 15]
+    main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", f"{tmp_path / 's13.csv'}+{tmp_path / 's1415.csv'}"])
+    assert f"{DEV}: +5.67 [" in capsys.readouterr().out  # triples − SimCSE on 13, 14, 15: +5, +6, +6
+    with pytest.raises(SystemExit, match=r"untrained backbone rows differ \(.*t13\.csv, .*other\.csv\)"):
+        read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 'other.csv'}")
+    with pytest.raises(SystemExit, match="seeds differ"):  # one side's later seeds forgotten: nothing to pair
+        main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv")])
