@@ -71,9 +71,9 @@ def how_drawn(curve: pd.DataFrame) -> tuple[str, str, pd.DataFrame]:
     other seeds (the decoder's 50 and 200 anchors, seed 13 alone) is labeled, one an older CSV did not score (n=0)
     is not. A line with one trained point is dashed: two points (the untrained backbone and that one) are no
     measured curve."""
-    trained = curve[curve["anchors"] > 0]
-    seeds = int(trained["count"].mode().max())
-    return f"n={seeds}", "--" if len(trained) == 1 else "-", trained[~trained["count"].isin([seeds, 0])]
+    scored = curve[(curve["anchors"] > 0) & (curve["count"] > 0)]
+    seeds = int(scored["count"].mode().max()) if len(scored) else 0
+    return f"n={seeds}", "--" if len(scored) <= 1 else "-", scored[scored["count"] != seeds]
 
 
 def untrained_of(rows: pd.DataFrame, given: str | None, metric: str = DEV) -> float:

@@ -19,7 +19,8 @@ SETS = (DEV, SICK, MEAN, TEST, POOL)
 def read_joined(spec: str) -> pd.DataFrame:
     """`A.csv+B.csv+…`: one harness table from the CSVs of several runs of one backbone (seed 13 run first, seeds 14
     and 15 later; a GPU call's rows and a later CPU run's). Each CSV's untrained `backbone` row is the same model's,
-    so one is kept; a table whose backbone rows differ joins two backbones, and is refused."""
+    so one is kept; a table whose backbone rows differ joins two backbones, and is refused, as is a trained row and
+    seed that two CSVs hold (a CSV joined twice). A path holding `+` cannot be joined."""
     paths = spec.split("+")
     table = pd.concat([pd.read_csv(p).assign(_csv=p) for p in paths], ignore_index=True)
     backbone = table[table["data"] == "backbone"]
@@ -27,6 +28,11 @@ def read_joined(spec: str) -> pd.DataFrame:
     if len(scores) > 1:
         raise SystemExit(f"{spec}: the CSVs' untrained backbone rows differ ({', '.join(backbone['_csv'])}): they "
                          "are not one backbone's runs; join only CSVs of one --backbone")
+    trained = table[table["data"] != "backbone"]
+    row = [c for c in ("anchors", "data", "seed", "steps", "lr", "budget") if c in trained]
+    if (twice := trained[trained.duplicated(row, keep=False)]).size:  # the plot would average it in as a seed
+        raise SystemExit(f"{spec}: a row and seed in two CSVs ({', '.join(twice['_csv'].unique())}): join each "
+                         "run's CSV once")
     keep = (table["data"] != "backbone") | ~table["data"].duplicated()
     return table[keep].drop(columns="_csv").reset_index(drop=True)
 

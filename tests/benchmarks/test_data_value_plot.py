@@ -5,6 +5,7 @@ curves."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from benchmarks.data_value_columns import DEV, PAPER_BUDGET
 from benchmarks.data_value_plot import budget_title, curves, how_drawn
@@ -67,3 +68,29 @@ def test_a_line_names_its_seeds_once_labels_a_point_with_other_seeds_and_dashes_
     assert (note, style, labeled.empty) == ("n=2", "--", True)
     unscored = curves(rows.assign(**{DEV: rows[DEV].where(rows["anchors"] != 800)}), 64.0)  # an older CSV's gap
     assert how_drawn(unscored["simcse"])[2].empty  # nothing to label where nothing was scored
+
+
+def test_the_plot_draws_joined_csvs_with_each_lines_seeds_and_style(tmp_path, monkeypatch):
+    """main wires read_joined and how_drawn: CSVs joined with `+` draw one line per data, its seeds in the legend,
+    a line of one trained point dashed."""
+    import matplotlib.axes
+
+    from benchmarks import data_value_plot
+
+    drawn = {}
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", lambda self, x, y, **kw: drawn.update({kw["label"]: kw}))
+    backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], "steps": [0], "lr": [None],
+                             DEV: [64.0], "backbone": ["decoder"]})
+    for name, seeds in (("a", [13]), ("b", [14, 15])):
+        rows = pd.DataFrame([(n, "simcse", seed, 100, 3e-5, 75.0, "decoder") for n in (400, 800) for seed in seeds]
+                            + [(800, "simcse-paper", seed, 19, 3e-5, 74.0, "decoder") for seed in seeds],
+                            columns=backbone.columns)
+        pd.concat([backbone, rows]).to_csv(tmp_path / f"{name}.csv", index=False)
+    monkeypatch.setattr("sys.argv", ["plot", "--out", str(tmp_path / "p.png"),
+                                     f"{tmp_path / 'a.csv'}+{tmp_path / 'b.csv'}"])
+    data_value_plot.main()
+    assert {label: kw["linestyle"] for label, kw in drawn.items()} == {"simcse (n=3)": "-", "simcse-paper (n=3)": "--"}
+    monkeypatch.setattr("sys.argv", ["plot", "--out", str(tmp_path / "p.png"),
+                                     f"{tmp_path / 'b.csv'}+{tmp_path / 'b.csv'}"])
+    with pytest.raises(SystemExit, match="a row and seed in two CSVs"):  # never averaged in as seeds of their own
+        data_value_plot.main()

@@ -77,5 +77,7 @@ def test_one_rows_seeds_run_apart_join_with_plus_and_pair_as_one(tmp_path, capsy
     assert f"{DEV}: +5.67 [" in capsys.readouterr().out  # triples − SimCSE on 13, 14, 15: +5, +6, +6
     with pytest.raises(SystemExit, match=r"untrained backbone rows differ \(.*t13\.csv, .*other\.csv\)"):
         read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 'other.csv'}")
+    with pytest.raises(SystemExit, match=r"a row and seed in two CSVs \(.*t1415\.csv\)"):  # joined twice
+        read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}+{tmp_path / 't1415.csv'}")
     with pytest.raises(SystemExit, match="seeds differ"):  # one side's later seeds forgotten: nothing to pair
         main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv")])
