@@ -33,8 +33,7 @@ def read_joined(spec: str) -> pd.DataFrame:
     if (twice := trained[trained.duplicated(row, keep=False)]).size:  # the plot would average it in as a seed
         raise SystemExit(f"{spec}: a row and seed in two CSVs ({', '.join(twice['_csv'].unique())}): join each "
                          "run's CSV once")
-    keep = (table["data"] != "backbone") | ~table["data"].duplicated()
-    return table[keep].drop(columns="_csv").reset_index(drop=True)
+    return table.drop(index=backbone.index[1:], columns="_csv").reset_index(drop=True)
 
 
 def t_interval(values: list[float]) -> tuple[float, float]:

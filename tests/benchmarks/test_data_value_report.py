@@ -10,12 +10,15 @@ from benchmarks.data_value_columns import DEV, MEAN, SICK, TEST
 from benchmarks.data_value_report import compare, main, paired, read_joined
 
 
-def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
-    def table(size, data, dev, sick, seeds=(13, 14, 15)):
-        rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
-        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [86.0], SICK: [79.0]})
-        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
+def table(size, data, dev, sick, seeds=(13, 14, 15), backbone=(86.0, 79.0)):
+    """A harness CSV's frame: the untrained `backbone` row (its dev, SICK trial), then one trained row per seed."""
+    rows = pd.DataFrame({"anchors": size, "data": data, "seed": list(seeds), DEV: dev, SICK: sick})
+    untrained = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [backbone[0]],
+                              SICK: [backbone[1]]})
+    return pd.concat([untrained, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
 
+
+def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path, capsys):
     a = table(400, "recipe", [87.3, 87.1, 87.2], [80.0, 81.0, 80.5], seeds=(15, 13, 14))  # any row order
     b = table(100, "recipe", [87.0, 87.0, 87.0], [80.5, 80.5, 80.5])
     got = compare(a, b)
@@ -61,15 +64,12 @@ def test_compare_pairs_two_csvs_by_seed_and_refuses_what_it_cannot_pair(tmp_path
 def test_one_rows_seeds_run_apart_join_with_plus_and_pair_as_one(tmp_path, capsys):
     """The decoder's 800-anchor row ran seed 13 first and seeds 14, 15 later: `A+B` pairs all three seeds at once,
     its backbone row kept once; CSVs of two backbones (their untrained rows differ) are refused by name."""
-    def table(seeds, dev, data="triples", backbone_dev=64.15):
-        rows = pd.DataFrame({"anchors": 800, "data": data, "seed": list(seeds), DEV: dev, SICK: [70.0] * len(seeds)})
-        backbone = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], DEV: [backbone_dev],
-                                 SICK: [65.82]})
-        return pd.concat([backbone, rows.assign(**{MEAN: (rows[DEV] + rows[SICK]) / 2})], ignore_index=True)
+    def run(seeds, dev, data="triples", backbone=(64.15, 65.82)):  # one run's CSV of the decoder at 800 anchors
+        return table(800, data, dev, [70.0] * len(seeds), seeds, backbone)
 
-    for name, t in {"t13": table([13], [80.0]), "t1415": table([14, 15], [81.0, 82.0]),
-                    "s13": table([13], [75.0], "simcse"), "s1415": table([14, 15], [75.0, 76.0], "simcse"),
-                    "other": table([14, 15], [81.0, 82.0], backbone_dev=86.72)}.items():
+    for name, t in {"t13": run([13], [80.0]), "t1415": run([14, 15], [81.0, 82.0]),
+                    "s13": run([13], [75.0], "simcse"), "s1415": run([14, 15], [75.0, 76.0], "simcse"),
+                    "other": run([14, 15], [81.0, 82.0], backbone=(86.72, 65.82))}.items():
         t.to_csv(tmp_path / f"{name}.csv", index=False)
     joined = read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}")
     assert (joined["data"] == "backbone").sum() == 1 and sorted(joined["seed"].dropna()) == [13, 14, 15]
