@@ -68,7 +68,7 @@ def curves(rows: pd.DataFrame, untrained: float, metric: str = DEV) -> dict[str,
 def how_drawn(curve: pd.DataFrame) -> tuple[str, str, pd.DataFrame]:
     """A line's legend note, line style and the points that get an "n=" label of their own: the seeds most of its
     trained points have go into the legend (one label per point overlapped where lines end together); a point with
-    other seeds (the decoder's 50 and 200 anchors, seed 13 alone) is labeled, one an older CSV did not score (n=0)
+    other seeds (the decoder's 50 anchors, seed 13 alone) is labeled, one an older CSV did not score (n=0)
     is not. A line with one trained point is dashed: two points (the untrained backbone and that one) are no
     measured curve."""
     scored = curve[(curve["anchors"] > 0) & (curve["count"] > 0)]
