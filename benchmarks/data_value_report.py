@@ -14,6 +14,7 @@ from scipy import stats
 from benchmarks.data_value_columns import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST
 
 SETS = (DEV, SICK, MEAN, TEST, POOL)
+DEV_MINUS_SICK = f"{DEV} − {SICK}"  # the difference on dev minus the one on SICK trial
 
 
 def read_joined(spec: str) -> pd.DataFrame:
@@ -97,44 +98,74 @@ def report(table: pd.DataFrame) -> None:
           f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")
 
 
+def one_row(table: pd.DataFrame, kind: str | None) -> pd.DataFrame:
+    """A harness table's one trained row (one size, one data kind), indexed by seed: `kind` picks it from a table that
+    trained several (the decoder's SimCSE, paper setting and triples in one CSV); refused where none or several are
+    left, or a seed twice."""
+    t = table[table["data"] != "backbone"]
+    if kind is not None:
+        if kind not in set(t["data"]):
+            held = ", ".join(t["data"].unique()) or "no trained row"
+            raise SystemExit(f"compare: no trained '{kind}' row in that CSV (it holds: {held})")
+        t = t[t["data"] == kind]
+    if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
+        raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed; "
+                         "--a-data / --b-data pick one data kind")
+    return t.set_index("seed")
+
+
+def same_seeds(a: pd.DataFrame, b: pd.DataFrame, where: str = "compare") -> None:
+    if set(a.index) != set(b.index):
+        raise SystemExit(f"{where}: the seeds differ ({sorted(a.index)} vs {sorted(b.index)}): nothing to pair")
+
+
+def gap(table: pd.DataFrame, kinds: tuple[str, str]) -> pd.DataFrame:
+    """kinds[0] − kinds[1] within one harness table, per seed (triples − SimCSE at one size, both trained on the same
+    seeds): a table of one trained row, `triples − simcse`, so `compare` pairs one size's gap with another's."""
+    a, b = (one_row(table, k) for k in kinds)
+    same_seeds(a, b, f"gap {' − '.join(kinds)} within one CSV")
+    sets = [s for s in (DEV, SICK, MEAN, TEST) if s in a and s in b]
+    return (a[sets] - b[sets]).reset_index().assign(anchors=a["anchors"].iloc[0], data=" − ".join(kinds))
+
+
 def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data: str | None = None
             ) -> dict[str, str]:
     """a − b, two harness CSVs' trained rows (one size and data each: a lever against the recipe, 400 anchors against
-    100), paired by seed, on STS-B dev, SICK trial and their mean, and STS-B test where both CSVs hold it (the results
-    tables quote it, read once). `a_data` / `b_data` pick one data kind from a CSV that trained several (the decoder's
-    SimCSE, paper setting and triples in one CSV)."""
-    rows = []
-    for t, kind in ((a, a_data), (b, b_data)):
-        t = t[t["data"] != "backbone"]
-        if kind is not None:
-            if kind not in set(t["data"]):
-                held = ", ".join(t["data"].unique()) or "no trained row"
-                raise SystemExit(f"compare: no trained '{kind}' row in that CSV (it holds: {held})")
-            t = t[t["data"] == kind]
-        if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
-            raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed; "
-                             "--a-data / --b-data pick one data kind")
-        rows.append(t)
-    a_seeds, b_seeds = (t.set_index("seed") for t in rows)
-    if set(a_seeds.index) != set(b_seeds.index):
-        raise SystemExit(f"compare: the seeds differ ({sorted(a_seeds.index)} vs {sorted(b_seeds.index)}): "
-                         "nothing to pair")
+    100; or two sizes' gaps, `gap`), paired by seed, on STS-B dev, SICK trial and their mean, and STS-B test where
+    both CSVs hold it (the results tables quote it, read once). Last, dev's difference minus SICK trial's, per seed:
+    whether the choosing set and the confirming one pull apart. `a_data` / `b_data` pick one data kind from a CSV
+    that trained several."""
+    a_seeds, b_seeds = one_row(a, a_data), one_row(b, b_data)
+    same_seeds(a_seeds, b_seeds)
     sets = (DEV, SICK, MEAN) + ((TEST,) if TEST in a_seeds and TEST in b_seeds else ())
-    return {s: paired(a_seeds[s], b_seeds[s]) for s in sets}
+    cells = {s: paired(a_seeds[s], b_seeds[s]) for s in sets}
+    cells[DEV_MINUS_SICK] = paired(a_seeds[DEV] - a_seeds[SICK], b_seeds[DEV] - b_seeds[SICK])
+    return cells
 
 
 def main(argv: list[str]) -> None:
-    """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND]`: the results page's
-    paired A − B; A or B may join several runs' CSVs with `+` (`read_joined`)."""
+    """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND] [--gap KIND,KIND]`: the
+    results page's paired A − B; A or B may join several runs' CSVs with `+` (`read_joined`)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
-                                     description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired by seed")
+                                     description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired "
+                                                 "by seed, then dev's difference minus SICK trial's")
     parser.add_argument("a", help="a harness CSV (benchmarks/data_value.py --table-out), or CSV+CSV… of one row's "
                                   "seeds run apart")
     parser.add_argument("b", help="the CSV(s) it is compared against, likewise")
     parser.add_argument("--a-data", help="A's data kind, where A trained several (its `data` column: triples, …)")
     parser.add_argument("--b-data", help="B's data kind, likewise")
+    parser.add_argument("--gap", metavar="KIND,KIND",
+                        help="compare gaps, not rows: (KIND − KIND in A) − (the same in B), paired by seed, as the "
+                             "gap triples − SimCSE at 1,200 anchors against the one at 200 (`--gap triples,simcse`)")
     args = parser.parse_args(argv)
-    for name, cell in compare(read_joined(args.a), read_joined(args.b), args.a_data, args.b_data).items():
+    a, b = read_joined(args.a), read_joined(args.b)
+    if args.gap is not None:
+        kinds = tuple(k.strip() for k in args.gap.split(","))
+        if len(kinds) != 2 or not all(kinds) or args.a_data or args.b_data:
+            parser.error(f"--gap takes two data kinds, KIND,KIND (got {args.gap!r}), and no --a-data / --b-data: "
+                         "both kinds are read from A and from B")
+        a, b = gap(a, kinds), gap(b, kinds)
+    for name, cell in compare(a, b, args.a_data, args.b_data).items():
         print(f"{name}: {cell}")
 
 

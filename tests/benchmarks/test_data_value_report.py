@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.data_value_columns import DEV, MEAN, SICK, TEST
-from benchmarks.data_value_report import compare, main, paired, read_joined
+from benchmarks.data_value_report import DEV_MINUS_SICK, compare, gap, main, paired, read_joined
 
 
 def table(size, data, dev, sick, seeds=(13, 14, 15), backbone=(86.0, 79.0)):
@@ -81,3 +81,39 @@ def test_one_rows_seeds_run_apart_join_with_plus_and_pair_as_one(tmp_path, capsy
         read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}+{tmp_path / 't1415.csv'}")
     with pytest.raises(SystemExit, match="seeds differ"):  # one side's later seeds forgotten: nothing to pair
         main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv")])
+
+
+def test_gap_pairs_one_sizes_gap_with_anothers_and_dev_minus_sick_says_whether_they_pull_apart(tmp_path, capsys):
+    """The results page's (gap at 1,200) − (gap at 200), triples − SimCSE, paired by seed: `--gap triples,simcse`
+    reads both kinds from each CSV; the last line, dev's difference minus SICK trial's, per seed."""
+    def size(n, triples_dev, simcse_dev, triples_sick, seeds=(13, 14, 15)):  # one decoder CSV: SimCSE and triples
+        simcse = table(n, "simcse", simcse_dev, [70.0] * len(seeds), seeds)
+        return pd.concat([simcse, table(n, "triples", triples_dev, triples_sick, seeds).iloc[1:]], ignore_index=True)
+
+    small = size(200, [77.0, 77.0, 77.0], [76.0, 75.0, 76.0], [73.0, 74.0, 73.0])  # gaps dev 1, 2, 1; SICK 3, 4, 3
+    large = size(1200, [80.0, 81.0, 80.0], [76.0, 75.0, 75.0], [71.0, 71.0, 70.0], seeds=(15, 14, 13))
+    # large's gaps by seed 13, 14, 15: dev 5, 6, 4; SICK 0, 1, 1 → against small: dev +4, +4, +3; SICK −3, −3, −2
+    got = compare(gap(large, ("triples", "simcse")), gap(small, ("triples", "simcse")))
+    assert got[DEV].endswith("(seeds: +4.00, +4.00, +3.00)") and got[DEV].startswith("+3.67 [")
+    assert got[SICK].endswith("(seeds: -3.00, -3.00, -2.00)")
+    assert got[MEAN].endswith("(seeds: +0.50, +0.50, +0.50)") and got[MEAN].startswith("+0.50 [+0.50, +0.50]")
+    assert got[DEV_MINUS_SICK].endswith("(seeds: +7.00, +7.00, +5.00)")
+    # The gap of a size against itself is 0 on every set, dev − SICK trial included.
+    assert all(cell.startswith("+0.00 [+0.00, +0.00]") for cell in compare(gap(small, ("triples", "simcse")),
+                                                                          gap(small, ("triples", "simcse"))).values())
+    for name, t in {"small": small, "large": large}.items():
+        t.to_csv(tmp_path / f"{name}.csv", index=False)
+    main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv"), "--gap", "triples, simcse"])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
+    # Without --gap the same CSVs hold two rows each, which compare refuses; with it, nothing else is taken.
+    with pytest.raises(SystemExit, match="one trained row"):
+        main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv")])
+    for bad in (["--gap", "triples"], ["--gap", "triples,simcse", "--a-data", "triples"]):
+        with pytest.raises(SystemExit):
+            main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv"), *bad])
+        assert "--gap takes two data kinds" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no trained 'nli' row"):
+        gap(small, ("nli", "simcse"))
+    uneven = pd.concat([small[small["seed"] != 15], table(200, "triples", [77.0], [73.0], seeds=(16,)).iloc[1:]])
+    with pytest.raises(SystemExit, match=r"gap triples − simcse within one CSV: the seeds differ"):
+        gap(uneven, ("triples", "simcse"))
