@@ -98,19 +98,19 @@ def report(table: pd.DataFrame) -> None:
           f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")
 
 
-def one_row(table: pd.DataFrame, kind: str | None) -> pd.DataFrame:
+def one_row(table: pd.DataFrame, kind: str | None, where: str = "compare",
+            pick: str = "--a-data / --b-data pick one data kind") -> pd.DataFrame:
     """A harness table's one trained row (one size, one data kind), indexed by seed: `kind` picks it from a table that
     trained several (the decoder's SimCSE, paper setting and triples in one CSV); refused where none or several are
-    left, or a seed twice."""
+    left, or a seed twice, the message naming `where` it was read and how to `pick`."""
     t = table[table["data"] != "backbone"]
     if kind is not None:
         if kind not in set(t["data"]):
             held = ", ".join(t["data"].unique()) or "no trained row"
-            raise SystemExit(f"compare: no trained '{kind}' row in that CSV (it holds: {held})")
+            raise SystemExit(f"{where}: no trained '{kind}' row in that CSV (it holds: {held})")
         t = t[t["data"] == kind]
     if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
-        raise SystemExit("compare: each CSV must hold one trained row (one size, one data), once per seed; "
-                         "--a-data / --b-data pick one data kind")
+        raise SystemExit(f"{where}: each CSV must hold one trained row (one size, one data), once per seed; {pick}")
     return t.set_index("seed")
 
 
@@ -119,12 +119,14 @@ def same_seeds(a: pd.DataFrame, b: pd.DataFrame, where: str = "compare") -> None
         raise SystemExit(f"{where}: the seeds differ ({sorted(a.index)} vs {sorted(b.index)}): nothing to pair")
 
 
-def gap(table: pd.DataFrame, kinds: tuple[str, str]) -> pd.DataFrame:
-    """kinds[0] − kinds[1] within one harness table, per seed (triples − SimCSE at one size, both trained on the same
-    seeds): a table of one trained row, `triples − simcse`, so `compare` pairs one size's gap with another's."""
-    a, b = (one_row(table, k) for k in kinds)
-    same_seeds(a, b, f"gap {' − '.join(kinds)} within one CSV")
-    sets = [s for s in (DEV, SICK, MEAN, TEST) if s in a and s in b]
+def gap(table: pd.DataFrame, kinds: tuple[str, str], name: str = "the CSV") -> pd.DataFrame:
+    """kinds[0] − kinds[1] within one harness table (`name`, for messages), per seed (triples − SimCSE at one size,
+    both trained on the same seeds): a table of one trained row, `triples − simcse`, so `compare` pairs one size's gap
+    with another's."""
+    where = f"--gap {','.join(kinds)} in {name}"
+    a, b = (one_row(table, k, where, "a gap is read within one size: give each size's CSV(s) apart") for k in kinds)
+    same_seeds(a, b, where)
+    sets = [s for s in (DEV, SICK, MEAN, TEST) if s in a]  # a and b are one table's rows: the same columns
     return (a[sets] - b[sets]).reset_index().assign(anchors=a["anchors"].iloc[0], data=" − ".join(kinds))
 
 
@@ -161,10 +163,10 @@ def main(argv: list[str]) -> None:
     a, b = read_joined(args.a), read_joined(args.b)
     if args.gap is not None:
         kinds = tuple(k.strip() for k in args.gap.split(","))
-        if len(kinds) != 2 or not all(kinds) or args.a_data or args.b_data:
-            parser.error(f"--gap takes two data kinds, KIND,KIND (got {args.gap!r}), and no --a-data / --b-data: "
-                         "both kinds are read from A and from B")
-        a, b = gap(a, kinds), gap(b, kinds)
+        if len(kinds) != 2 or not all(kinds) or kinds[0] == kinds[1] or args.a_data or args.b_data:
+            parser.error(f"--gap takes two different data kinds, KIND,KIND (got {args.gap!r}), and no --a-data / "
+                         "--b-data: both kinds are read from A and from B")
+        a, b = gap(a, kinds, f"A ({args.a})"), gap(b, kinds, f"B ({args.b})")
     for name, cell in compare(a, b, args.a_data, args.b_data).items():
         print(f"{name}: {cell}")
 

@@ -87,7 +87,7 @@ def test_gap_pairs_one_sizes_gap_with_anothers_and_dev_minus_sick_says_whether_t
     """The results page's (gap at 1,200) − (gap at 200), triples − SimCSE, paired by seed: `--gap triples,simcse`
     reads both kinds from each CSV; the last line, dev's difference minus SICK trial's, per seed."""
     def size(n, triples_dev, simcse_dev, triples_sick, seeds=(13, 14, 15)):  # one decoder CSV: SimCSE and triples
-        simcse = table(n, "simcse", simcse_dev, [70.0] * len(seeds), seeds)
+        simcse = table(n, "simcse", simcse_dev[::-1], [70.0] * len(seeds), seeds[::-1])  # its seeds in another order
         return pd.concat([simcse, table(n, "triples", triples_dev, triples_sick, seeds).iloc[1:]], ignore_index=True)
 
     small = size(200, [77.0, 77.0, 77.0], [76.0, 75.0, 76.0], [73.0, 74.0, 73.0])  # gaps dev 1, 2, 1; SICK 3, 4, 3
@@ -105,15 +105,19 @@ def test_gap_pairs_one_sizes_gap_with_anothers_and_dev_minus_sick_says_whether_t
         t.to_csv(tmp_path / f"{name}.csv", index=False)
     main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv"), "--gap", "triples, simcse"])
     assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in got.items()]
-    # Without --gap the same CSVs hold two rows each, which compare refuses; with it, nothing else is taken.
+    # Without --gap the same CSVs hold two rows each, which compare refuses.
     with pytest.raises(SystemExit, match="one trained row"):
         main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv")])
-    for bad in (["--gap", "triples"], ["--gap", "triples,simcse", "--a-data", "triples"]):
+    for bad in (["--gap", "triples"], ["--gap", "triples,triples"], ["--gap", "triples,simcse", "--a-data", "triples"]):
         with pytest.raises(SystemExit):
             main([str(tmp_path / "large.csv"), str(tmp_path / "small.csv"), *bad])
-        assert "--gap takes two data kinds" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="no trained 'nli' row"):
+        assert "--gap takes two different data kinds" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="--gap nli,simcse in the CSV: no trained 'nli' row"):
         gap(small, ("nli", "simcse"))
+    pd.concat([small, large.iloc[1:]]).to_csv(tmp_path / "both.csv", index=False)  # two sizes in one CSV
+    with pytest.raises(SystemExit, match=r"--gap triples,simcse in A \(.*both\.csv\): each CSV must hold one trained "
+                                         r"row .* give each size's CSV\(s\) apart"):
+        main([str(tmp_path / "both.csv"), str(tmp_path / "small.csv"), "--gap", "triples,simcse"])
     uneven = pd.concat([small[small["seed"] != 15], table(200, "triples", [77.0], [73.0], seeds=(16,)).iloc[1:]])
-    with pytest.raises(SystemExit, match=r"gap triples − simcse within one CSV: the seeds differ"):
+    with pytest.raises(SystemExit, match=r"--gap triples,simcse in the CSV: the seeds differ"):
         gap(uneven, ("triples", "simcse"))
