@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from benchmarks.data_value_columns import DEV, MEAN, MEAN_OF, POOL, POOL_NOTE, SICK, TEST
+from benchmarks.data_value_columns import DEV, MEAN, POOL, POOL_NOTE, SICK, TEST, mean_of
 
 SETS = (DEV, SICK, MEAN, TEST, POOL)
 DEV_MINUS_SICK = f"{DEV} − {SICK}"  # the difference on dev minus the one on SICK trial
@@ -112,7 +112,7 @@ def one_row(table: pd.DataFrame, kind: str | None, where: str = "compare",
     if t.groupby(["anchors", "data"]).ngroups != 1 or not t["seed"].is_unique:
         raise SystemExit(f"{where}: each CSV must hold one trained row (one size, one data), once per seed; {pick}")
     if MEAN not in t:  # a CSV written before the column (the older decoder files): the one mean, from its two sets
-        t = t.assign(**{MEAN: t[list(MEAN_OF)].mean(axis=1)})
+        t = t.assign(**{MEAN: mean_of(t)})
     return t.set_index("seed")
 
 

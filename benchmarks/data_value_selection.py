@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from benchmarks.data_value_columns import DEV, FIXED_BUDGET, MEAN, MEAN_OF, VS_BACKBONE
+from benchmarks.data_value_columns import DEV, FIXED_BUDGET, MEAN, VS_BACKBONE, mean_of
 from tasks.core.sts_evaluation import evaluate_frame
 from tasks.train import baselines
 from tasks.train.trainer import train
@@ -49,7 +49,7 @@ def scores_of(model, dev: pd.DataFrame, held: dict[str, pd.DataFrame]) -> dict[s
 
 
 def with_mean(scores: dict) -> dict:
-    return scores | {MEAN: float(np.mean([scores[s] for s in MEAN_OF]))}
+    return scores | {MEAN: float(mean_of(scores))}
 
 
 def against_backbone(scores: dict, backbone: dict) -> dict:
