@@ -98,8 +98,21 @@ def report(table: pd.DataFrame) -> None:
           f"{trained.drop_duplicates(['anchors', 'data'])['search_train_s'].sum():.0f} (every budget tried)")
 
 
+def at_size(table: pd.DataFrame, anchors: int | None, name: str = "the CSV") -> pd.DataFrame:
+    """The table's trained rows at `anchors` with its untrained backbone row: one size of a CSV that trained several
+    (the older H200 file's 100 and 50 anchors); the whole table where `anchors` is None. Refused, naming the sizes it
+    holds, where none is at `anchors`."""
+    if anchors is None:
+        return table
+    trained = table["data"] != "backbone"
+    if not (trained & (table["anchors"] == anchors)).any():
+        held = ", ".join(str(n) for n in sorted(set(table.loc[trained, "anchors"]))) or "no trained row"
+        raise SystemExit(f"{name}: no trained row at {anchors} anchors (it holds: {held})")
+    return table[~trained | (table["anchors"] == anchors)].reset_index(drop=True)
+
+
 def one_row(table: pd.DataFrame, kind: str | None, where: str = "compare",
-            pick: str = "--a-data / --b-data pick one data kind") -> pd.DataFrame:
+            pick: str = "--a-data / --b-data pick one data kind, --a-anchors / --b-anchors one size") -> pd.DataFrame:
     """A harness table's one trained row (one size, one data kind), indexed by seed: `kind` picks it from a table that
     trained several (the decoder's SimCSE, paper setting and triples in one CSV); refused where none or several are
     left, or a seed twice, the message naming `where` it was read and how to `pick`."""
@@ -126,7 +139,8 @@ def gap(table: pd.DataFrame, kinds: tuple[str, str], name: str = "the CSV") -> p
     both trained on the same seeds): a table of one trained row, `triples − simcse`, so `compare` pairs one size's gap
     with another's."""
     where = f"--gap {','.join(kinds)} in {name}"
-    a, b = (one_row(table, k, where, "a gap is read within one size: give each size's CSV(s) apart") for k in kinds)
+    a, b = (one_row(table, k, where, "a gap is read within one size: give each size's CSV(s) apart, or "
+                                 "pick one with --a-anchors / --b-anchors") for k in kinds)
     same_seeds(a, b, where)
     sets = [s for s in (DEV, SICK, MEAN, TEST) if s in a]  # a and b are one table's rows: the same columns
     return (a[sets] - b[sets]).reset_index().assign(anchors=a["anchors"].iloc[0], data=" − ".join(kinds))
@@ -148,8 +162,9 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data:
 
 
 def main(argv: list[str]) -> None:
-    """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND] [--gap KIND,KIND]`: the
-    results page's paired A − B; A or B may join several runs' CSVs with `+` (`read_joined`)."""
+    """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND] [--a-anchors N]
+    [--b-anchors N] [--gap KIND,KIND]`: the results page's paired A − B; A or B may join several runs' CSVs with `+`
+    (`read_joined`)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
                                      description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired "
                                                  "by seed, then dev's difference minus SICK trial's")
@@ -158,11 +173,14 @@ def main(argv: list[str]) -> None:
     parser.add_argument("b", help="the CSV(s) it is compared against, likewise")
     parser.add_argument("--a-data", help="A's data kind, where A trained several (its `data` column: triples, …)")
     parser.add_argument("--b-data", help="B's data kind, likewise")
+    parser.add_argument("--a-anchors", type=int, help="A's size, where A trained several (its `anchors` column)")
+    parser.add_argument("--b-anchors", type=int, help="B's size, likewise")
     parser.add_argument("--gap", metavar="KIND,KIND",
                         help="compare gaps, not rows: (KIND − KIND in A) − (the same in B), paired by seed, as the "
                              "gap triples − SimCSE at 1,200 anchors against the one at 200 (`--gap triples,simcse`)")
     args = parser.parse_args(argv)
-    a, b = read_joined(args.a), read_joined(args.b)
+    a, b = at_size(read_joined(args.a), args.a_anchors, f"A ({args.a})"), \
+        at_size(read_joined(args.b), args.b_anchors, f"B ({args.b})")
     if args.gap is not None:
         kinds = tuple(k.strip() for k in args.gap.split(","))
         if len(kinds) != 2 or not all(kinds) or kinds[0] == kinds[1] or args.a_data or args.b_data:

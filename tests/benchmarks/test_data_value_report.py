@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from benchmarks.data_value_columns import DEV, MEAN, SICK, TEST
-from benchmarks.data_value_report import DEV_MINUS_SICK, compare, gap, main, paired, read_joined
+from benchmarks.data_value_report import DEV_MINUS_SICK, at_size, compare, gap, main, paired, read_joined
 
 
 def table(size, data, dev, sick, seeds=(13, 14, 15), backbone=(86.0, 79.0)):
@@ -123,3 +123,29 @@ def test_gap_pairs_one_sizes_gap_with_anothers_and_dev_minus_sick_says_whether_t
     uneven = pd.concat([small[small["seed"] != 15], table(200, "triples", [77.0], [73.0], seeds=(16,)).iloc[1:]])
     with pytest.raises(SystemExit, match=r"--gap triples,simcse in the CSV: the seeds differ"):
         gap(uneven, ("triples", "simcse"))
+
+
+def test_anchors_pick_one_size_from_a_csv_that_trained_several(tmp_path, capsys):
+    """The older H200 file trained SimCSE at 100 and 50 anchors in one CSV: `--a-anchors` / `--b-anchors` pick one
+    size, so its gap at 100 pairs by seed; a size the CSV lacks is refused, naming the sizes it holds."""
+    hundred = table(100, "simcse", [74.0, 74.5, 74.2], [71.0, 71.5, 70.5])
+    fifty = table(50, "simcse", [73.0, 73.5, 73.2], [72.0, 72.5, 71.5]).iloc[1:]
+    triples = table(100, "triples", [76.0, 77.0, 76.5], [71.5, 71.0, 71.8]).iloc[1:]
+    several = pd.concat([hundred, fifty, triples], ignore_index=True)
+    assert at_size(several, None) is several
+    picked = at_size(several, 100)
+    assert set(picked["anchors"]) == {0, 100} and (picked["data"] == "backbone").sum() == 1
+    want = compare(picked, picked, "triples", "simcse")
+    assert want == compare(pd.concat([hundred, triples]), pd.concat([hundred, triples]), "triples", "simcse")
+    several.to_csv(tmp_path / "h200.csv", index=False)
+    h200 = str(tmp_path / "h200.csv")
+    with pytest.raises(SystemExit, match="one trained row .* --a-anchors / --b-anchors one size"):
+        main([h200, h200, "--a-data", "triples", "--b-data", "simcse"])  # SimCSE at two sizes: refused
+    main([h200, h200, "--a-data", "triples", "--b-data", "simcse", "--a-anchors", "100", "--b-anchors", "100"])
+    assert capsys.readouterr().out.splitlines() == [f"{name}: {cell}" for name, cell in want.items()]
+    # 100 against 50 anchors, SimCSE: dev +1.00 in every seed, SICK trial −1.00.
+    main([h200, h200, "--a-data", "simcse", "--b-data", "simcse", "--a-anchors", "100", "--b-anchors", "50"])
+    out = capsys.readouterr().out
+    assert f"{DEV}: +1.00 [+1.00, +1.00]" in out and f"{SICK}: -1.00 [-1.00, -1.00]" in out
+    with pytest.raises(SystemExit, match=r"B \(.*h200\.csv\): no trained row at 400 anchors \(it holds: 50, 100\)"):
+        main([h200, h200, "--a-anchors", "100", "--b-anchors", "400"])
