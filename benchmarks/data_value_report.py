@@ -17,6 +17,11 @@ SETS = (DEV, SICK, MEAN, TEST, POOL)
 DEV_MINUS_SICK = f"{DEV} − {SICK}"  # the difference on dev minus the one on SICK trial
 
 
+def is_trained(table: pd.DataFrame) -> pd.Series:
+    """Every row but the untrained `backbone` row (step 0), which the harness writes first in each CSV."""
+    return table["data"] != "backbone"
+
+
 def read_joined(spec: str) -> pd.DataFrame:
     """`A.csv+B.csv+…`: one harness table from the CSVs of several runs of one backbone (seed 13 run first, seeds 14
     and 15 later; a GPU call's rows and a later CPU run's). Each CSV's untrained `backbone` row is the same model's,
@@ -24,12 +29,12 @@ def read_joined(spec: str) -> pd.DataFrame:
     seed that two CSVs hold (a CSV joined twice). A path holding `+` cannot be joined."""
     paths = spec.split("+")
     table = pd.concat([pd.read_csv(p).assign(_csv=p) for p in paths], ignore_index=True)
-    backbone = table[table["data"] == "backbone"]
+    backbone = table[~is_trained(table)]
     scores = backbone[[c for c in SETS if c in backbone]].round(4).drop_duplicates()
     if len(scores) > 1:
         raise SystemExit(f"{spec}: the CSVs' untrained backbone rows differ ({', '.join(backbone['_csv'])}): they "
                          "are not one backbone's runs; join only CSVs of one --backbone")
-    trained = table[table["data"] != "backbone"]
+    trained = table[is_trained(table)]
     row = [c for c in ("anchors", "data", "seed", "steps", "lr", "budget") if c in trained]
     if (twice := trained[trained.duplicated(row, keep=False)]).size:  # the plot would average it in as a seed
         raise SystemExit(f"{spec}: a row and seed in two CSVs ({', '.join(twice['_csv'].unique())}): join each "
@@ -59,8 +64,8 @@ def paired(a: pd.Series, b: pd.Series) -> str:
 
 
 def report(table: pd.DataFrame) -> None:
-    backbone = table[table["data"] == "backbone"].iloc[0]
-    trained = table[table["data"] != "backbone"]
+    backbone = table[~is_trained(table)].iloc[0]
+    trained = table[is_trained(table)]
     groups = trained.groupby(["anchors", "data"], sort=False)
     print("\nmean ± sd over seeds, STS-B dev (the choice), with each row's budget:")
     for (size, kind), g in groups:
@@ -104,7 +109,7 @@ def at_size(table: pd.DataFrame, anchors: int | None, name: str = "the CSV") -> 
     holds, where none is at `anchors`."""
     if anchors is None:
         return table
-    trained = table["data"] != "backbone"
+    trained = is_trained(table)
     if not (trained & (table["anchors"] == anchors)).any():
         held = ", ".join(str(n) for n in sorted(set(table.loc[trained, "anchors"]))) or "no trained row"
         raise SystemExit(f"{name}: no trained row at {anchors} anchors (it holds: {held})")
@@ -116,7 +121,7 @@ def one_row(table: pd.DataFrame, kind: str | None, where: str = "compare",
     """A harness table's one trained row (one size, one data kind), indexed by seed: `kind` picks it from a table that
     trained several (the decoder's SimCSE, paper setting and triples in one CSV); refused where none or several are
     left, or a seed twice, the message naming `where` it was read and how to `pick`."""
-    t = table[table["data"] != "backbone"]
+    t = table[is_trained(table)]
     if kind is not None:
         if kind not in set(t["data"]):
             held = ", ".join(t["data"].unique()) or "no trained row"
@@ -179,14 +184,15 @@ def main(argv: list[str]) -> None:
                         help="compare gaps, not rows: (KIND − KIND in A) − (the same in B), paired by seed, as the "
                              "gap triples − SimCSE at 1,200 anchors against the one at 200 (`--gap triples,simcse`)")
     args = parser.parse_args(argv)
-    a, b = at_size(read_joined(args.a), args.a_anchors, f"A ({args.a})"), \
-        at_size(read_joined(args.b), args.b_anchors, f"B ({args.b})")
+    names = f"A ({args.a})", f"B ({args.b})"  # as refusals name them
+    a, b = (at_size(read_joined(spec), anchors, name)
+            for spec, anchors, name in zip((args.a, args.b), (args.a_anchors, args.b_anchors), names))
     if args.gap is not None:
         kinds = tuple(k.strip() for k in args.gap.split(","))
         if len(kinds) != 2 or not all(kinds) or kinds[0] == kinds[1] or args.a_data or args.b_data:
             parser.error(f"--gap takes two different data kinds, KIND,KIND (got {args.gap!r}), and no --a-data / "
                          "--b-data: both kinds are read from A and from B")
-        a, b = gap(a, kinds, f"A ({args.a})"), gap(b, kinds, f"B ({args.b})")
+        a, b = gap(a, kinds, names[0]), gap(b, kinds, names[1])
     for name, cell in compare(a, b, args.a_data, args.b_data).items():
         print(f"{name}: {cell}")
 
