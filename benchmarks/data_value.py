@@ -58,17 +58,15 @@ import torch  # noqa: E402
 
 from benchmarks.data_value_columns import COLUMNS, DEV, PAPER_BUDGET, POOL, SICK, TEST  # noqa: E402
 from benchmarks.data_value_report import report  # noqa: E402
+from benchmarks.data_value_search import ladder, search_budget, search_record  # noqa: E402
 from benchmarks.data_value_selection import (  # noqa: E402
     PAPER_SIMCSE,
     against_backbone,
     backbone_row,
     budget_of,
     held_scores,
-    ladder,
     paper_steps,
     scores_of,
-    search_budget,
-    search_record,
     train_candidate,
     with_mean,
 )

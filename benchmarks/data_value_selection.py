@@ -19,14 +19,14 @@ import copy
 import math
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import pandas as pd
 
-from benchmarks.data_value_columns import DEV, FIXED_BUDGET, MEAN, VS_BACKBONE, mean_of
+from benchmarks.data_value_columns import DEV, MEAN, VS_BACKBONE, mean_of
+from benchmarks.data_value_search import Candidate, SeedRun
 from tasks.core.sts_evaluation import evaluate_frame
 from tasks.train import baselines
 from tasks.train.trainer import train
@@ -79,34 +79,6 @@ class BestTrained:
         self.weights = None
 
 
-@dataclass
-class SeedRun:
-    model: object  # the seed's best trained weights on dev
-    best_step: int
-    best_dev: float
-    seconds: float
-
-
-@dataclass
-class Candidate:
-    """One budget trained for every seed; `dev` (the mean over seeds of each seed's best trained dev) chooses."""
-    steps: int
-    lr: float
-    batch_size: int
-    runs: dict[int, SeedRun] = field(default_factory=dict)
-
-    @property
-    def dev(self) -> float:
-        return float(np.mean([r.best_dev for r in self.runs.values()])) if self.runs else float("nan")
-
-    @property
-    def seconds(self) -> float:
-        return sum(r.seconds for r in self.runs.values())
-
-    def label(self) -> str:
-        return f"{self.steps}@{self.lr:g}"
-
-
 def train_candidate(untrained, datas: dict, dev: pd.DataFrame, settings, simcse_dropout: float | None = None
                     ) -> Candidate:
     """Train a fresh copy of `untrained` per seed ({seed: TrainingData}) under `settings`; each copy ends holding
@@ -136,53 +108,6 @@ def budget_of(steps: int, settings, **update):
 def paper_steps(rows: int, batch_size: int = PAPER_SIMCSE["batch_size"]) -> int:
     """One epoch of the training rows (SimCSE's paper setting) in optimizer steps."""
     return max(1, math.ceil(rows / batch_size))
-
-
-def ladder(start: int, most: int) -> list[int]:
-    """start, 2·start, 4·start, … up to `most`."""
-    steps = [start]
-    while steps[-1] * 2 <= most:
-        steps.append(steps[-1] * 2)
-    return steps
-
-
-def search_budget(run: Callable[[int, float], Candidate], steps: list[int], lrs: list[float]
-                  ) -> tuple[Candidate, list[Candidate]]:
-    """For each lr (smallest first), the steps in order while the candidate's mean dev over seeds improves on the
-    previous steps' (the first that does not ends that lr); the chosen candidate is the best on that mean (a tie keeps
-    the earlier tried). Only STS-B dev is read: no other set is evaluated on a candidate. → (chosen, every tried,
-    in order); the weights of candidates not chosen are dropped as the search goes."""
-    best, tried = None, []
-    for lr in sorted(lrs):
-        previous = float("-inf")
-        for n in steps:
-            candidate = run(n, lr)
-            tried.append(candidate)
-            if best is None or candidate.dev > best.dev:
-                _without_weights(best)
-                best = candidate
-            else:
-                _without_weights(candidate)
-            if not candidate.dev > previous:
-                break
-            previous = candidate.dev
-    return best, tried
-
-
-def _without_weights(candidate: Candidate | None) -> None:
-    """Drop a candidate's trained models (kept: its per-seed steps, dev and seconds, for the record)."""
-    for seed, r in (candidate.runs.items() if candidate else ()):
-        candidate.runs[seed] = SeedRun(None, r.best_step, r.best_dev, r.seconds)
-
-
-def search_record(chosen: Candidate, tried: list[Candidate], steps: list[int] | None) -> str:
-    """The search as a CSV cell: every candidate's mean dev, the chosen one, and whether it sits at the ladder's top
-    (still improving there: the search's cap, not a plateau)."""
-    if steps is None:
-        return FIXED_BUDGET
-    cells = "; ".join(f"{c.label()} dev {c.dev:.2f}" for c in tried)
-    capped = " (at the ladder's top: may be under-trained)" if chosen.steps == max(steps) else ""
-    return f"searched on STS-B dev: {cells} → {chosen.label()}{capped}"
 
 
 def backbone_row(scores: dict) -> dict:

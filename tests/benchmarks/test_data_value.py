@@ -1,7 +1,8 @@
 """benchmarks/data_value.py chooses on STS-B dev only (issue 62): the untrained backbone is a row of its own, never a
 trained row's candidate; STS12 train (the generator's pattern pool) is in no choice and no mean; the budget search
-stops where dev stops improving and records its choice. The trainer and the evaluation are scripted (a one-parameter
-"model" whose weight is the step it was saved at), so these take seconds; test_smoke.py trains for real."""
+stops where dev stops improving and records its choice (the rule itself: test_data_value_search.py). The trainer and
+the evaluation are scripted (a one-parameter "model" whose weight is the step it was saved at), so these take seconds;
+test_smoke.py trains for real."""
 
 from __future__ import annotations
 
@@ -14,12 +15,6 @@ from matplotlib.image import imread
 import benchmarks.data_value as data_value
 import benchmarks.data_value_selection as selection
 from benchmarks.data_value_columns import DEV, MEAN, POOL, SICK, TEST, VS_BACKBONE
-from benchmarks.data_value_selection import (
-    Candidate,
-    SeedRun,
-    search_budget,
-    search_record,
-)
 from tests.benchmarks.test_smoke import run
 from tests.conftest import PROJECT
 
@@ -138,31 +133,6 @@ def test_sts12_train_is_in_no_selection_and_no_mean(harness, capsys, pool_favour
     assert means == [MEAN, VS_BACKBONE[MEAN]] and "mean3" not in out
     # the pool is read for the backbone and for each seed's final chosen weights, never for a candidate
     assert sorted(w for name, w in calls["evaluate"] if name == POOL) == [0.0, 1.0, 1.0]
-
-
-def scripted(devs: dict, tried: list):
-    def run_candidate(steps, lr):
-        tried.append((steps, lr))
-        return Candidate(steps, lr, 16, {13: SeedRun(object(), steps, devs[(steps, lr)], 1.0)})
-    return run_candidate
-
-
-def test_the_budget_search_stops_where_dev_stops_improving():
-    devs = {(100, 3e-5): 80.0, (200, 3e-5): 82.0, (400, 3e-5): 81.0, (800, 3e-5): 99.0,
-            (100, 1e-4): 83.0, (200, 1e-4): 83.0, (400, 1e-4): 99.0}
-    tried = []
-    chosen, candidates = search_budget(scripted(devs, tried), [100, 200, 400, 800], [1e-4, 3e-5])
-    assert tried == [(100, 3e-5), (200, 3e-5), (400, 3e-5), (100, 1e-4), (200, 1e-4)]  # 800 and the 99s never run
-    assert (chosen.steps, chosen.lr, chosen.dev) == (100, 1e-4, 83.0)
-    assert chosen.runs[13].model is not None  # the chosen weights kept, every other candidate's dropped
-    assert all(r.model is None for c in candidates if c is not chosen for r in c.runs.values())
-    record = search_record(chosen, candidates, [100, 200, 400, 800])
-    assert record.endswith("→ 100@0.0001") and "200@3e-05 dev 82.00" in record
-
-
-def test_the_budget_search_says_when_it_stopped_at_the_ladders_top():
-    chosen, candidates = search_budget(scripted({(1, 1e-4): 1.0, (2, 1e-4): 2.0}, []), [1, 2], [1e-4])
-    assert chosen.steps == 2 and "at the ladder's top" in search_record(chosen, candidates, [1, 2])
 
 
 def test_the_harness_searches_every_rows_budget_the_same_way_and_records_it(harness, capsys):
