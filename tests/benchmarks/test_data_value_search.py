@@ -92,3 +92,9 @@ def test_the_replay_refuses_what_its_means_cannot_compare(tmp_path):
         measured_candidates(table(a), "triples")
     with pytest.raises(SystemExit, match="starts at 100@0.0001"):
         replay(measured_candidates(table(a), "simcse"), [100, 200], [1e-4])
+
+
+def test_a_tie_keeps_the_earlier_budget_and_ends_that_lr_as_the_search_does():
+    candidates = {(n, 3e-5): Candidate(n, 3e-5, 16, {13: SeedRun(None, n, 77.0, 1.0)}) for n in (100, 200, 400)}
+    tried, chosen, missing = replay(candidates, [100, 200, 400], [3e-5])
+    assert [c.steps for c in tried] == [100, 200] and chosen.steps == 100 and missing is None
