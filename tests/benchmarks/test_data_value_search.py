@@ -4,10 +4,10 @@ would not compare."""
 
 from __future__ import annotations
 
-import pandas as pd
 import pytest
 
-from benchmarks.data_value_columns import DEV, FIXED_BUDGET, SICK
+from benchmarks.data_value_columns import FIXED_BUDGET
+from benchmarks.data_value_report import read_joined
 from benchmarks.data_value_search import (
     Candidate,
     SeedRun,
@@ -17,6 +17,7 @@ from benchmarks.data_value_search import (
     search_budget,
     search_record,
 )
+from tests.benchmarks.test_data_value_report import table
 
 
 def scripted(devs: dict, tried: list):
@@ -45,14 +46,12 @@ def test_the_budget_search_says_when_it_stopped_at_the_ladders_top():
 
 
 def csv(path, kind, steps, lr, devs, seeds=(13, 14, 15), budget=FIXED_BUDGET):
-    """A harness CSV of one budget: the untrained backbone row, then one trained row per seed (best at `steps`)."""
-    rows = pd.DataFrame({"anchors": 1200, "data": kind, "seed": list(seeds), "steps": steps, "lr": lr,
-                         "batch_size": 16, "best_step": steps, "train_s": 10.0, DEV: devs, SICK: 70.0,
-                         "budget": budget})
-    untrained = pd.DataFrame({"anchors": [0], "data": ["backbone"], "seed": [None], "steps": [0], "lr": [None],
-                              "batch_size": [None], "best_step": [0], "train_s": [0.0], DEV: [64.0], SICK: [65.0],
-                              "budget": ["untrained"]})
-    pd.concat([untrained, rows], ignore_index=True).to_csv(path, index=False)
+    """A harness CSV of one budget (test_data_value_report's `table`, with the budget columns on its trained rows,
+    each best at `steps`)."""
+    frame = table(1200, kind, devs, 70.0, seeds)
+    budget_columns = {"steps": steps, "lr": lr, "batch_size": 16, "best_step": steps, "train_s": 10.0, "budget": budget}
+    frame.loc[frame["data"] != "backbone", list(budget_columns)] = list(budget_columns.values())
+    frame.to_csv(path, index=False)
     return str(path)
 
 
@@ -80,18 +79,18 @@ def test_the_replay_names_the_budget_it_lacks_and_keeps_the_best_so_far(tmp_path
 
 
 def test_the_replay_refuses_what_its_means_cannot_compare(tmp_path):
-    def table(*specs):
-        return pd.concat([pd.read_csv(s) for s in specs], ignore_index=True)
+    def joined(*specs):
+        return read_joined("+".join(specs))
     a = csv(tmp_path / "a.csv", "simcse", 100, 3e-5, [75.0, 76.0, 75.0])
     fewer = csv(tmp_path / "b.csv", "simcse", 200, 3e-5, [77.0, 76.0], seeds=(13, 14))
     with pytest.raises(SystemExit, match="different seeds"):
-        measured_candidates(table(a, fewer), "simcse")
+        measured_candidates(joined(a, fewer), "simcse")
     searched = csv(tmp_path / "c.csv", "simcse", 200, 3e-5, [99.0] * 3, budget="searched on STS-B dev: …")
-    assert list(measured_candidates(table(a, searched), "simcse")) == [(100, 3e-5)]  # a searched row is no rung
+    assert list(measured_candidates(joined(a, searched), "simcse")) == [(100, 3e-5)]  # a searched row is no rung
     with pytest.raises(SystemExit, match="no fixed-budget 'triples' row"):
-        measured_candidates(table(a), "triples")
+        measured_candidates(joined(a), "triples")
     with pytest.raises(SystemExit, match="starts at 100@0.0001"):
-        replay(measured_candidates(table(a), "simcse"), [100, 200], [1e-4])
+        replay(measured_candidates(joined(a), "simcse"), [100, 200], [1e-4])
 
 
 def test_a_tie_keeps_the_earlier_budget_and_ends_that_lr_as_the_search_does():
