@@ -48,6 +48,15 @@
 #                                                             #   steps (the triples' 100 batches), SimCSE and the
 #                                                             #   triples alone at 200, each in a CSV of its own —
 #                                                             #   what a GPU-less machine affords (sizes: default 1200)
+#   benchmarks/anchors_curve.sh bellm-rung <data> <steps> <lr> [sizes] [seeds]
+#                                                             # one rung of the decoder's budget search by hand, where
+#                                                             #   the whole search is out of reach: simcse, triples
+#                                                             #   or pairs (triples + the labeled pairs) at one fixed
+#                                                             #   budget, one seed a call, so each seed's CSV lands on
+#                                                             #   its own; `python -m benchmarks.data_value_search`
+#                                                             #   over the rungs' CSVs names the next (sizes: 1200;
+#                                                             #   the CSVs: anchors_1200_bellm_fixed_<data>_<steps>
+#                                                             #   steps[_lr<lr>, not 3e-5]_<sizes>_seed<s>.csv)
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
 # test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
 # order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
@@ -70,7 +79,7 @@
 # but that CSV: its anchors are SICK's sentences).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-what=${1:?dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm-fixed}
+what=${1:?dataset, encoder, encoder-search, lever, genre, weekly, bellm, bellm-fixed or bellm-rung}
 # GROW_OUT, GROW_KEPT, STSGEN as for grow_anchors.sh; CURVE_PYTHON runs the harness, CURVE_PREFECT is the Prefect CLI
 # and CURVE_RESULTS the results folder (the tests' stand-ins and a folder of their own).
 out=${GROW_OUT:-data/growth}; kept=${GROW_KEPT:-benchmarks/data/anchors_1200}; stsgen=${STSGEN:-./stsgen}
@@ -98,8 +107,18 @@ declare -A levers=([400steps]="--steps 400" [anchor10]="--backbone-anchor 10"
                    [distilled]="--data triples+pairs:teacher --teacher-name weekly-mpnet400"  # + its --teacher
                    [distilled0]="--data triples+pairs:teacher --teacher-name weekly-mpnet400 --backbone-anchor 0")
 if [[ $what == lever ]]; then lever=${2:?lever: one of ${!levers[*]}}; shift; fi
+if [[ $what == bellm-rung ]]; then  # its data and budget, refused before anything trains
+  rung_data=${2:?bellm-rung: simcse, triples or pairs}; rung_steps=${3:?bellm-rung: steps}
+  rung_lr=${4:?bellm-rung: lr}
+  [[ $rung_data =~ ^(simcse|triples|pairs)$ ]] || {
+    echo "anchors_curve.sh bellm-rung: simcse, triples or pairs, not '$rung_data'" >&2; exit 2; }
+  whole_number steps "$rung_steps" '^[1-9][0-9]{0,5}$'
+  [[ $rung_lr =~ ^[0-9]+(\.[0-9]+)?(e-?[0-9]+)?$ ]] || {
+    echo "anchors_curve.sh bellm-rung: lr must be a number such as 3e-5, not '$rung_lr'" >&2; exit 2; }
+  shift 3
+fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
-[[ $what == bellm-fixed ]] && all_sizes=1200  # ~6 h for 3 seeds on 2 cores: the target's size only
+[[ $what == bellm-fixed || $what == bellm-rung ]] && all_sizes=1200  # hours a seed on 2 cores: the target's size only
 sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}
@@ -143,11 +162,11 @@ wait_for() {  # wait_for <pid> <what> <command…>: until the command succeeds; 
   echo "anchors_curve: no $what after 2 min" >&2; return 1
 }
 
-curve() {  # curve <backbone> <name> <data_value flags…>
+curve() {  # curve <backbone> <name> <data_value flags…>; `suffix` ends the CSV's name
   local backbone=$1 name=$2; shift 2
   "$python" -m benchmarks.data_value --runs "$version/triples.parquet" --pairs "$version/pairs.parquet" \
     --backbone "$backbone" --seeds "$seeds" --sizes "$sizes" "$@" \
-    --table-out "$results/anchors_1200_${backbone}_${name}_${sizes//,/-}.csv"
+    --table-out "$results/anchors_1200_${backbone}_${name}_${sizes//,/-}${suffix:-}.csv"
 }
 
 case $what in
@@ -228,7 +247,15 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     curve bellm fixed_pairs_200steps "${pairs[@]}" "${fixed[@]}" --steps 200
     for data in simcse triples; do curve bellm "fixed_${data}_200steps" --data "$data" "${fixed[@]}" --steps 200; done
     ;;
-  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly, bellm or bellm-fixed," \
-          "not '$what'" >&2
+  bellm-rung)  # bellm-fixed's harness flags at the rung's budget; the lr in the name only where it is not 3e-5
+    fixed=(--steps "$rung_steps" --lr "$rung_lr" --precision auto); data=(--data "$rung_data")
+    [[ $rung_data == pairs ]] && data=(--data triples+pairs:label --regression-loss cosent)
+    name=fixed_${rung_data}_${rung_steps}steps; [[ $rung_lr == 3e-5 ]] || name+=_lr$rung_lr
+    for rung_seed in ${seeds//,/ }; do  # one seed a call: its CSV, anchors_1200_bellm_<name>_<sizes>_seed<s>.csv
+      seeds=$rung_seed suffix=_seed$rung_seed curve bellm "$name" "${data[@]}" "${fixed[@]}"
+    done
+    ;;
+  *) echo "anchors_curve.sh: dataset, encoder, encoder-search, lever, genre, weekly, bellm, bellm-fixed or" \
+          "bellm-rung, not '$what'" >&2
      exit 2 ;;
 esac

@@ -116,6 +116,20 @@ def at_size(table: pd.DataFrame, anchors: int | None, name: str = "the CSV") -> 
     return table[~trained | (table["anchors"] == anchors)].reset_index(drop=True)
 
 
+def of_seeds(table: pd.DataFrame, seeds: list[int] | None, name: str = "the CSV") -> pd.DataFrame:
+    """The table's trained rows of `seeds` with its untrained backbone row: the seeds both sides hold while a row's
+    last seed still trains (the whole table where `seeds` is None). Refused, naming the seeds it holds, where one of
+    `seeds` is missing: a pairing on fewer seeds than asked is never silent."""
+    if seeds is None:
+        return table
+    trained = is_trained(table)
+    held = set(table.loc[trained, "seed"])
+    if missing := [s for s in seeds if s not in held]:
+        raise SystemExit(f"{name}: no trained row of seed {', '.join(map(str, missing))} (it holds: "
+                         f"{', '.join(str(int(s)) for s in sorted(held)) or 'none'})")
+    return table[~trained | table["seed"].isin(seeds)].reset_index(drop=True)
+
+
 def one_row(table: pd.DataFrame, kind: str | None, where: str = "compare",
             pick: str = "--a-data / --b-data pick one data kind, --a-anchors / --b-anchors one size") -> pd.DataFrame:
     """A harness table's one trained row (one size, one data kind), indexed by seed: `kind` picks it from a table that
@@ -168,8 +182,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data:
 
 def main(argv: list[str]) -> None:
     """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND] [--a-anchors N]
-    [--b-anchors N] [--gap KIND,KIND]`: the results page's paired A − B; A or B may join several runs' CSVs with `+`
-    (`read_joined`)."""
+    [--b-anchors N] [--gap KIND,KIND] [--seeds S,S…]`: the results page's paired A − B; A or B may join several runs'
+    CSVs with `+` (`read_joined`)."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.data_value_report",
                                      description="A − B on STS-B dev, SICK trial, their mean and STS-B test, paired "
                                                  "by seed, then dev's difference minus SICK trial's")
@@ -183,9 +197,12 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--gap", metavar="KIND,KIND",
                         help="compare gaps, not rows: (KIND − KIND in A) − (the same in B), paired by seed, as the "
                              "gap triples − SimCSE at 1,200 anchors against the one at 200 (`--gap triples,simcse`)")
+    parser.add_argument("--seeds", metavar="S,S…", type=lambda v: [int(s) for s in v.split(",")],
+                        help="pair only these seeds, which both sides must hold (a reading while a row's last seed "
+                             "still trains); default: every seed, the same on both sides")
     args = parser.parse_args(argv)
     names = f"A ({args.a})", f"B ({args.b})"  # as refusals name them
-    a, b = (at_size(read_joined(spec), anchors, name)
+    a, b = (of_seeds(at_size(read_joined(spec), anchors, name), args.seeds, name)
             for spec, anchors, name in zip((args.a, args.b), (args.a_anchors, args.b_anchors), names))
     if args.gap is not None:
         kinds = tuple(k.strip() for k in args.gap.split(","))

@@ -351,3 +351,23 @@ def test_the_decoder_rows_search_every_budget_alike_or_keep_the_400_anchor_rows_
     assert (int(fixed["--steps"]), float(fixed["--lr"])) == (row["steps"], row["lr"])
     assert fixed["--precision"] == "auto" and row["precision"] == "bfloat16"  # their command's `auto`: bf16 here
     assert "--batch-size" not in fixed and "--backbone-anchor" not in fixed  # the harness's own batch, as then
+
+
+def test_a_rung_of_the_decoders_search_trains_one_seed_a_call_at_bellm_fixeds_flags(grow, tmp_path):
+    rc, calls = grow("bellm-rung", "simcse", 800, "3e-5", script=CURVE)
+    assert rc == 0 and [flags(c)["--seeds"] for c in calls] == ["13", "14", "15"]  # each seed's CSV on its own
+    assert [flags(c)["--table-out"] for c in calls] == [
+        f"{tmp_path}/results/anchors_1200_bellm_fixed_simcse_800steps_1200_seed{s}.csv" for s in (13, 14, 15)]
+    rc, calls = grow("bellm-fixed", script=CURVE)
+    fixed, rung = flags(calls[3]), flags(calls[0])  # bellm-fixed's first call: its flags but data and budget
+    assert {**fixed, "--data": "simcse", "--steps": "800", "--seeds": "13", "--table-out": rung["--table-out"]} == rung
+    # The labeled pairs as bellm-fixed trains them; an lr other than 3e-5 is in the name; sizes and seeds as given.
+    rc, calls = grow("bellm-rung", "pairs", 200, "1e-4", 800, 14, script=CURVE)
+    pairs = flags(calls[-1])
+    assert rc == 0 and (pairs["--data"], pairs["--regression-loss"], pairs["--lr"]) == (
+        "triples+pairs:label", "cosent", "1e-4")
+    assert (pairs["--sizes"], pairs["--seeds"]) == ("800", "14")
+    assert pairs["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_pairs_200steps_lr1e-4_800_seed14.csv"
+    for bad in (("simcse-paper", 100, "3e-5"), ("simcse", "1e2", "3e-5"), ("simcse", 100, "fast")):
+        rc, after = grow("bellm-rung", *bad, script=CURVE)
+        assert rc == 2 and after == calls  # refused before anything trains

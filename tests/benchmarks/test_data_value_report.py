@@ -83,6 +83,13 @@ def test_one_rows_seeds_run_apart_join_with_plus_and_pair_as_one(tmp_path, capsy
         read_joined(f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}+{tmp_path / 't1415.csv'}")
     with pytest.raises(SystemExit, match="seeds differ"):  # one side's later seeds forgotten: nothing to pair
         main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv")])
+    # --seeds pairs the seeds both sides hold while a row's last seeds still train, and names a seed one side lacks.
+    main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv"), "--seeds", "13"])
+    assert f"{DEV}: +5.00 [+nan, +nan] (seeds: +5.00)" in capsys.readouterr().out
+    main([str(tmp_path / "t1415.csv"), f"{tmp_path / 's13.csv'}+{tmp_path / 's1415.csv'}", "--seeds", "15,14"])
+    assert f"{DEV}: +6.00 [" in capsys.readouterr().out  # seeds 14 and 15 only: +6, +6, not seed 13's +5
+    with pytest.raises(SystemExit, match=r"B \(.*s13\.csv\): no trained row of seed 14 \(it holds: 13\)"):
+        main([f"{tmp_path / 't13.csv'}+{tmp_path / 't1415.csv'}", str(tmp_path / "s13.csv"), "--seeds", "13,14"])
 
 
 def test_gap_pairs_one_sizes_gap_with_anothers_and_dev_minus_sick_says_whether_they_pull_apart(tmp_path, capsys):
