@@ -52,11 +52,12 @@
 #                                                             # one rung of the decoder's budget search by hand, where
 #                                                             #   the whole search is out of reach: simcse, triples
 #                                                             #   or pairs (triples + the labeled pairs) at one fixed
-#                                                             #   budget, one seed a call, so each seed's CSV lands on
-#                                                             #   its own; `python -m benchmarks.data_value_search`
-#                                                             #   over the rungs' CSVs names the next (sizes: 1200;
-#                                                             #   the CSVs: anchors_1200_bellm_fixed_<data>_<steps>
-#                                                             #   steps[_lr<lr>, not 3e-5]_<sizes>_seed<s>.csv)
+#                                                             #   budget, one harness run a seed, so each seed's CSV
+#                                                             #   lands on its own; `python -m benchmarks.
+#                                                             #   data_value_search` over the rungs' CSVs names the
+#                                                             #   next (sizes: default 1200; the CSVs: anchors_1200_
+#                                                             #   bellm_fixed_<data>_<steps>steps[_lr<lr as typed>,
+#                                                             #   unless 3e-5]_<sizes>_seed<s>.csv)
 # `dataset` builds one version from the committed labeled chunks (dedup, and decontamination against STS-B dev and
 # test and SICK trial) and commits its tables under benchmarks/data/anchors_1200/dataset/ — the anchors in chunk
 # order, so the first N are a row's N anchors: the chunks are copied as run folders without a .run.json, so
@@ -113,13 +114,16 @@ if [[ $what == bellm-rung ]]; then  # its data and budget, refused before anythi
   [[ $rung_data =~ ^(simcse|triples|pairs)$ ]] || {
     echo "anchors_curve.sh bellm-rung: simcse, triples or pairs, not '$rung_data'" >&2; exit 2; }
   whole_number steps "$rung_steps" '^[1-9][0-9]{0,5}$'
-  [[ $rung_lr =~ ^[0-9]+(\.[0-9]+)?(e-?[0-9]+)?$ ]] || {
-    echo "anchors_curve.sh bellm-rung: lr must be a number such as 3e-5, not '$rung_lr'" >&2; exit 2; }
+  [[ $rung_lr =~ ^[0-9]+(\.[0-9]+)?(e-?[0-9]+)?$ && ${rung_lr%%e*} =~ [1-9] ]] || {
+    echo "anchors_curve.sh bellm-rung: lr must be a number above 0 such as 3e-5, not '$rung_lr'" >&2; exit 2; }
   shift 3
+  # Each seed trains for most of an hour: a bad or repeated one is refused now, not after the first has trained.
+  [[ ${3:-13} =~ ^[0-9]+(,[0-9]+)*$ && -z $(tr , '\n' <<< "${3:-}" | sort | uniq -d) ]] || {
+    echo "anchors_curve.sh bellm-rung: seeds must be distinct whole numbers, comma-separated, not '$3'" >&2; exit 2; }
 fi
 all_sizes=100,200,400,800,1200; [[ $what == genre ]] && all_sizes=84  # 140 sources: 84 after build-dataset
 [[ $what == bellm-fixed || $what == bellm-rung ]] && all_sizes=1200  # hours a seed on 2 cores: the target's size only
-sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}
+sizes=${2:-$all_sizes}; seeds=${3:-13,14,15}; suffix=  # suffix: set per call by bellm-rung, never by the caller
 python=${CURVE_PYTHON:-.venv/bin/python}; prefect=${CURVE_PREFECT:-.venv/bin/prefect}
 results=${CURVE_RESULTS:-benchmarks/results}
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}

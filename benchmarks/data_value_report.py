@@ -119,7 +119,8 @@ def at_size(table: pd.DataFrame, anchors: int | None, name: str = "the CSV") -> 
 def of_seeds(table: pd.DataFrame, seeds: list[int] | None, name: str = "the CSV") -> pd.DataFrame:
     """The table's trained rows of `seeds` with its untrained backbone row: the seeds both sides hold while a row's
     last seed still trains (the whole table where `seeds` is None). Refused, naming the seeds it holds, where one of
-    `seeds` is missing: a pairing on fewer seeds than asked is never silent."""
+    `seeds` is missing: a pairing on fewer seeds than asked is never silent. The seeds are the whole table's (any
+    data kind or size in it); one row lacking one is refused later, by `same_seeds`."""
     if seeds is None:
         return table
     trained = is_trained(table)
@@ -180,6 +181,11 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, a_data: str | None = None, b_data:
     return cells
 
 
+def seed_list(value: str) -> list[int]:
+    """`--seeds 13,14`: whole numbers, comma-separated (argparse names this function in its error)."""
+    return [int(s) for s in value.split(",")]
+
+
 def main(argv: list[str]) -> None:
     """`python -m benchmarks.data_value_report A.csv B.csv [--a-data KIND] [--b-data KIND] [--a-anchors N]
     [--b-anchors N] [--gap KIND,KIND] [--seeds S,S…]`: the results page's paired A − B; A or B may join several runs'
@@ -197,7 +203,7 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--gap", metavar="KIND,KIND",
                         help="compare gaps, not rows: (KIND − KIND in A) − (the same in B), paired by seed, as the "
                              "gap triples − SimCSE at 1,200 anchors against the one at 200 (`--gap triples,simcse`)")
-    parser.add_argument("--seeds", metavar="S,S…", type=lambda v: [int(s) for s in v.split(",")],
+    parser.add_argument("--seeds", metavar="S,S…", type=seed_list,
                         help="pair only these seeds, which both sides must hold (a reading while a row's last seed "
                              "still trains); default: every seed, the same on both sides")
     args = parser.parse_args(argv)

@@ -368,6 +368,7 @@ def test_a_rung_of_the_decoders_search_trains_one_seed_a_call_at_bellm_fixeds_fl
         "triples+pairs:label", "cosent", "1e-4")
     assert (pairs["--sizes"], pairs["--seeds"]) == ("800", "14")
     assert pairs["--table-out"] == f"{tmp_path}/results/anchors_1200_bellm_fixed_pairs_200steps_lr1e-4_800_seed14.csv"
-    for bad in (("simcse-paper", 100, "3e-5"), ("simcse", "1e2", "3e-5"), ("simcse", 100, "fast")):
+    for bad in (("simcse-paper", 100, "3e-5"), ("simcse", "1e2", "3e-5"), ("simcse", 100, "fast"),
+                ("simcse", 100, "0e-5"), ("simcse", 100, "3e-5", 1200, "13,x"), ("simcse", 100, "3e-5", 1200, "13,13")):
         rc, after = grow("bellm-rung", *bad, script=CURVE)
         assert rc == 2 and after == calls  # refused before anything trains
