@@ -129,7 +129,8 @@ results=${CURVE_RESULTS:-benchmarks/results}
 version=$kept/dataset; datasets=$out-datasets; labeled=$out-labeled; port=${WEEKLY_PORT:-4242}
 sick=../shared/data/sick2014/SICK_trial.txt  # read in place, never committed
 search=(--search-budget --steps 100 --search-max-steps 1600 --search-lrs 3e-5,1e-4)
-recipe=(--data triples+pairs:label --regression-loss cosent --backbone-anchor 50)
+pairs=(--data triples+pairs:label --regression-loss cosent)  # the triples + CoSENT on stage 3's label
+recipe=("${pairs[@]}" --backbone-anchor 50)
 shipped=(--steps 200 --lr 1e-4)  # the recipe's budget in every entry point (TrainSettings: lr `auto` from 75 anchors)
 
 stop_serving() {  # the runner pauses its deployments on SIGTERM, so it goes before the server (killed if it hangs)
@@ -242,7 +243,7 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     curve bellm all --data simcse,simcse-paper,triples,triples+pairs:label --regression-loss cosent "${search[@]}"
     ;;
   bellm-fixed)  # the budget of data_value_bellm_400_cpu.csv, so the 1,200 point extends that curve like for like
-    fixed=(--steps 100 --lr 3e-5 --precision auto); pairs=(--data triples+pairs:label --regression-loss cosent)
+    fixed=(--steps 100 --lr 3e-5 --precision auto)
     curve bellm fixed --data simcse,simcse-paper,triples "${fixed[@]}"
     curve bellm fixed_pairs "${pairs[@]}" "${fixed[@]}"  # a CSV of its own
     # The round-robin sampler alternates the two, so at 100 steps the triples get 50 batches: at 200, the triples
@@ -253,7 +254,7 @@ print(json.dumps({"runs": runs, "datasets_dir": f"{weekly}-datasets", "output_di
     ;;
   bellm-rung)  # bellm-fixed's harness flags at the rung's budget; the lr in the name only where it is not 3e-5
     fixed=(--steps "$rung_steps" --lr "$rung_lr" --precision auto); data=(--data "$rung_data")
-    [[ $rung_data == pairs ]] && data=(--data triples+pairs:label --regression-loss cosent)
+    [[ $rung_data == pairs ]] && data=("${pairs[@]}")
     name=fixed_${rung_data}_${rung_steps}steps; [[ $rung_lr == 3e-5 ]] || name+=_lr$rung_lr
     for rung_seed in ${seeds//,/ }; do  # one seed a call: its CSV, anchors_1200_bellm_<name>_<sizes>_seed<s>.csv
       seeds=$rung_seed suffix=_seed$rung_seed curve bellm "$name" "${data[@]}" "${fixed[@]}"
