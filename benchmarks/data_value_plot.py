@@ -102,6 +102,11 @@ def budget_title(rows: pd.DataFrame) -> str:
     return "each row's budget (steps, lr) chosen on STS-B dev"
 
 
+# 20 colours, not matplotlib's default 10: the decoder's plot draws 14 lines, and two lines sharing a colour are told
+# apart only by the legend's order
+LINE_COLORS = plt.get_cmap("tab20").colors
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("tables", nargs="+", help="CSV[+CSV…][=untrained STS-B dev], one per backbone")
@@ -119,10 +124,10 @@ def main() -> None:
         tables.append((read_joined(path), given))
     panels = [(ax, metric, table) for metric, row in zip(metrics, axes) for ax, table in zip(row, tables)]
     for ax, metric, (rows, given) in panels:
-        for data, c in curves(rows, untrained_of(rows, given or None, metric), metric).items():
+        for i, (data, c) in enumerate(curves(rows, untrained_of(rows, given or None, metric), metric).items()):
             note, style, labeled = how_drawn(c)
             ax.errorbar(c["anchors"], c["mean"], yerr=c["std"], marker="o", capsize=3, linestyle=style,
-                        label=f"{data} ({note})")
+                        color=LINE_COLORS[i % len(LINE_COLORS)], label=f"{data} ({note})")
             for _, r in labeled.iterrows():
                 ax.annotate(f"n={int(r['count'])}", (r["anchors"], r["mean"]), fontsize=7, xytext=(3, -10),
                             textcoords="offset points")

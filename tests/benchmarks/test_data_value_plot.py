@@ -94,3 +94,21 @@ def test_the_plot_draws_joined_csvs_with_each_lines_seeds_and_style(tmp_path, mo
                                      f"{tmp_path / 'b.csv'}+{tmp_path / 'b.csv'}"])
     with pytest.raises(SystemExit, match="a row and seed in two CSVs"):  # never averaged in as seeds of their own
         data_value_plot.main()
+
+
+def test_up_to_twenty_lines_each_get_a_colour_of_their_own(tmp_path, monkeypatch):
+    """The decoder's plot draws 14 lines: matplotlib's default cycle of 10 would give two lines one colour."""
+    import matplotlib.axes
+
+    from benchmarks import data_value_plot
+
+    drawn = {}
+    monkeypatch.setattr(matplotlib.axes.Axes, "errorbar", lambda self, x, y, **kw: drawn.update({kw["label"]: kw}))
+    rows = pd.DataFrame([(0, "backbone", None, 0, None, 64.0, "decoder")]
+                        + [(1200, f"kind{k}", 13, 100, 3e-5, 70.0 + k, "decoder") for k in range(17)],
+                        columns=["anchors", "data", "seed", "steps", "lr", DEV, "backbone"])
+    rows.to_csv(tmp_path / "many.csv", index=False)
+    monkeypatch.setattr("sys.argv", ["plot", "--out", str(tmp_path / "p.png"), str(tmp_path / "many.csv")])
+    data_value_plot.main()
+    assert len(drawn) == 17
+    assert len({kw["color"] for kw in drawn.values()}) == 17
